@@ -1,0 +1,363 @@
+#define _POSIX_C_SOURCE 200809L /* open_memstream */
+/*
+ * emit.c — write the trainer program for a planned graph.
+ *
+ * Requires: passes/memplan (every tensor has an arena offset).
+ * Produces: one self-contained .c or .cu file:
+ *   // build: <command>
+ *   header comment (model, arena breakdown)
+ *   inlined runtime: vcc_elem.h, vcc_io.h, vcc_cpu.h | vcc_cuda.cuh, vcc_main.h
+ *   conv descriptors, the persistent-state table, vcc_step() with one kernel call per scheduled node,
+ *   main() -> vcc_trainer_main().
+ * Every tensor is an arena address A + offset; views emit no code (they share their base's bytes).
+ */
+#include "codegen.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+void vcc_build_command(VccTarget target, const char *out_path, char *buf, size_t len) {
+    const char *base = strrchr(out_path, '/');
+    base = base ? base + 1 : out_path;
+    char exe[512];
+    snprintf(exe, sizeof exe, "%s", base);
+    char *dot = strrchr(exe, '.');
+    if (dot) *dot = 0;
+    if (target == VCC_TARGET_CUDA)
+        snprintf(buf, len, "nvcc -O2 %s -o %s -lcudnn -lcublas", base, exe);
+    else
+        snprintf(buf, len, "cc -O2 -march=native -std=c11 %s -o %s -lopenblas -lm", base, exe);
+}
+
+typedef struct {
+    VccCtx *ctx;
+    const VccGraph *g;
+    FILE *f;
+    VccConvParams *convs; /* distinct conv geometries, index = descriptor */
+    int nconv;
+    char ptr[16][48];     /* a ring of operand strings, so one call's operands never share a buffer */
+    int next;
+} Emit;
+
+static int64_t numel(const VccGraph *g, int t) { return vcc_shape_numel(&g->tensors[t].shape); }
+
+/* "VCC_F(off)" for a float tensor, "NULL" for an absent one. */
+static const char *F(Emit *e, int t) {
+    if (t < 0) return "NULL";
+    char *buf = e->ptr[e->next++ % 16];
+    snprintf(buf, sizeof e->ptr[0], "VCC_F(%" PRId64 ")", e->g->tensors[t].offset);
+    return buf;
+}
+
+static int conv_index(Emit *e, const VccConvParams *p) {
+    for (int i = 0; i < e->nconv; i++)
+        if (!memcmp(&e->convs[i], p, sizeof *p)) return i;
+    e->convs = vcc_realloc(e->convs, sizeof *p * (size_t)(e->nconv + 1));
+    e->convs[e->nconv] = *p;
+    return e->nconv++;
+}
+
+static VccStatus conv_of(Emit *e, const VccNode *n, const VccShape *x, const VccShape *w, int *idx) {
+    VccConvParams p;
+    VccStatus st = vcc_conv_params(e->ctx, n, x, w, &p);
+    if (st) return st;
+    *idx = conv_index(e, &p);
+    return VCC_OK;
+}
+
+/* N, C, S of an (N, C, spatial...) tensor. */
+static void ncs(const VccGraph *g, int t, int64_t *N, int64_t *C, int64_t *S) {
+    const VccShape *s = &g->tensors[t].shape;
+    *N = s->dims[0];
+    *C = s->rank > 1 ? s->dims[1] : 1;
+    *S = 1;
+    for (int i = 2; i < s->rank; i++) *S *= s->dims[i];
+}
+
+static VccStatus emit_node(Emit *e, int k) {
+    const VccGraph *g = e->g;
+    const VccNode *n = &g->nodes[k];
+    FILE *f = e->f;
+    const int *in = n->in, *out = n->out;
+    fprintf(f, "    /* %d: %s '%s' */\n", k, vcc_op_name(n->op), n->name);
+    switch (n->op) {
+    case VCC_OP_CONV: {
+        int ci;
+        VccStatus st = conv_of(e, n, &g->tensors[in[0]].shape, &g->tensors[in[1]].shape, &ci);
+        if (st) return st;
+        int ws = out[1];
+        fprintf(f, "    conv_forward(rt, &vcc_conv[%d], %s, %s, %s, %s, A + %" PRId64 ", %" PRId64 ");\n", ci,
+                F(e, in[0]), F(e, in[1]), F(e, n->nin > 2 ? in[2] : -1), F(e, out[0]),
+                g->tensors[ws].offset, vcc_tensor_bytes(&g->tensors[ws]));
+        return VCC_OK;
+    }
+    case VCC_OP_CONV_GRAD_DATA: {
+        int ci;
+        VccStatus st = conv_of(e, n, &g->tensors[out[0]].shape, &g->tensors[in[1]].shape, &ci);
+        if (st) return st;
+        int ws = out[1];
+        fprintf(f, "    conv_backward_data(rt, &vcc_conv[%d], %s, %s, %s, A + %" PRId64 ", %" PRId64 ");\n", ci,
+                F(e, in[0]), F(e, in[1]), F(e, out[0]), g->tensors[ws].offset,
+                vcc_tensor_bytes(&g->tensors[ws]));
+        return VCC_OK;
+    }
+    case VCC_OP_CONV_GRAD_FILTER: {
+        int ci;
+        VccStatus st = conv_of(e, n, &g->tensors[in[0]].shape, &g->tensors[out[0]].shape, &ci);
+        if (st) return st;
+        int ws = out[2];
+        fprintf(f, "    conv_backward_filter(rt, &vcc_conv[%d], %s, %s, %s, %s, A + %" PRId64 ", %" PRId64 ");\n",
+                ci, F(e, in[0]), F(e, in[1]), F(e, out[0]), F(e, out[1]), g->tensors[ws].offset,
+                vcc_tensor_bytes(&g->tensors[ws]));
+        return VCC_OK;
+    }
+    case VCC_OP_BATCHNORM: {
+        int64_t N, C, S;
+        ncs(g, in[0], &N, &C, &S);
+        fprintf(f,
+                "    batchnorm_forward_train(rt, %" PRId64 ", %" PRId64 ", %" PRId64
+                ", %s, %s, %s, %s, %s, (float)%.9g, (float)%.9g, %s, %s, %s);\n",
+                N, C, S, F(e, in[0]), F(e, in[1]), F(e, in[2]), F(e, in[3]), F(e, in[4]),
+                (double)vcc_attr_float(n, "momentum", 0.9f), (double)vcc_attr_float(n, "epsilon", 1e-5f),
+                F(e, out[0]), F(e, out[1]), F(e, out[2]));
+        return VCC_OK;
+    }
+    case VCC_OP_BATCHNORM_GRAD: {
+        int64_t N, C, S;
+        ncs(g, in[0], &N, &C, &S);
+        fprintf(f, "    batchnorm_backward(rt, %" PRId64 ", %" PRId64 ", %" PRId64 ", %s, %s, %s, %s, %s, ", N, C, S,
+                F(e, in[0]), F(e, in[1]), F(e, in[2]), F(e, in[3]), F(e, in[4]));
+        fprintf(f, "%s, %s, %s);\n", F(e, out[0]), F(e, out[1]), F(e, out[2]));
+        return VCC_OK;
+    }
+    case VCC_OP_RELU:
+        fprintf(f, "    relu_forward(rt, %" PRId64 ", %s, %s);\n", numel(g, out[0]), F(e, in[0]), F(e, out[0]));
+        return VCC_OK;
+    case VCC_OP_RELU_GRAD:
+        fprintf(f, "    relu_backward(rt, %" PRId64 ", %s, %s, %s);\n", numel(g, out[0]), F(e, in[0]),
+                F(e, in[1]), F(e, out[0]));
+        return VCC_OK;
+    case VCC_OP_ADD:
+    case VCC_OP_GRAD_ACCUM:
+        fprintf(f, "    add_forward(rt, %" PRId64 ", %s, %s, %s);\n", numel(g, out[0]), F(e, in[0]), F(e, in[1]),
+                F(e, out[0]));
+        return VCC_OK;
+    case VCC_OP_GLOBALAVGPOOL: {
+        int64_t N, C, S;
+        ncs(g, in[0], &N, &C, &S);
+        fprintf(f, "    global_avgpool_forward(rt, %" PRId64 ", %" PRId64 ", %s, %s);\n", N * C, S, F(e, in[0]),
+                F(e, out[0]));
+        return VCC_OK;
+    }
+    case VCC_OP_GLOBALAVGPOOL_GRAD: {
+        int64_t N, C, S;
+        ncs(g, out[0], &N, &C, &S);
+        fprintf(f, "    global_avgpool_backward(rt, %" PRId64 ", %" PRId64 ", %s, %s);\n", N * C, S, F(e, in[0]),
+                F(e, out[0]));
+        return VCC_OK;
+    }
+    case VCC_OP_FLATTEN:
+    case VCC_OP_RESHAPE:
+    case VCC_OP_IDENTITY:
+        fputs("    /* view: shares its input's bytes */\n", f);
+        return VCC_OK;
+    case VCC_OP_GEMM:
+    case VCC_OP_GEMM_GRAD: {
+        int ta = vcc_attr_int(n, "transA", 0) != 0, tb = vcc_attr_int(n, "transB", 0) != 0;
+        const VccShape *as = &g->tensors[in[0]].shape, *bs = &g->tensors[in[1]].shape;
+        int64_t M = as->dims[ta], K = as->dims[!ta], N = bs->dims[!tb];
+        float alpha = vcc_attr_float(n, "alpha", 1.0f), beta = vcc_attr_float(n, "beta", 1.0f);
+        int64_t cr = 1, cc = 1;
+        int cten = -1;
+        if (n->op == VCC_OP_GEMM) {
+            cten = n->nin > 2 ? in[2] : -1;
+            if (cten >= 0) {
+                const VccShape *cs = &g->tensors[cten].shape;
+                cr = cs->rank == 2 ? cs->dims[0] : 1;
+                cc = cs->rank >= 1 ? cs->dims[cs->rank - 1] : 1;
+            }
+            fprintf(f,
+                    "    gemm_forward(rt, %d, %d, %" PRId64 ", %" PRId64 ", %" PRId64 ", (float)%.9g, %s, %s, (float)%.9g, %s, %" PRId64
+                    ", %" PRId64 ", %s);\n",
+                    ta, tb, M, N, K, (double)alpha, F(e, in[0]), F(e, in[1]), (double)beta, F(e, cten), cr,
+                    cc, F(e, out[0]));
+        } else {
+            int64_t cs[2];
+            int r = vcc_attr_ints(n, "c_shape", cs, 2);
+            if (r == 2) cr = cs[0], cc = cs[1];
+            else if (r == 1) cc = cs[0];
+            fprintf(f,
+                    "    gemm_backward(rt, %d, %d, %" PRId64 ", %" PRId64 ", %" PRId64
+                    ", (float)%.9g, (float)%.9g, %s, %s, %s, %s, %s, %s, %" PRId64 ", %" PRId64 ");\n",
+                    ta, tb, M, N, K, (double)alpha, (double)beta, F(e, in[0]), F(e, in[1]), F(e, in[2]),
+                    F(e, out[0]), F(e, out[1]), F(e, out[2]), cr, cc);
+        }
+        return VCC_OK;
+    }
+    case VCC_OP_SOFTMAXXENT: {
+        const VccShape *s = &g->tensors[in[0]].shape;
+        fprintf(f, "    softmax_xent_forward(rt, %" PRId64 ", %" PRId64 ", %s, (const int64_t *)(A + %" PRId64 "), %s, %s);\n",
+                s->dims[0], s->dims[1], F(e, in[0]), g->tensors[in[1]].offset, F(e, out[0]), F(e, out[1]));
+        return VCC_OK;
+    }
+    case VCC_OP_SOFTMAXXENT_GRAD: {
+        const VccShape *s = &g->tensors[in[0]].shape;
+        fprintf(f, "    softmax_xent_backward(rt, %" PRId64 ", %" PRId64 ", %s, (const int64_t *)(A + %" PRId64 "), %s, %s);\n",
+                s->dims[0], s->dims[1], F(e, in[0]), g->tensors[in[1]].offset, F(e, in[2]), F(e, out[0]));
+        return VCC_OK;
+    }
+    case VCC_OP_SGD:
+        fprintf(f, "    sgd_update(rt, %" PRId64 ", %s, %s, %s, lr, momentum, wd);\n", numel(g, in[0]), F(e, in[0]),
+                F(e, in[1]), F(e, in[2]));
+        return VCC_OK;
+    default:
+        vcc_error(e->ctx, "node '%s' (%s): no code generator for this op", n->name, vcc_op_name(n->op));
+        return VCC_ERR_UNSUPPORTED;
+    }
+}
+
+static void emit_ints3(FILE *f, const int64_t *v, int n, int64_t fill) {
+    fputc('{', f);
+    for (int i = 0; i < 3; i++) fprintf(f, i ? ", %" PRId64 : "%" PRId64, i < n ? v[i] : fill);
+    fputc('}', f);
+}
+
+static void emit_c_string(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') fputc('\\', f);
+        if ((unsigned char)*s < 0x20) fprintf(f, "\\%03o", (unsigned char)*s);
+        else fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+/* Inline a runtime header: everything but its includes of other vcc runtime headers (already inlined). */
+static void put_runtime(FILE *f, const char *text) {
+    for (const char *line = text; *line;) {
+        const char *nl = strchr(line, '\n');
+        size_t len = nl ? (size_t)(nl - line) + 1 : strlen(line);
+        if (strncmp(line, "#include \"vcc_", 14) != 0) fwrite(line, 1, len, f);
+        line += len;
+    }
+}
+
+static int state_role(const VccTensor *t) {
+    switch (t->kind) {
+    case VCC_T_PARAM: return 0;
+    case VCC_T_BUFFER: return 1;
+    case VCC_T_CONST: return 2;
+    case VCC_T_GRAD: return 3;
+    default: return -1;
+    }
+}
+
+VccStatus vcc_emit_trainer(VccCtx *ctx, const VccGraph *g, VccTarget target, const char *build_cmd,
+                           const char *weights_name, FILE *f) {
+    Emit e;
+    memset(&e, 0, sizeof e);
+    e.ctx = ctx;
+    e.g = g;
+    /* the step body goes to a memory buffer first: conv descriptors are collected while emitting it */
+    char *body = NULL;
+    size_t body_len = 0;
+    e.f = open_memstream(&body, &body_len);
+    if (!e.f) {
+        vcc_error(ctx, "cannot open a memory stream");
+        return VCC_ERR_IO;
+    }
+    VccStatus st = VCC_OK;
+    for (int k = 0; k < g->nnodes && !st; k++) st = emit_node(&e, k);
+    fclose(e.f);
+    if (st) {
+        free(body);
+        free(e.convs);
+        return st;
+    }
+
+    fprintf(f, "// build: %s\n", build_cmd);
+    fputs("#define _POSIX_C_SOURCE 200809L\n", f);
+    fprintf(f,
+            "/*\n * Training program generated by vcc from %s: forward, softmax cross-entropy, backward and SGD\n"
+            " * with momentum, %d scheduled steps, every tensor in one arena.\n *\n"
+            " * VCC_ARENA_BYTES = %" PRId64 " (%.1f MiB)\n"
+            " *   persistent region: %" PRId64 " bytes (parameters, BN running statistics, gradients, momentum)\n"
+            " *   planned region:    %" PRId64 " bytes (activations, saved tensors, temporaries, workspaces)\n"
+            " *   lower bound:       %" PRId64 " bytes (largest sum of live bytes at one step)\n"
+            " *   no reuse:          %" PRId64 " bytes (every tensor in its own buffer)\n */\n",
+            ctx->file ? ctx->file : "an ONNX model", g->nnodes, g->arena_bytes, (double)g->arena_bytes / 1048576.0,
+            g->persistent_bytes, g->planned_bytes, g->lower_bound_bytes, g->no_reuse_bytes);
+    fputs("#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\n", f);
+    put_runtime(f, vcc_rt_elem_h);
+    put_runtime(f, vcc_rt_io_h);
+    put_runtime(f, target == VCC_TARGET_CUDA ? vcc_rt_cuda_cuh : vcc_rt_cpu_h);
+    put_runtime(f, vcc_rt_main_h);
+
+    fprintf(f, "\n/* ---- generated: arena layout, conv descriptors, persistent state ---- */\n\n");
+    fprintf(f, "#define VCC_ARENA_BYTES ((size_t)%" PRId64 ")\n", g->arena_bytes);
+    fputs("#define VCC_F(off) ((float *)(A + (off)))\n\n", f);
+    if (e.nconv) {
+        fprintf(f, "/* nsp, N, C, K, G, in, out, kernel, stride, dilation, pad_begin, pad_end, backend */\n");
+        fprintf(f, "static VccConvDesc vcc_conv[%d] = {\n", e.nconv);
+        for (int i = 0; i < e.nconv; i++) {
+            const VccConvParams *p = &e.convs[i];
+            fprintf(f, "    {%d, %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", ", p->nsp, p->N, p->C, p->K, p->group);
+            emit_ints3(f, p->in, p->nsp, 1);
+            fputs(", ", f);
+            emit_ints3(f, p->out, p->nsp, 1);
+            fputs(", ", f);
+            emit_ints3(f, p->kernel, p->nsp, 1);
+            fputs(", ", f);
+            emit_ints3(f, p->stride, p->nsp, 1);
+            fputs(", ", f);
+            emit_ints3(f, p->dilation, p->nsp, 1);
+            fputs(", ", f);
+            emit_ints3(f, p->pad_begin, p->nsp, 0);
+            fputs(", ", f);
+            emit_ints3(f, p->pad_end, p->nsp, 0);
+            fputs(", NULL},\n", f);
+        }
+        fputs("};\n\n", f);
+    }
+    fputs("/* name, offset, bytes, rank, dims, is_i64, role (0 param, 1 buffer, 2 const, 3 gradient) */\n", f);
+    fputs("static const VccStateInfo vcc_state[] = {\n", f);
+    int nstate = 0;
+    for (int t = 0; t < g->ntensors; t++) {
+        const VccTensor *x = &g->tensors[t];
+        int role = state_role(x);
+        if (role < 0 || x->alias_of >= 0 || vcc_tensor_bytes(x) == 0) continue;
+        if (role == 3 && x->param_of >= 0) {
+            /* gradients are saved under their parameter's name */
+            fputs("    {", f);
+            emit_c_string(f, g->tensors[x->param_of].name);
+        } else {
+            fputs("    {", f);
+            emit_c_string(f, x->name);
+        }
+        fprintf(f, ", %" PRId64 ", %" PRId64 ", %d, {", x->offset, vcc_tensor_bytes(x), x->shape.rank);
+        for (int i = 0; i < x->shape.rank; i++) fprintf(f, i ? ", %" PRId64 : "%" PRId64, x->shape.dims[i]);
+        fprintf(f, "%s}, %d, %d},\n", x->shape.rank ? "" : "0", x->dtype == VCC_I64, role);
+        nstate++;
+    }
+    fputs("};\n\n", f);
+    fputs("static void vcc_step(VccRt *rt, unsigned char *A, float lr, float momentum, float wd) {\n", f);
+    fputs("    (void)lr; (void)momentum; (void)wd;\n", f);
+    fwrite(body, 1, body_len, f);
+    fputs("}\n\n", f);
+    free(body);
+
+    const VccTensor *in = &g->tensors[g->data_input];
+    const VccTensor *logits = &g->tensors[g->nodes[g->tensors[g->loss].producer].in[0]];
+    fputs("int main(int argc, char **argv) {\n    static const VccModel m = {\n", f);
+    fprintf(f, "        VCC_ARENA_BYTES, ");
+    emit_c_string(f, weights_name);
+    fprintf(f, ", %d, {", in->shape.rank);
+    for (int i = 0; i < in->shape.rank; i++) fprintf(f, i ? ", %" PRId64 : "%" PRId64, in->shape.dims[i]);
+    fprintf(f, "},\n        %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", (float)%.9g,\n", in->offset,
+            g->tensors[g->label].offset, g->tensors[g->loss].offset, logits->shape.dims[1], (double)ctx->momentum);
+    fprintf(f, "        vcc_state, %d, vcc_step};\n", nstate);
+    fputs("    return vcc_trainer_main(argc, argv, &m);\n}\n", f);
+    free(e.convs);
+    return VCC_OK;
+}

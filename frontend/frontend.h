@@ -1,0 +1,86 @@
+/*
+ * frontend.h — vcc's readers: ONNX models in, the forward IR out.
+ *
+ * Letter legend used in shape comments: N batch, C channels, K output channels / classes,
+ * T time (frames), H height, W width.
+ */
+#ifndef VCC_FRONTEND_H
+#define VCC_FRONTEND_H
+
+#include "ir.h"
+
+/* ======================================================================== ONNX loader (frontend/onnx.c) */
+
+/*
+ * Read the ONNX model at path (a serialized onnx.ModelProto) and build its forward graph.
+ *
+ * On success returns VCC_OK and stores a new graph in *out (free it with vcc_graph_free). On failure
+ * returns the error's status, stores NULL in *out and has written one line per problem through
+ * vcc_error (each prefixed with ctx->file; when ctx->file is NULL the loader uses path for the
+ * duration of the call). Untrusted input never crashes the loader or makes it read out of bounds.
+ *
+ * What the graph holds (the conventions later passes rely on):
+ *
+ *   g->opset      the version of the "" / "ai.onnx" entry of opset_import (required).
+ *
+ *   Initializers  one tensor each, data copied into t->data in host byte order (t->data_bytes =
+ *                 numel * element size), shape from dims. FLOAT -> VCC_F32, kind VCC_T_PARAM;
+ *                 INT64 -> VCC_I64, kind VCC_T_CONST; INT32 -> widened to VCC_I64, kind VCC_T_CONST
+ *                 (ONNX uses int32 tensors only for indices and shape-like values; every vcc op that
+ *                 reads integers reads int64, and widening preserves every value exactly). Any other
+ *                 element type is VCC_ERR_UNSUPPORTED. A later pass reclassifies BN running
+ *                 statistics as VCC_T_BUFFER. Data comes from raw_data (little-endian), from the typed
+ *                 field (float_data, int64_data, int32_data) or from an external file (below). t->data is
+ *                 non-NULL even for a tensor with zero elements (then data_bytes is 0).
+ *
+ *   External data data_location = EXTERNAL with keys "location" (required), "offset", "length".
+ *                 location is resolved against the folder holding the model file; absolute paths,
+ *                 any ".." component and paths whose realpath leaves that folder (symlinks) are
+ *                 refused. length, when given, and the bytes available from offset must cover exactly
+ *                 numel * element size.
+ *
+ *   Constant      nodes of op type Constant produce no node: their output becomes a VCC_T_CONST
+ *                 tensor with data, from the attribute value (a tensor), value_float (F32 scalar),
+ *                 value_floats (F32 1-D), value_int (I64 scalar) or value_ints (I64 1-D).
+ *
+ *   Inputs        graph inputs that are not initializers become VCC_T_INPUT tensors (float and int64
+ *                 inputs alike) listed in g->inputs; an input that is also an initializer (older
+ *                 exporters list both) is the initializer's tensor and is not in g->inputs. Shapes
+ *                 come from the input's TypeProto; a dim with a dim_param, or with no value, must be
+ *                 bound through ctx->shapes (by the input's name with its full shape, or by the
+ *                 dim_param's name with one value), else VCC_ERR_SHAPE. t->dim_param[i] keeps the
+ *                 symbolic name of dim i (NULL for fixed dims) after binding. A binding that matches no
+ *                 input and no dim_param is VCC_ERR_INVALID.
+ *
+ *   Nodes         one IR node per ONNX node, op from vcc_op_from_onnx, n->onnx_op = op_type,
+ *                 n->name = the ONNX name or "<op_type>_<index>" when it has none, phase FORWARD, in
+ *                 file order. Empty input/output names (absent optionals) are -1. Attributes of type
+ *                 INT, FLOAT, INTS, FLOATS and STRING are copied (names and values as in the file; no
+ *                 opset-dependent decoding happens here); any other attribute type is
+ *                 VCC_ERR_UNSUPPORTED naming node, op and attribute. Nodes whose op is not in the op
+ *                 table, or whose domain is not "" / "ai.onnx", are all collected and reported in ONE
+ *                 line ("model.onnx: 2 unsupported nodes: '/maxpool/MaxPool' (MaxPool), ...") with
+ *                 VCC_ERR_UNSUPPORTED.
+ *
+ *   Node outputs  VCC_T_ACT tensors whose type is not known yet. Convention for "not inferred yet":
+ *                 dtype == VCC_DT_UNDEF, shape.rank == 0 and every dims[i] == -1. passes/shape sets
+ *                 dtype and shape; a tensor whose dtype is VCC_DT_UNDEF must never be read as a
+ *                 scalar. (value_info entries of the model are not used.)
+ *
+ *   Outputs       g->outputs lists the graph outputs, in file order.
+ *
+ * Errors: VCC_ERR_IO (file missing or unreadable, external data unreadable), VCC_ERR_PARSE (not a
+ * protobuf, no graph, malformed tensors, bad dims, duplicate or undefined names, external data
+ * outside the model's folder or of the wrong size), VCC_ERR_UNSUPPORTED (ops, domains, element
+ * types, attribute types, sparse initializers), VCC_ERR_SHAPE (unbound symbolic dims or a binding
+ * that contradicts a fixed dim), VCC_ERR_INVALID (a binding that matches nothing or is not positive).
+ * Loading runs in stages (header; definitions: initializers, inputs, Constants, node outputs; nodes;
+ * outputs); every problem of a stage is reported, a stage with problems ends the load, and the status
+ * of the first problem reported is returned.
+ */
+VccStatus vcc_onnx_load(VccCtx *ctx, const char *path, VccGraph **out);
+
+/* The ONNX name of a TensorProto.DataType value ("FLOAT", "INT64", ...), "UNKNOWN" if out of range. */
+const char *vcc_onnx_dtype_name(int onnx_data_type);
+
+#endif /* VCC_FRONTEND_H */

@@ -1,0 +1,1005 @@
+/*
+ * onnx.c — the ONNX loader: a serialized onnx.ModelProto (read with protobuf-c) -> the forward IR.
+ *
+ * Requires: a path to an ONNX file; ctx->shapes for symbolic input dims.
+ * Produces: a VccGraph with initializers (data in host order), Constant outputs (data), graph inputs,
+ *           one FORWARD node per ONNX node and the graph outputs; node outputs are untyped (dtype
+ *           VCC_DT_UNDEF, rank 0, dims -1) until passes/shape. frontend.h lists every convention.
+ *
+ * The file is untrusted: every count, size and name read from it is checked before use, and no
+ * allocation is sized by a number the file claims unless bytes of that size actually exist (in the
+ * parsed message or in the external data file).
+ *
+ * Loading runs in stages; a stage with errors ends the load after reporting all of its problems:
+ *   1. read + unpack + header (ir_version, graph, opset)
+ *   2. initializers, graph inputs, Constant nodes' values and every node output name (definitions)
+ *   3. nodes: op lookup (unsupported ones collected into one line), input resolution, attributes
+ *   4. graph outputs
+ *
+ * Letter legend used in shape comments: N batch, C channels, T frames, H height, W width.
+ */
+#define _XOPEN_SOURCE 700 /* POSIX.1-2008 with XSI: realpath, pread, O_NOFOLLOW */
+
+#include "frontend.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "onnx.pb-c.h"
+
+/* TensorProto.DataType values vcc reads. */
+enum { DT_FLOAT = 1, DT_INT32 = 6, DT_INT64 = 7 };
+
+/* ======================================================================== loader state, diagnostics */
+
+/* Name -> tensor index, open addressing (vcc_tensor_find is a linear scan; models have thousands). */
+typedef struct {
+    int *slot; /* tensor index, -1 empty */
+    size_t cap; /* power of two */
+    size_t used;
+} NameMap;
+
+typedef struct {
+    VccCtx *ctx;
+    VccGraph *g;
+    const char *path;
+    char *dir;       /* folder of the model file, for external data */
+    char *dir_real;  /* realpath(dir), computed on first use */
+    VccStatus status;
+    NameMap names;
+    bool *binding_used; /* ctx->nshapes entries */
+} Loader;
+
+/* Report one problem. The message is formatted here so that control characters coming from names in
+ * the file can be replaced (a name must not be able to forge diagnostic lines). */
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static void fail(Loader *L, VccStatus st, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) n = 0;
+    char *msg = vcc_malloc((size_t)n + 1);
+    va_start(ap, fmt);
+    vsnprintf(msg, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    for (char *p = msg; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
+    vcc_error(L->ctx, "%s", msg);
+    free(msg);
+    if (L->status == VCC_OK) L->status = st;
+}
+
+static uint64_t hash_str(const char *s) {
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static int name_find(const Loader *L, const char *name) {
+    const NameMap *m = &L->names;
+    if (!m->cap) return -1;
+    for (size_t i = hash_str(name) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+        int t = m->slot[i];
+        if (t < 0) return -1;
+        if (strcmp(L->g->tensors[t].name, name) == 0) return t;
+    }
+}
+
+static void name_insert(Loader *L, int t) {
+    NameMap *m = &L->names;
+    if (2 * (m->used + 1) > m->cap) {
+        size_t cap = m->cap ? 2 * m->cap : 256;
+        int *slot = vcc_malloc(cap * sizeof *slot);
+        for (size_t i = 0; i < cap; i++) slot[i] = -1;
+        for (size_t i = 0; i < m->cap; i++) {
+            int u = m->slot[i];
+            if (u < 0) continue;
+            size_t j = hash_str(L->g->tensors[u].name) & (cap - 1);
+            while (slot[j] >= 0) j = (j + 1) & (cap - 1);
+            slot[j] = u;
+        }
+        free(m->slot);
+        m->slot = slot;
+        m->cap = cap;
+    }
+    size_t j = hash_str(L->g->tensors[t].name) & (m->cap - 1);
+    while (m->slot[j] >= 0) j = (j + 1) & (m->cap - 1);
+    m->slot[j] = t;
+    m->used++;
+}
+
+/* Add a tensor under a name not yet defined (the caller checked with name_find). */
+static int add_tensor(Loader *L, const char *name, VccDType dt, const VccShape *shape, VccTensorKind kind) {
+    int t = vcc_tensor_add(L->g, name, dt, shape, kind);
+    name_insert(L, t);
+    return t;
+}
+
+static const char *str_or_empty(const char *s) { return s ? s : ""; }
+
+const char *vcc_onnx_dtype_name(int dt) {
+    static const char *const names[] = {
+        "UNDEFINED", "FLOAT", "UINT8", "INT8", "UINT16", "INT16", "INT32", "INT64", "STRING",
+        "BOOL", "FLOAT16", "DOUBLE", "UINT32", "UINT64", "COMPLEX64", "COMPLEX128", "BFLOAT16",
+        "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4", "INT4",
+        "FLOAT4E2M1",
+    };
+    if (dt < 0 || dt >= (int)(sizeof names / sizeof names[0])) return "UNKNOWN";
+    return names[dt];
+}
+
+static const char *attr_type_name(int t) {
+    switch (t) {
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT: return "FLOAT";
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT: return "INT";
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING: return "STRING";
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR: return "TENSOR";
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH: return "GRAPH";
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__SPARSE_TENSOR: return "SPARSE_TENSOR";
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TYPE_PROTO: return "TYPE_PROTO";
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS: return "FLOATS";
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS: return "INTS";
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS: return "STRINGS";
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSORS: return "TENSORS";
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPHS: return "GRAPHS";
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__SPARSE_TENSORS: return "SPARSE_TENSORS";
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TYPE_PROTOS: return "TYPE_PROTOS";
+    default: return "UNDEFINED";
+    }
+}
+
+/* ======================================================================== file reading */
+
+/* Read exactly n bytes at offset off of fd into buf; false on error or end of file. */
+static bool pread_all(int fd, void *buf, size_t n, off_t off) {
+    unsigned char *p = buf;
+    while (n > 0) {
+        size_t chunk = n > ((size_t)1 << 30) ? ((size_t)1 << 30) : n;
+        ssize_t r = pread(fd, p, chunk, off);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return false;
+        p += r;
+        n -= (size_t)r;
+        off += r;
+    }
+    return true;
+}
+
+/* The whole model file into a malloc'd buffer. */
+static VccStatus read_model_file(Loader *L, unsigned char **buf, size_t *len) {
+    *buf = NULL;
+    *len = 0;
+    int fd = open(L->path, O_RDONLY);
+    if (fd < 0) {
+        fail(L, VCC_ERR_IO, "cannot open: %s", strerror(errno));
+        return L->status;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        fail(L, VCC_ERR_IO, "cannot stat: %s", strerror(errno));
+        close(fd);
+        return L->status;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        fail(L, VCC_ERR_IO, "not a regular file");
+        close(fd);
+        return L->status;
+    }
+    if (st.st_size == 0) {
+        fail(L, VCC_ERR_PARSE, "not a valid ONNX model (empty file)");
+        close(fd);
+        return L->status;
+    }
+    if ((uintmax_t)st.st_size > SIZE_MAX / 2) {
+        fail(L, VCC_ERR_IO, "file too large (%jd bytes)", (intmax_t)st.st_size);
+        close(fd);
+        return L->status;
+    }
+    size_t n = (size_t)st.st_size;
+    unsigned char *p = malloc(n);
+    if (!p) {
+        fail(L, VCC_ERR_IO, "out of memory reading %zu bytes", n);
+        close(fd);
+        return L->status;
+    }
+    if (!pread_all(fd, p, n, 0)) {
+        fail(L, VCC_ERR_IO, "read failed: %s", errno ? strerror(errno) : "file shrank while reading");
+        free(p);
+        close(fd);
+        return L->status;
+    }
+    close(fd);
+    *buf = p;
+    *len = n;
+    return VCC_OK;
+}
+
+/* ======================================================================== tensor data */
+
+static bool host_is_little_endian(void) {
+    const uint16_t one = 1;
+    unsigned char b;
+    memcpy(&b, &one, 1);
+    return b == 1;
+}
+
+/* Copy n little-endian elements of size esize (4 or 8) from src to dst in host order. */
+static void copy_le(void *dst, const unsigned char *src, size_t n, size_t esize) {
+    if (host_is_little_endian()) {
+        memcpy(dst, src, n * esize);
+        return;
+    }
+    unsigned char *d = dst;
+    for (size_t i = 0; i < n; i++)
+        for (size_t b = 0; b < esize; b++) d[i * esize + b] = src[i * esize + esize - 1 - b];
+}
+
+/* Parse a non-negative decimal integer that fits int64; false otherwise. */
+static bool parse_u63(const char *s, int64_t *out) {
+    if (!s || !*s) return false;
+    int64_t v = 0;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9') return false;
+        int d = *s - '0';
+        if (v > (INT64_MAX - d) / 10) return false;
+        v = v * 10 + d;
+    }
+    *out = v;
+    return true;
+}
+
+/* True if location has a ".." component (separators '/' and '\\'). */
+static bool has_dotdot(const char *loc) {
+    const char *p = loc;
+    while (*p) {
+        const char *q = p;
+        while (*q && *q != '/' && *q != '\\') q++;
+        if (q - p == 2 && p[0] == '.' && p[1] == '.') return true;
+        p = *q ? q + 1 : q;
+    }
+    return false;
+}
+
+/* Read the external data of an initializer: exactly want bytes, returned malloc'd (NULL on error,
+ * reported). what names the tensor for messages ("initializer 'conv.weight'"). */
+static unsigned char *read_external(Loader *L, const Onnx__TensorProto *tp, const char *what, size_t want) {
+    const char *location = NULL;
+    int64_t offset = 0, length = -1;
+    bool have_offset = false;
+    for (size_t i = 0; i < tp->n_external_data; i++) {
+        const Onnx__StringStringEntryProto *e = tp->external_data[i];
+        const char *key = str_or_empty(e->key), *value = str_or_empty(e->value);
+        if (strcmp(key, "location") == 0) {
+            if (location) {
+                fail(L, VCC_ERR_PARSE, "%s: external data has two 'location' entries", what);
+                return NULL;
+            }
+            location = value;
+        } else if (strcmp(key, "offset") == 0) {
+            if (have_offset || !parse_u63(value, &offset)) {
+                fail(L, VCC_ERR_PARSE, "%s: external data offset '%s' is not a non-negative integer", what,
+                     value);
+                return NULL;
+            }
+            have_offset = true;
+        } else if (strcmp(key, "length") == 0) {
+            if (length >= 0 || !parse_u63(value, &length)) {
+                fail(L, VCC_ERR_PARSE, "%s: external data length '%s' is not a non-negative integer", what,
+                     value);
+                return NULL;
+            }
+        } /* "checksum" and unknown keys are ignored */
+    }
+    if (!location || !*location) {
+        fail(L, VCC_ERR_PARSE, "%s: external data has no 'location'", what);
+        return NULL;
+    }
+    if (location[0] == '/' || location[0] == '\\' || (location[0] && location[1] == ':')) {
+        fail(L, VCC_ERR_PARSE, "%s: external data location '%s' is an absolute path (refused: it must be "
+             "relative to the model's folder)", what, location);
+        return NULL;
+    }
+    if (has_dotdot(location)) {
+        fail(L, VCC_ERR_PARSE, "%s: external data location '%s' contains '..' (refused: it must stay in "
+             "the model's folder)", what, location);
+        return NULL;
+    }
+    if (!L->dir_real) {
+        L->dir_real = realpath(L->dir, NULL);
+        if (!L->dir_real) {
+            fail(L, VCC_ERR_IO, "%s: cannot resolve the model's folder '%s': %s", what, L->dir, strerror(errno));
+            return NULL;
+        }
+    }
+    size_t plen = strlen(L->dir) + 1 + strlen(location) + 1;
+    char *joined = vcc_malloc(plen);
+    snprintf(joined, plen, "%s/%s", L->dir, location);
+    char *real = realpath(joined, NULL);
+    if (!real) {
+        fail(L, VCC_ERR_IO, "%s: external data file '%s': %s", what, joined, strerror(errno));
+        free(joined);
+        return NULL;
+    }
+    size_t dlen = strlen(L->dir_real);
+    bool inside = strcmp(L->dir_real, "/") == 0 ||
+                  (strncmp(real, L->dir_real, dlen) == 0 && real[dlen] == '/');
+    if (!inside) {
+        fail(L, VCC_ERR_PARSE, "%s: external data location '%s' resolves to '%s', outside the model's folder "
+             "(refused)", what, location, real);
+        free(joined);
+        free(real);
+        return NULL;
+    }
+    unsigned char *buf = NULL;
+    int fd = open(real, O_RDONLY | O_NOFOLLOW);
+    struct stat st;
+    if (fd < 0) {
+        fail(L, VCC_ERR_IO, "%s: external data file '%s': %s", what, joined, strerror(errno));
+    } else if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        fail(L, VCC_ERR_IO, "%s: external data file '%s' is not a regular file", what, joined);
+    } else if (offset > (int64_t)st.st_size) {
+        fail(L, VCC_ERR_PARSE, "%s: external data offset %jd is past the end of '%s' (%jd bytes)", what,
+             (intmax_t)offset, joined, (intmax_t)st.st_size);
+    } else if (length >= 0 && (uint64_t)length != (uint64_t)want) {
+        fail(L, VCC_ERR_PARSE, "%s: external data length %jd does not match its dims and type (%zu bytes)",
+             what, (intmax_t)length, want);
+    } else if ((uint64_t)((int64_t)st.st_size - offset) < (uint64_t)want ||
+               (length < 0 && (uint64_t)((int64_t)st.st_size - offset) != (uint64_t)want)) {
+        fail(L, VCC_ERR_PARSE, "%s: external data file '%s' has %jd bytes from offset %jd, expected %zu", what,
+             joined, (intmax_t)((int64_t)st.st_size - offset), (intmax_t)offset, want);
+    } else {
+        buf = vcc_malloc(want);
+        if (want && !pread_all(fd, buf, want, (off_t)offset)) {
+            fail(L, VCC_ERR_IO, "%s: reading external data file '%s' failed", what, joined);
+            free(buf);
+            buf = NULL;
+        }
+    }
+    if (fd >= 0) close(fd);
+    free(joined);
+    free(real);
+    return buf;
+}
+
+/* Decode a TensorProto into a new tensor named name, data in host order. what names it in messages.
+ * Returns the tensor index, or -1 (reported). */
+static int add_tensor_proto(Loader *L, const Onnx__TensorProto *tp, const char *name, const char *what,
+                            VccTensorKind float_kind) {
+    if (tp->segment) {
+        fail(L, VCC_ERR_UNSUPPORTED, "%s: segmented tensors are not supported", what);
+        return -1;
+    }
+    int odt = tp->has_data_type ? tp->data_type : 0;
+    VccDType dt;
+    size_t src_esize; /* bytes per element in the file */
+    switch (odt) {
+    case DT_FLOAT: dt = VCC_F32; src_esize = 4; break;
+    case DT_INT64: dt = VCC_I64; src_esize = 8; break;
+    case DT_INT32: dt = VCC_I64; src_esize = 4; break; /* widened, see frontend.h */
+    default:
+        fail(L, VCC_ERR_UNSUPPORTED, "%s: element type %s is not supported (FLOAT, INT64 and INT32 are)", what,
+             vcc_onnx_dtype_name(odt));
+        return -1;
+    }
+    if (tp->n_dims > VCC_MAX_RANK) {
+        fail(L, VCC_ERR_UNSUPPORTED, "%s: %zu dims, at most %d are supported", what, tp->n_dims, VCC_MAX_RANK);
+        return -1;
+    }
+    VccShape shape = {.rank = (int)tp->n_dims};
+    for (int i = 0; i < VCC_MAX_RANK; i++) shape.dims[i] = -1;
+    /* numel * 8 must fit int64 (and size_t): every byte count below is then exact */
+    const int64_t max_numel = INT64_MAX / 8;
+    int64_t numel = 1;
+    for (size_t i = 0; i < tp->n_dims; i++) {
+        int64_t d = tp->dims[i];
+        if (d < 0) {
+            fail(L, VCC_ERR_PARSE, "%s: dim %zu is negative (%jd)", what, i, (intmax_t)d);
+            return -1;
+        }
+        if (d != 0 && numel > max_numel / d) {
+            fail(L, VCC_ERR_PARSE, "%s: dims overflow (the element count does not fit 64 bits)", what);
+            return -1;
+        }
+        numel *= d;
+        shape.dims[i] = d;
+    }
+    if ((uint64_t)numel > SIZE_MAX / 8) {
+        fail(L, VCC_ERR_PARSE, "%s: too many elements (%jd)", what, (intmax_t)numel);
+        return -1;
+    }
+    size_t n = (size_t)numel, src_bytes = n * src_esize, dst_bytes = n * vcc_dtype_size(dt);
+
+    bool external = tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+    if (tp->has_data_location && !external &&
+        tp->data_location != ONNX__TENSOR_PROTO__DATA_LOCATION__DEFAULT) {
+        fail(L, VCC_ERR_UNSUPPORTED, "%s: data_location %d is not supported", what, (int)tp->data_location);
+        return -1;
+    }
+    size_t typed = odt == DT_FLOAT ? tp->n_float_data : odt == DT_INT64 ? tp->n_int64_data : tp->n_int32_data;
+    size_t other_typed = tp->n_float_data + tp->n_int64_data + tp->n_int32_data + tp->n_double_data +
+                         tp->n_uint64_data + tp->n_string_data - typed;
+    if (other_typed) {
+        fail(L, VCC_ERR_PARSE, "%s: holds data in a field that does not match its element type %s", what,
+             vcc_onnx_dtype_name(odt));
+        return -1;
+    }
+    int sources = (tp->has_raw_data ? 1 : 0) + (typed ? 1 : 0) + (external ? 1 : 0);
+    if (sources > 1) {
+        fail(L, VCC_ERR_PARSE, "%s: data given more than once (raw_data, typed field, external data)", what);
+        return -1;
+    }
+
+    unsigned char *src = NULL; /* little-endian file bytes, when not typed */
+    bool src_owned = false;
+    if (external) {
+        src = read_external(L, tp, what, src_bytes);
+        if (!src) return -1;
+        src_owned = true;
+    } else if (tp->has_raw_data) {
+        if (tp->raw_data.len != src_bytes) {
+            fail(L, VCC_ERR_PARSE, "%s: raw_data has %zu bytes, its dims and type need %zu", what,
+                 tp->raw_data.len, src_bytes);
+            return -1;
+        }
+        src = tp->raw_data.data;
+    } else if (typed) {
+        if (typed != n) {
+            fail(L, VCC_ERR_PARSE, "%s: %s holds %zu values, its dims need %zu", what,
+                 odt == DT_FLOAT ? "float_data" : odt == DT_INT64 ? "int64_data" : "int32_data", typed, n);
+            return -1;
+        }
+    } else if (n != 0) {
+        fail(L, VCC_ERR_PARSE, "%s: has no data", what);
+        return -1;
+    }
+
+    void *data = vcc_malloc(dst_bytes ? dst_bytes : 1); /* non-NULL even for an empty tensor */
+    if (odt == DT_INT32) {
+        int64_t *d = data;
+        for (size_t i = 0; i < n; i++) {
+            int32_t v;
+            if (src) {
+                uint32_t u = (uint32_t)src[4 * i] | (uint32_t)src[4 * i + 1] << 8 |
+                             (uint32_t)src[4 * i + 2] << 16 | (uint32_t)src[4 * i + 3] << 24;
+                memcpy(&v, &u, 4);
+            } else {
+                v = tp->int32_data[i];
+            }
+            d[i] = v;
+        }
+    } else if (src) {
+        copy_le(data, src, n, src_esize);
+    } else if (n) {
+        memcpy(data, odt == DT_FLOAT ? (const void *)tp->float_data : (const void *)tp->int64_data, dst_bytes);
+    }
+    if (src_owned) free(src);
+
+    VccTensorKind kind = dt == VCC_F32 ? float_kind : VCC_T_CONST;
+    int t = add_tensor(L, name, dt, &shape, kind);
+    L->g->tensors[t].data = data;
+    L->g->tensors[t].data_bytes = dst_bytes;
+    return t;
+}
+
+/* ======================================================================== definitions: initializers, inputs, Constants */
+
+static void load_initializers(Loader *L, const Onnx__GraphProto *gp) {
+    if (gp->n_sparse_initializer) {
+        const Onnx__SparseTensorProto *sp = gp->sparse_initializer[0];
+        fail(L, VCC_ERR_UNSUPPORTED, "sparse initializers are not supported ('%s')",
+             sp->values ? str_or_empty(sp->values->name) : "");
+    }
+    for (size_t i = 0; i < gp->n_initializer; i++) {
+        const Onnx__TensorProto *tp = gp->initializer[i];
+        const char *name = str_or_empty(tp->name);
+        if (!*name) {
+            fail(L, VCC_ERR_PARSE, "initializer %zu has no name", i);
+            continue;
+        }
+        char *what = vcc_malloc(strlen(name) + 32);
+        sprintf(what, "initializer '%s'", name);
+        if (name_find(L, name) >= 0)
+            fail(L, VCC_ERR_PARSE, "%s is defined twice", what);
+        else
+            add_tensor_proto(L, tp, name, what, VCC_T_PARAM);
+        free(what);
+    }
+}
+
+/* The binding in ctx->shapes with this name, or -1. */
+static int find_binding(const Loader *L, const char *name) {
+    for (int i = 0; i < L->ctx->nshapes; i++)
+        if (L->ctx->shapes[i].name && strcmp(L->ctx->shapes[i].name, name) == 0) return i;
+    return -1;
+}
+
+/* "Nx3x8x112x112" into buf: fixed dims as numbers, unbound ones as "N". */
+static void format_example(char *buf, size_t len, const int64_t *dims, int rank) {
+    size_t k = 0;
+    buf[0] = 0;
+    for (int i = 0; i < rank && k < len; i++) {
+        int w = dims[i] >= 0 ? snprintf(buf + k, len - k, "%s%jd", i ? "x" : "", (intmax_t)dims[i])
+                             : snprintf(buf + k, len - k, "%sN", i ? "x" : "");
+        if (w < 0) break;
+        k += (size_t)w;
+    }
+}
+
+static void load_input(Loader *L, const Onnx__ValueInfoProto *vi, size_t index) {
+    const char *name = str_or_empty(vi->name);
+    if (!*name) {
+        fail(L, VCC_ERR_PARSE, "graph input %zu has no name", index);
+        return;
+    }
+    int existing = name_find(L, name);
+    if (existing >= 0) {
+        /* an initializer also listed as an input (older exporters): the initializer's tensor */
+        if (L->g->tensors[existing].kind == VCC_T_INPUT)
+            fail(L, VCC_ERR_PARSE, "graph input '%s' is listed twice", name);
+        return;
+    }
+    const Onnx__TypeProto *tp = vi->type;
+    if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type) {
+        fail(L, VCC_ERR_UNSUPPORTED, "input '%s' is not a tensor (or has no type)", name);
+        return;
+    }
+    const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
+    int odt = tt->has_elem_type ? tt->elem_type : 0;
+    VccDType dt = odt == DT_FLOAT ? VCC_F32 : odt == DT_INT64 ? VCC_I64 : VCC_DT_UNDEF;
+    if (dt == VCC_DT_UNDEF) {
+        fail(L, VCC_ERR_UNSUPPORTED, "input '%s' has element type %s; inputs must be FLOAT or INT64", name,
+             vcc_onnx_dtype_name(odt));
+        return;
+    }
+    int rank = -1; /* -1: the file gives no shape */
+    if (tt->shape) {
+        if (tt->shape->n_dim > VCC_MAX_RANK) {
+            fail(L, VCC_ERR_UNSUPPORTED, "input '%s' has %zu dims, at most %d are supported", name,
+                 tt->shape->n_dim, VCC_MAX_RANK);
+            return;
+        }
+        rank = (int)tt->shape->n_dim;
+    }
+    VccShape shape = {.rank = rank < 0 ? 0 : rank};
+    const char *param[VCC_MAX_RANK] = {0};
+    for (int i = 0; i < VCC_MAX_RANK; i++) shape.dims[i] = -1;
+    for (int i = 0; i < rank; i++) {
+        const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
+        if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
+            if (d->dim_value < 0) {
+                fail(L, VCC_ERR_PARSE, "input '%s' dim %d is negative (%jd)", name, i, (intmax_t)d->dim_value);
+                return;
+            }
+            shape.dims[i] = d->dim_value;
+        } else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM && d->dim_param &&
+                   *d->dim_param) {
+            param[i] = d->dim_param;
+        }
+    }
+
+    bool ok = true;
+    int b = find_binding(L, name);
+    if (b >= 0) { /* the input's full shape */
+        const VccShapeBinding *sb = &L->ctx->shapes[b];
+        L->binding_used[b] = true;
+        if (sb->rank < 0 || sb->rank > VCC_MAX_RANK || (rank >= 0 && sb->rank != rank)) {
+            fail(L, VCC_ERR_SHAPE, "--shape %s: gives %d dims, input '%s' has %d", sb->name, sb->rank, name,
+                 rank);
+            return;
+        }
+        shape.rank = sb->rank;
+        for (int i = 0; i < sb->rank; i++) {
+            if (sb->dims[i] < 1) {
+                fail(L, VCC_ERR_INVALID, "--shape %s: dim %d must be a positive integer", sb->name, i);
+                ok = false;
+            } else if (i < rank && shape.dims[i] >= 0 && shape.dims[i] != sb->dims[i]) {
+                fail(L, VCC_ERR_SHAPE, "--shape %s: dim %d is %jd, but input '%s' fixes it to %jd", sb->name, i,
+                     (intmax_t)sb->dims[i], name, (intmax_t)shape.dims[i]);
+                ok = false;
+            }
+            shape.dims[i] = sb->dims[i];
+        }
+        /* a binding of one of its dim_params as well must agree */
+        for (int i = 0; i < rank && i < sb->rank; i++) {
+            int pb = param[i] ? find_binding(L, param[i]) : -1;
+            if (pb < 0 || pb == b) continue;
+            const VccShapeBinding *pbind = &L->ctx->shapes[pb];
+            L->binding_used[pb] = true;
+            if (pbind->rank != 1 || pbind->dims[0] != sb->dims[i]) {
+                fail(L, VCC_ERR_SHAPE, "--shape %s and --shape %s disagree on input '%s' dim %d", pbind->name,
+                     sb->name, name, i);
+                ok = false;
+            }
+        }
+    } else if (rank < 0) {
+        fail(L, VCC_ERR_SHAPE, "input '%s' has no shape in the model; give it with --shape %s=NxCx...", name,
+             name);
+        return;
+    } else {
+        char example[256];
+        for (int i = 0; i < rank; i++) {
+            if (shape.dims[i] >= 0) continue;
+            int pb = param[i] ? find_binding(L, param[i]) : -1;
+            if (pb >= 0) {
+                const VccShapeBinding *sb = &L->ctx->shapes[pb];
+                L->binding_used[pb] = true;
+                if (sb->rank != 1 || sb->dims[0] < 1) {
+                    fail(L, VCC_ERR_INVALID, "--shape %s: a symbolic dim takes one positive value", sb->name);
+                    ok = false;
+                } else {
+                    shape.dims[i] = sb->dims[0];
+                }
+                continue;
+            }
+            format_example(example, sizeof example, shape.dims, rank);
+            if (param[i])
+                fail(L, VCC_ERR_SHAPE, "input '%s' dim %d ('%s') is symbolic; bind it with --shape %s=%s or "
+                     "--shape %s=N", name, i, param[i], name, example, param[i]);
+            else
+                fail(L, VCC_ERR_SHAPE, "input '%s' dim %d is unknown; bind it with --shape %s=%s", name, i, name,
+                     example);
+            ok = false;
+        }
+    }
+    if (!ok) return;
+    int t = add_tensor(L, name, dt, &shape, VCC_T_INPUT);
+    for (int i = 0; i < rank; i++)
+        if (param[i]) L->g->tensors[t].dim_param[i] = vcc_strdup(param[i]);
+    L->g->inputs = vcc_realloc(L->g->inputs, sizeof(int) * (size_t)(L->g->ninputs + 1));
+    L->g->inputs[L->g->ninputs++] = t;
+}
+
+static bool is_default_domain(const char *d) { return !d || !*d || strcmp(d, "ai.onnx") == 0; }
+
+/* Attribute type, inferred from the value fields when the file leaves it out (IR version 1). */
+static int attr_type(const Onnx__AttributeProto *a) {
+    if (a->has_type) return (int)a->type;
+    if (a->has_f) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
+    if (a->has_i) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+    if (a->has_s) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
+    if (a->t) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR;
+    if (a->n_floats) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS;
+    if (a->n_ints) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+    if (a->n_strings) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS;
+    return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__UNDEFINED;
+}
+
+/* A Constant node: its output becomes a CONST tensor with data. label names the node in messages. */
+static void load_constant(Loader *L, const Onnx__NodeProto *np, const char *label) {
+    if (np->n_input != 0 || np->n_output != 1 || !np->output[0] || !*np->output[0]) {
+        fail(L, VCC_ERR_PARSE, "node '%s' (Constant): expected no inputs and one named output", label);
+        return;
+    }
+    const char *out = np->output[0];
+    if (name_find(L, out) >= 0) {
+        fail(L, VCC_ERR_PARSE, "node '%s' (Constant): output '%s' is already defined", label, out);
+        return;
+    }
+    if (np->n_attribute != 1) {
+        fail(L, VCC_ERR_PARSE, "node '%s' (Constant): expected exactly one attribute, found %zu", label,
+             np->n_attribute);
+        return;
+    }
+    const Onnx__AttributeProto *a = np->attribute[0];
+    const char *an = str_or_empty(a->name);
+    int at = attr_type(a);
+    VccShape shape = {0};
+    for (int i = 0; i < VCC_MAX_RANK; i++) shape.dims[i] = -1;
+    if (strcmp(an, "value") == 0 && at == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR && a->t) {
+        size_t len = strlen(label) + 32;
+        char *what = vcc_malloc(len);
+        snprintf(what, len, "node '%s' (Constant)", label);
+        add_tensor_proto(L, a->t, out, what, VCC_T_CONST);
+        free(what);
+        return;
+    }
+    VccDType dt;
+    size_t n;
+    const void *src;
+    if (strcmp(an, "value_float") == 0 && at == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT) {
+        dt = VCC_F32, n = 1, src = &a->f;
+    } else if (strcmp(an, "value_int") == 0 && at == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT) {
+        dt = VCC_I64, n = 1, src = &a->i;
+    } else if (strcmp(an, "value_floats") == 0 && at == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS) {
+        dt = VCC_F32, n = a->n_floats, src = a->floats, shape.rank = 1, shape.dims[0] = (int64_t)n;
+    } else if (strcmp(an, "value_ints") == 0 && at == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS) {
+        dt = VCC_I64, n = a->n_ints, src = a->ints, shape.rank = 1, shape.dims[0] = (int64_t)n;
+    } else {
+        fail(L, VCC_ERR_UNSUPPORTED, "node '%s' (Constant): attribute '%s' of type %s is not supported", label, an,
+             attr_type_name(at));
+        return;
+    }
+    size_t bytes = n * vcc_dtype_size(dt);
+    void *data = vcc_malloc(bytes ? bytes : 1);
+    if (bytes) memcpy(data, src, bytes);
+    int t = add_tensor(L, out, dt, &shape, VCC_T_CONST);
+    L->g->tensors[t].data = data;
+    L->g->tensors[t].data_bytes = bytes;
+}
+
+/* ======================================================================== nodes */
+
+static void copy_attributes(Loader *L, VccNode *n, const Onnx__NodeProto *np, const char *label) {
+    const char *op = str_or_empty(np->op_type);
+    for (size_t k = 0; k < np->n_attribute; k++) {
+        const Onnx__AttributeProto *a = np->attribute[k];
+        const char *an = str_or_empty(a->name);
+        if (!*an) {
+            fail(L, VCC_ERR_PARSE, "node '%s' (%s): attribute %zu has no name", label, op, k);
+            continue;
+        }
+        if (vcc_attr_get(n, an)) {
+            fail(L, VCC_ERR_PARSE, "node '%s' (%s): attribute '%s' is given twice", label, op, an);
+            continue;
+        }
+        if (a->ref_attr_name && *a->ref_attr_name) {
+            fail(L, VCC_ERR_UNSUPPORTED, "node '%s' (%s): attribute '%s' refers to a function attribute", label,
+                 op, an);
+            continue;
+        }
+        int at = attr_type(a);
+        static const int64_t no_ints[1];
+        static const float no_floats[1];
+        switch (at) {
+        case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT: vcc_attr_set_int(n, an, a->i); break;
+        case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT: vcc_attr_set_float(n, an, a->f); break;
+        case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS:
+        case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS: {
+            bool ints = at == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+            size_t cnt = ints ? a->n_ints : a->n_floats;
+            if (cnt > INT_MAX) {
+                fail(L, VCC_ERR_UNSUPPORTED, "node '%s' (%s): attribute '%s' has too many values", label, op, an);
+                break;
+            }
+            if (ints)
+                vcc_attr_set_ints(n, an, cnt ? a->ints : no_ints, (int)cnt);
+            else
+                vcc_attr_set_floats(n, an, cnt ? a->floats : no_floats, (int)cnt);
+            break;
+        }
+        case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING: {
+            size_t len = a->s.len;
+            if (len && memchr(a->s.data, 0, len)) {
+                fail(L, VCC_ERR_UNSUPPORTED, "node '%s' (%s): string attribute '%s' contains a NUL byte", label,
+                     op, an);
+                break;
+            }
+            char *s = vcc_malloc(len + 1);
+            if (len) memcpy(s, a->s.data, len);
+            s[len] = 0;
+            vcc_attr_set_string(n, an, s);
+            free(s);
+            break;
+        }
+        default:
+            fail(L, VCC_ERR_UNSUPPORTED, "node '%s' (%s): attribute '%s' has type %s, which vcc does not support",
+                 label, op, an, attr_type_name(at));
+            break;
+        }
+    }
+}
+
+/* Stage 2 for nodes: Constants become CONST tensors (skip[i] set: they add no node); the outputs of
+ * every other node, supported or not, become untyped ACT tensors so that names resolve in stage 3. */
+static void define_node_outputs(Loader *L, const Onnx__GraphProto *gp, char **labels, bool *skip) {
+    for (size_t i = 0; i < gp->n_node; i++) {
+        const Onnx__NodeProto *np = gp->node[i];
+        const char *op = str_or_empty(np->op_type);
+        if (is_default_domain(np->domain) && strcmp(op, "Constant") == 0) {
+            load_constant(L, np, labels[i]);
+            skip[i] = true;
+            continue;
+        }
+        for (size_t k = 0; k < np->n_output; k++) {
+            const char *on = str_or_empty(np->output[k]);
+            if (!*on) continue; /* absent optional output */
+            if (name_find(L, on) >= 0) {
+                fail(L, VCC_ERR_PARSE, "node '%s' (%s): output '%s' is already defined", labels[i], op, on);
+                continue;
+            }
+            VccShape unknown = {.rank = 0};
+            for (int d = 0; d < VCC_MAX_RANK; d++) unknown.dims[d] = -1;
+            add_tensor(L, on, VCC_DT_UNDEF, &unknown, VCC_T_ACT);
+        }
+    }
+}
+
+/* Append to a growing string. */
+static void sb_append(char **buf, size_t *len, size_t *cap, const char *s) {
+    size_t n = strlen(s);
+    if (*len + n + 1 > *cap) {
+        *cap = (*len + n + 1) * 2;
+        *buf = vcc_realloc(*buf, *cap);
+    }
+    memcpy(*buf + *len, s, n + 1);
+    *len += n;
+}
+
+static void load_nodes(Loader *L, const Onnx__GraphProto *gp, char **labels, const bool *skip) {
+    /* unsupported ops first, all in one line */
+    size_t nunsup = 0, len = 0, cap = 0;
+    char *list = NULL;
+    for (size_t i = 0; i < gp->n_node; i++) {
+        if (skip[i]) continue;
+        const Onnx__NodeProto *np = gp->node[i];
+        const char *op = str_or_empty(np->op_type);
+        if (is_default_domain(np->domain) && vcc_op_from_onnx(op) != VCC_OP_COUNT) continue;
+        size_t need = strlen(labels[i]) + strlen(op) + strlen(str_or_empty(np->domain)) + 32;
+        char *item = vcc_malloc(need);
+        if (is_default_domain(np->domain))
+            snprintf(item, need, "%s'%s' (%s)", nunsup ? ", " : "", labels[i], op);
+        else
+            snprintf(item, need, "%s'%s' (%s, domain '%s')", nunsup ? ", " : "", labels[i], op, np->domain);
+        sb_append(&list, &len, &cap, item);
+        free(item);
+        nunsup++;
+    }
+    if (nunsup) {
+        fail(L, VCC_ERR_UNSUPPORTED, "%zu unsupported node%s: %s", nunsup, nunsup == 1 ? "" : "s", list);
+        free(list);
+    }
+
+    for (size_t i = 0; i < gp->n_node; i++) {
+        if (skip[i]) continue;
+        const Onnx__NodeProto *np = gp->node[i];
+        const char *op = str_or_empty(np->op_type);
+        VccOp vop = is_default_domain(np->domain) ? vcc_op_from_onnx(op) : VCC_OP_COUNT;
+        if (vop == VCC_OP_COUNT) continue;
+        if (np->n_input > INT_MAX || np->n_output > INT_MAX) {
+            fail(L, VCC_ERR_UNSUPPORTED, "node '%s' (%s): too many inputs or outputs", labels[i], op);
+            continue;
+        }
+        int nin = (int)np->n_input, nout = (int)np->n_output;
+        int *in = vcc_malloc(sizeof(int) * (size_t)(nin + nout + 1)), *out = in + nin;
+        bool ok = true;
+        for (int k = 0; k < nin; k++) {
+            const char *tn = str_or_empty(np->input[k]);
+            in[k] = *tn ? name_find(L, tn) : -1;
+            if (*tn && in[k] < 0) {
+                fail(L, VCC_ERR_PARSE, "node '%s' (%s): input '%s' is not defined", labels[i], op, tn);
+                ok = false;
+            }
+        }
+        for (int k = 0; k < nout; k++) {
+            const char *tn = str_or_empty(np->output[k]);
+            out[k] = *tn ? name_find(L, tn) : -1; /* defined in stage 2, which found no duplicate */
+        }
+        if (ok) {
+            int id = vcc_node_add(L->g, vop, labels[i], in, nin, out, nout, VCC_PHASE_FORWARD);
+            VccNode *n = &L->g->nodes[id];
+            n->onnx_op = vcc_strdup(op);
+            copy_attributes(L, n, np, labels[i]);
+        }
+        free(in);
+    }
+}
+
+static void load_outputs(Loader *L, const Onnx__GraphProto *gp) {
+    for (size_t i = 0; i < gp->n_output; i++) {
+        const char *name = str_or_empty(gp->output[i]->name);
+        int t = *name ? name_find(L, name) : -1;
+        if (t < 0) {
+            if (*name)
+                fail(L, VCC_ERR_PARSE, "graph output '%s' is not defined", name);
+            else
+                fail(L, VCC_ERR_PARSE, "graph output %zu has no name", i);
+            continue;
+        }
+        L->g->outputs = vcc_realloc(L->g->outputs, sizeof(int) * (size_t)(L->g->noutputs + 1));
+        L->g->outputs[L->g->noutputs++] = t;
+    }
+}
+
+/* ======================================================================== vcc_onnx_load */
+
+static VccStatus load_graph(Loader *L, const Onnx__ModelProto *m) {
+    if (!m->graph) {
+        fail(L, VCC_ERR_PARSE, "not an ONNX model (no graph)");
+        return L->status;
+    }
+    if (!m->has_ir_version || m->ir_version <= 0) {
+        fail(L, VCC_ERR_PARSE, "not an ONNX model (no graph): ir_version is missing");
+        return L->status;
+    }
+    int64_t opset = 0;
+    for (size_t i = 0; i < m->n_opset_import; i++)
+        if (is_default_domain(m->opset_import[i]->domain) && m->opset_import[i]->has_version) {
+            opset = m->opset_import[i]->version;
+            break;
+        }
+    if (opset <= 0) {
+        fail(L, VCC_ERR_UNSUPPORTED, "the model imports no ai.onnx opset version");
+        return L->status;
+    }
+    L->g->opset = opset;
+    const Onnx__GraphProto *gp = m->graph;
+
+    /* stage 2: definitions */
+    load_initializers(L, gp);
+    for (size_t i = 0; i < gp->n_input; i++) load_input(L, gp->input[i], i);
+    for (int b = 0; b < L->ctx->nshapes; b++)
+        if (!L->binding_used[b])
+            fail(L, VCC_ERR_INVALID, "--shape %s: no graph input or symbolic input dim has that name",
+                 str_or_empty(L->ctx->shapes[b].name));
+    char **labels = vcc_calloc(gp->n_node + 1, sizeof *labels);
+    bool *skip = vcc_calloc(gp->n_node + 1, sizeof *skip);
+    for (size_t i = 0; i < gp->n_node; i++) {
+        const Onnx__NodeProto *np = gp->node[i];
+        if (np->name && *np->name) {
+            labels[i] = vcc_strdup(np->name);
+        } else {
+            size_t len = strlen(str_or_empty(np->op_type)) + 32;
+            labels[i] = vcc_malloc(len);
+            snprintf(labels[i], len, "%s_%zu", str_or_empty(np->op_type), i);
+        }
+        if (!np->op_type || !*np->op_type) fail(L, VCC_ERR_PARSE, "node '%s' has no op_type", labels[i]);
+    }
+    if (L->status == VCC_OK) define_node_outputs(L, gp, labels, skip);
+
+    /* stages 3 and 4 */
+    if (L->status == VCC_OK) load_nodes(L, gp, labels, skip);
+    if (L->status == VCC_OK) load_outputs(L, gp);
+
+    for (size_t i = 0; i < gp->n_node; i++) free(labels[i]);
+    free(labels);
+    free(skip);
+    return L->status;
+}
+
+VccStatus vcc_onnx_load(VccCtx *ctx, const char *path, VccGraph **out) {
+    *out = NULL;
+    const char *saved_file = ctx->file;
+    if (!ctx->file) ctx->file = path;
+    Loader L = {.ctx = ctx, .path = path, .status = VCC_OK};
+
+    unsigned char *buf;
+    size_t len;
+    if (read_model_file(&L, &buf, &len) != VCC_OK) {
+        ctx->file = saved_file;
+        return L.status;
+    }
+    /* protobuf-c copies everything it keeps, so the file buffer can go right away */
+    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
+    free(buf);
+    if (!m) {
+        fail(&L, VCC_ERR_PARSE, "not a valid ONNX model (protobuf parse failed)");
+        ctx->file = saved_file;
+        return L.status;
+    }
+
+    const char *slash = strrchr(path, '/');
+    if (slash) {
+        size_t n = (size_t)(slash - path);
+        L.dir = vcc_malloc(n + 2);
+        memcpy(L.dir, path, n ? n : 1); /* "/model.onnx" -> "/" */
+        L.dir[n ? n : 1] = 0;
+    } else {
+        L.dir = vcc_strdup(".");
+    }
+    L.binding_used = vcc_calloc((size_t)(ctx->nshapes > 0 ? ctx->nshapes : 1), sizeof(bool));
+    L.g = vcc_graph_new();
+
+    VccStatus st = load_graph(&L, m);
+
+    onnx__model_proto__free_unpacked(m, NULL);
+    free(L.dir);
+    free(L.dir_real);
+    free(L.names.slot);
+    free(L.binding_used);
+    if (st == VCC_OK) {
+        *out = L.g;
+    } else {
+        vcc_graph_free(L.g);
+    }
+    ctx->file = saved_file;
+    return st;
+}

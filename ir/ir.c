@@ -1,0 +1,311 @@
+/*
+ * ir.c — context, diagnostics, allocation helpers, graph builder and attribute access.
+ *
+ * Requires: nothing. Produces: the VccGraph building blocks every layer uses (see ir.h).
+ */
+#include "ir.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ context and diagnostics */
+
+void vcc_ctx_init(VccCtx *ctx, const char *file) {
+    memset(ctx, 0, sizeof *ctx);
+    ctx->diag = stderr;
+    ctx->dump = stdout;
+    ctx->file = file;
+    ctx->momentum = 0.9f;
+}
+
+void vcc_error(VccCtx *ctx, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    if (ctx->file) fprintf(ctx->diag, "%s: ", ctx->file);
+    fprintf(ctx->diag, "error: ");
+    vfprintf(ctx->diag, fmt, ap);
+    fputc('\n', ctx->diag);
+    va_end(ap);
+    ctx->nerrors++;
+}
+
+void vcc_assert_fail(const char *expr, const char *file, int line) {
+    fprintf(stderr, "%s:%d: internal error: assertion '%s' failed\n", file, line, expr);
+    abort();
+}
+
+static void oom(void) {
+    fputs("vcc: out of memory\n", stderr);
+    abort();
+}
+
+void *vcc_malloc(size_t n) {
+    void *p = malloc(n ? n : 1);
+    if (!p) oom();
+    return p;
+}
+
+void *vcc_calloc(size_t n, size_t size) {
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (!p) oom();
+    return p;
+}
+
+void *vcc_realloc(void *p, size_t n) {
+    void *q = realloc(p, n ? n : 1);
+    if (!q) oom();
+    return q;
+}
+
+char *vcc_strdup(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *d = vcc_malloc(n);
+    memcpy(d, s, n);
+    return d;
+}
+
+/* ------------------------------------------------------------------ op table */
+
+static const char *const op_names[] = {
+#define X(e, name, kind) name,
+#include "ops.def"
+};
+static const char op_kinds[] = {
+#define X(e, name, kind) #kind[0],
+#include "ops.def"
+};
+
+const char *vcc_op_name(VccOp op) {
+    VCC_ASSERT(op >= 0 && op < VCC_OP_COUNT);
+    return op_names[op];
+}
+
+VccOp vcc_op_from_onnx(const char *op_type) {
+    for (int i = 0; i < VCC_OP_COUNT; i++)
+        if (op_kinds[i] == 'F' && strcmp(op_names[i], op_type) == 0) return (VccOp)i;
+    return VCC_OP_COUNT;
+}
+
+/* ------------------------------------------------------------------ tensors */
+
+int64_t vcc_shape_numel(const VccShape *s) {
+    int64_t n = 1;
+    for (int i = 0; i < s->rank; i++) {
+        if (s->dims[i] < 0) return -1;
+        n *= s->dims[i];
+    }
+    return n;
+}
+
+size_t vcc_dtype_size(VccDType dt) {
+    switch (dt) {
+    case VCC_F32: return 4;
+    case VCC_I64: return 8;
+    default: return 0;
+    }
+}
+
+const char *vcc_dtype_name(VccDType dt) {
+    switch (dt) {
+    case VCC_F32: return "f32";
+    case VCC_I64: return "i64";
+    default: return "?";
+    }
+}
+
+int64_t vcc_tensor_bytes(const VccTensor *t) {
+    int64_t n = vcc_shape_numel(&t->shape);
+    return n < 0 ? 0 : n * (int64_t)vcc_dtype_size(t->dtype);
+}
+
+const char *vcc_tensor_kind_name(VccTensorKind k) {
+    static const char *names[] = {"input", "label", "param", "buffer", "const", "act",
+                                  "loss", "grad", "grad_temp", "opt_state", "workspace"};
+    VCC_ASSERT(k >= 0 && k < (int)(sizeof names / sizeof names[0]));
+    return names[k];
+}
+
+bool vcc_tensor_is_persistent(const VccTensor *t) {
+    switch (t->kind) {
+    case VCC_T_PARAM: case VCC_T_BUFFER: case VCC_T_CONST: case VCC_T_GRAD: case VCC_T_OPT_STATE:
+        return true;
+    default:
+        return false;
+    }
+}
+
+int vcc_tensor_root(const VccGraph *g, int t) {
+    for (int guard = 0; guard <= g->ntensors; guard++) {
+        const VccTensor *x = &g->tensors[t];
+        if (x->alias_of >= 0) t = x->alias_of;
+        else if (x->inplace_of >= 0) t = x->inplace_of;
+        else return t;
+    }
+    VCC_ASSERT(!"alias cycle");
+    return t;
+}
+
+VccGraph *vcc_graph_new(void) {
+    VccGraph *g = vcc_calloc(1, sizeof *g);
+    g->data_input = g->label = g->loss = -1;
+    return g;
+}
+
+void vcc_graph_free(VccGraph *g) {
+    if (!g) return;
+    for (int i = 0; i < g->ntensors; i++) {
+        VccTensor *t = &g->tensors[i];
+        free(t->name);
+        free(t->data);
+        for (int d = 0; d < VCC_MAX_RANK; d++) free(t->dim_param[d]);
+    }
+    for (int i = 0; i < g->nnodes; i++) {
+        VccNode *n = &g->nodes[i];
+        free(n->name);
+        free(n->onnx_op);
+        free(n->in);
+        free(n->out);
+        for (int a = 0; a < n->nattrs; a++) {
+            free(n->attrs[a].name);
+            free(n->attrs[a].ints);
+            free(n->attrs[a].floats);
+            free(n->attrs[a].s);
+        }
+        free(n->attrs);
+    }
+    free(g->tensors);
+    free(g->nodes);
+    free(g->inputs);
+    free(g->outputs);
+    free(g);
+}
+
+int vcc_tensor_find(const VccGraph *g, const char *name) {
+    for (int i = 0; i < g->ntensors; i++)
+        if (strcmp(g->tensors[i].name, name) == 0) return i;
+    return -1;
+}
+
+int vcc_tensor_add(VccGraph *g, const char *name, VccDType dt, const VccShape *shape, VccTensorKind kind) {
+    if (g->ntensors == g->cap_tensors) {
+        g->cap_tensors = g->cap_tensors ? 2 * g->cap_tensors : 64;
+        g->tensors = vcc_realloc(g->tensors, (size_t)g->cap_tensors * sizeof *g->tensors);
+    }
+    int id = g->ntensors++;
+    VccTensor *t = &g->tensors[id];
+    memset(t, 0, sizeof *t);
+    if (name) {
+        t->name = vcc_strdup(name);
+    } else {
+        char buf[32];
+        snprintf(buf, sizeof buf, "t%d", id);
+        t->name = vcc_strdup(buf);
+    }
+    t->dtype = dt;
+    if (shape) t->shape = *shape;
+    t->kind = kind;
+    t->producer = t->grad = t->param_of = t->alias_of = t->inplace_of = -1;
+    t->start = t->end = -1;
+    t->offset = -1;
+    return id;
+}
+
+/* ------------------------------------------------------------------ nodes and attributes */
+
+int vcc_node_add(VccGraph *g, VccOp op, const char *name, const int *in, int nin, const int *out, int nout,
+                 VccPhase phase) {
+    if (g->nnodes == g->cap_nodes) {
+        g->cap_nodes = g->cap_nodes ? 2 * g->cap_nodes : 64;
+        g->nodes = vcc_realloc(g->nodes, (size_t)g->cap_nodes * sizeof *g->nodes);
+    }
+    int id = g->nnodes++;
+    VccNode *n = &g->nodes[id];
+    memset(n, 0, sizeof *n);
+    n->op = op;
+    n->phase = phase;
+    if (name) {
+        n->name = vcc_strdup(name);
+    } else {
+        char buf[64];
+        snprintf(buf, sizeof buf, "%s_%d", vcc_op_name(op), id);
+        n->name = vcc_strdup(buf);
+    }
+    n->nin = nin;
+    n->in = vcc_malloc(sizeof(int) * (size_t)(nin ? nin : 1));
+    if (nin) memcpy(n->in, in, sizeof(int) * (size_t)nin);
+    n->nout = nout;
+    n->out = vcc_malloc(sizeof(int) * (size_t)(nout ? nout : 1));
+    if (nout) memcpy(n->out, out, sizeof(int) * (size_t)nout);
+    for (int i = 0; i < nout; i++)
+        if (out[i] >= 0) g->tensors[out[i]].producer = id;
+    return id;
+}
+
+static VccAttr *attr_slot(VccNode *n, const char *name, VccAttrType type) {
+    VccAttr *a = NULL;
+    for (int i = 0; i < n->nattrs; i++)
+        if (strcmp(n->attrs[i].name, name) == 0) a = &n->attrs[i];
+    if (a) {
+        free(a->ints);
+        free(a->floats);
+        free(a->s);
+        free(a->name);
+    } else {
+        n->attrs = vcc_realloc(n->attrs, sizeof *n->attrs * (size_t)(n->nattrs + 1));
+        a = &n->attrs[n->nattrs++];
+    }
+    memset(a, 0, sizeof *a);
+    a->name = vcc_strdup(name);
+    a->type = type;
+    return a;
+}
+
+void vcc_attr_set_int(VccNode *n, const char *name, int64_t v) { attr_slot(n, name, VCC_A_INT)->i = v; }
+
+void vcc_attr_set_float(VccNode *n, const char *name, float v) { attr_slot(n, name, VCC_A_FLOAT)->f = v; }
+
+void vcc_attr_set_ints(VccNode *n, const char *name, const int64_t *v, int count) {
+    VccAttr *a = attr_slot(n, name, VCC_A_INTS);
+    a->n = count;
+    a->ints = vcc_malloc(sizeof(int64_t) * (size_t)(count ? count : 1));
+    if (count) memcpy(a->ints, v, sizeof(int64_t) * (size_t)count);
+}
+
+void vcc_attr_set_floats(VccNode *n, const char *name, const float *v, int count) {
+    VccAttr *a = attr_slot(n, name, VCC_A_FLOATS);
+    a->n = count;
+    a->floats = vcc_malloc(sizeof(float) * (size_t)(count ? count : 1));
+    if (count) memcpy(a->floats, v, sizeof(float) * (size_t)count);
+}
+
+void vcc_attr_set_string(VccNode *n, const char *name, const char *s) {
+    attr_slot(n, name, VCC_A_STRING)->s = vcc_strdup(s);
+}
+
+const VccAttr *vcc_attr_get(const VccNode *n, const char *name) {
+    for (int i = 0; i < n->nattrs; i++)
+        if (strcmp(n->attrs[i].name, name) == 0) return &n->attrs[i];
+    return NULL;
+}
+
+int64_t vcc_attr_int(const VccNode *n, const char *name, int64_t dflt) {
+    const VccAttr *a = vcc_attr_get(n, name);
+    return a && a->type == VCC_A_INT ? a->i : dflt;
+}
+
+float vcc_attr_float(const VccNode *n, const char *name, float dflt) {
+    const VccAttr *a = vcc_attr_get(n, name);
+    return a && a->type == VCC_A_FLOAT ? a->f : dflt;
+}
+
+int vcc_attr_ints(const VccNode *n, const char *name, int64_t *out, int max) {
+    const VccAttr *a = vcc_attr_get(n, name);
+    if (!a || a->type != VCC_A_INTS) return -1;
+    for (int i = 0; i < a->n && i < max; i++) out[i] = a->ints[i];
+    return a->n;
+}
+
+const char *vcc_attr_string(const VccNode *n, const char *name, const char *dflt) {
+    const VccAttr *a = vcc_attr_get(n, name);
+    return a && a->type == VCC_A_STRING ? a->s : dflt;
+}

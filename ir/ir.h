@@ -1,0 +1,255 @@
+/*
+ * ir.h — vcc's intermediate representation: tensors, nodes, graphs, the op table, diagnostics.
+ *
+ * One flat graph holds forward, loss, backward and optimizer nodes. The node array order IS the
+ * schedule once passes/schedule has run (step k = node k). Tensors and nodes are referred to by
+ * index (int); -1 means "none" (e.g. an absent optional input).
+ *
+ * Letter legend used in shape comments: N batch, C channels, K output channels / classes,
+ * T time (frames), H height, W width, S product of spatial dims.
+ */
+#ifndef VCC_IR_H
+#define VCC_IR_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* ======================================================================== status, context (ir/ctx.c) */
+
+typedef enum {
+    VCC_OK = 0,
+    VCC_ERR_IO,          /* file missing, unreadable, unwritable */
+    VCC_ERR_PARSE,       /* not a valid ONNX/.vir/.npy file */
+    VCC_ERR_UNSUPPORTED, /* valid input vcc does not handle (op, attribute, dtype) */
+    VCC_ERR_SHAPE,       /* shapes inconsistent, or a symbolic dim left unbound */
+    VCC_ERR_INVALID,     /* bad option or argument */
+    VCC_ERR_INTERNAL,    /* a pass produced an inconsistent graph (verifier) */
+} VccStatus;
+
+/* A symbolic-dimension binding given with --shape NAME=2x3x8x112x112 (binds a graph input by name)
+ * or --shape DIMNAME=8 (binds every dim whose dim_param is DIMNAME). */
+typedef struct {
+    char *name;
+    int rank;
+    int64_t dims[8];
+} VccShapeBinding;
+
+/* Everything a pass needs besides the graph: diagnostics and options. No global mutable state. */
+typedef struct VccCtx {
+    FILE *diag;            /* where errors go (stderr in the CLI, a memstream in tests) */
+    const char *file;      /* the input file name, prefixed to every error */
+    int nerrors;
+    VccShapeBinding *shapes;
+    int nshapes;
+    /* training options baked into the graph (defaults: PyTorch SGD, see passes/optimizer.c) */
+    float momentum;        /* SGD momentum (default 0.9); lr and weight decay are runtime arguments */
+    const char *dump_after;/* --dump-ir=PASS, or NULL */
+    FILE *dump;            /* where dumps go (stdout) */
+} VccCtx;
+
+/* Initialise ctx with defaults: diag=stderr, dump=stdout, momentum 0.9. */
+void vcc_ctx_init(VccCtx *ctx, const char *file);
+
+/* Report an error: writes "<ctx->file>: <message>\n" to ctx->diag and counts it. printf-style. */
+void vcc_error(VccCtx *ctx, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Internal invariant check: on failure prints file:line and the expression, then abort(). */
+#define VCC_ASSERT(e) ((e) ? (void)0 : vcc_assert_fail(#e, __FILE__, __LINE__))
+void vcc_assert_fail(const char *expr, const char *file, int line);
+
+/* malloc/calloc/realloc/strdup that abort() with a message on out-of-memory (a compiler-wide policy:
+ * vcc's own allocations are small relative to the models it compiles). */
+void *vcc_malloc(size_t n);
+void *vcc_calloc(size_t n, size_t size);
+void *vcc_realloc(void *p, size_t n);
+char *vcc_strdup(const char *s);
+
+/* ======================================================================== tensors, nodes, graph (ir/ir.c) */
+
+#define VCC_MAX_RANK 8
+
+typedef enum { VCC_DT_UNDEF = 0, VCC_F32, VCC_I64 } VccDType;
+
+typedef struct {
+    int rank;                       /* 0 = scalar */
+    int64_t dims[VCC_MAX_RANK];     /* elements per dim; -1 while symbolic/unknown */
+} VccShape;
+
+typedef enum {
+    VCC_T_INPUT,      /* graph data input, e.g. the clip batch (N, C, T, H, W) */
+    VCC_T_LABEL,      /* the loss's int64 label input (N) */
+    VCC_T_PARAM,      /* trainable initializer (weights, BN scale/bias) */
+    VCC_T_BUFFER,     /* non-trainable state updated by training (BN running mean/var) */
+    VCC_T_CONST,      /* non-trainable, never written (shape tensors, Constant outputs) */
+    VCC_T_ACT,        /* forward value */
+    VCC_T_LOSS,       /* the scalar loss */
+    VCC_T_GRAD,       /* gradient of a PARAM (persistent: read by the optimizer) */
+    VCC_T_GRAD_TEMP,  /* gradient of a non-parameter value (planned) */
+    VCC_T_OPT_STATE,  /* optimizer state (momentum buffer) */
+    VCC_T_WORKSPACE,  /* scratch a kernel needs during one step (im2col columns, cuDNN workspace) */
+} VccTensorKind;
+
+typedef struct {
+    char *name;
+    VccDType dtype;
+    VccShape shape;
+    char *dim_param[VCC_MAX_RANK];  /* ONNX symbolic dim names (NULL where the dim is fixed) */
+    VccTensorKind kind;
+    void *data;                     /* initializer contents, host order, data_bytes long; NULL otherwise */
+    size_t data_bytes;
+    int producer;                   /* node index, -1 for inputs/initializers */
+    int grad;                       /* tensor index of this tensor's gradient, -1 if none */
+    int param_of;                   /* for GRAD/OPT_STATE: the parameter tensor it belongs to, else -1 */
+    int alias_of;                   /* views (Flatten/Reshape/Identity): tensor whose bytes this is; -1 */
+    int inplace_of;                 /* passes/inplace: tensor whose bytes this output took; -1 */
+    /* filled by passes/liveness and passes/memplan */
+    int start, end;                 /* live interval, inclusive schedule steps; -1 for persistent tensors */
+    bool saved;                     /* forward value read by a backward node (a saved tensor) */
+    int64_t offset;                 /* byte offset in the arena; -1 when the tensor owns no bytes (alias) */
+} VccTensor;
+
+typedef enum { VCC_A_INT, VCC_A_FLOAT, VCC_A_INTS, VCC_A_FLOATS, VCC_A_STRING } VccAttrType;
+
+typedef struct {
+    char *name;
+    VccAttrType type;
+    int64_t i;
+    float f;
+    int64_t *ints;
+    float *floats;
+    int n;            /* element count of ints/floats */
+    char *s;
+} VccAttr;
+
+typedef enum {
+#define X(e, name, kind) VCC_OP_##e,
+#include "ops.def"
+    VCC_OP_COUNT
+} VccOp;
+
+typedef enum { VCC_PHASE_FORWARD, VCC_PHASE_LOSS, VCC_PHASE_BACKWARD, VCC_PHASE_UPDATE } VccPhase;
+
+typedef struct {
+    VccOp op;
+    char *name;                /* ONNX node name, or a derived one ("/layer1/Conv_3.grad_data") */
+    char *onnx_op;             /* op type as read from ONNX (kept for messages about unsupported ops) */
+    int *in, nin;              /* tensor indices; -1 = absent optional input */
+    int *out, nout;
+    VccAttr *attrs;
+    int nattrs;
+    VccPhase phase;
+} VccNode;
+
+typedef struct {
+    VccTensor *tensors;
+    int ntensors, cap_tensors;
+    VccNode *nodes;           /* after passes/schedule: the schedule, step k = nodes[k] */
+    int nnodes, cap_nodes;
+    int *inputs, ninputs;     /* graph inputs that are not initializers */
+    int *outputs, noutputs;   /* graph outputs (ONNX), then the loss after passes/loss */
+    int64_t opset;            /* ai.onnx opset version */
+    int data_input;           /* the clip input tensor (-1 until passes/loss picks it) */
+    int label;                /* label tensor (-1 until passes/loss) */
+    int loss;                 /* loss tensor (-1 until passes/loss) */
+    /* filled by passes/memplan */
+    int64_t arena_bytes, persistent_bytes, planned_bytes, lower_bound_bytes, no_reuse_bytes;
+} VccGraph;
+
+/* Op name as in ops.def ("Conv", "ConvGradData"...). */
+const char *vcc_op_name(VccOp op);
+/* Look up an ONNX op type (ai.onnx domain) among the forward ops; returns VCC_OP_COUNT if unknown. */
+VccOp vcc_op_from_onnx(const char *op_type);
+
+VccGraph *vcc_graph_new(void);
+void vcc_graph_free(VccGraph *g);
+
+/* Add a tensor; name NULL gives "t<index>". Names must be unique (asserted). Returns the index. */
+int vcc_tensor_add(VccGraph *g, const char *name, VccDType dt, const VccShape *shape, VccTensorKind kind);
+/* Index of the tensor named name, or -1 (linear scan). */
+int vcc_tensor_find(const VccGraph *g, const char *name);
+/* Number of elements (product of dims; 1 for rank 0); -1 if any dim is unknown. */
+int64_t vcc_shape_numel(const VccShape *s);
+/* Bytes of one element of dt (4 for F32, 8 for I64). */
+size_t vcc_dtype_size(VccDType dt);
+const char *vcc_dtype_name(VccDType dt);
+/* Bytes of a tensor: numel * element size (0 if unknown). */
+int64_t vcc_tensor_bytes(const VccTensor *t);
+/* The tensor whose bytes t uses: follows alias_of and inplace_of to the root. */
+int vcc_tensor_root(const VccGraph *g, int t);
+/* True for tensors in the persistent region (PARAM, BUFFER, CONST, GRAD, OPT_STATE). */
+bool vcc_tensor_is_persistent(const VccTensor *t);
+const char *vcc_tensor_kind_name(VccTensorKind k);
+/* Plan category of a tensor as --plan-json names it: parameter (params, BN running stats, consts),
+ * gradient, optimizer_state, saved_activation (read by a backward node), activation, workspace. */
+const char *vcc_tensor_category(const VccTensor *t);
+
+/* Append a node; copies in/out arrays and sets producer of each output. Returns the node index. */
+int vcc_node_add(VccGraph *g, VccOp op, const char *name, const int *in, int nin, const int *out, int nout,
+                 VccPhase phase);
+
+/* Attribute setters (copy their arguments; a later set of the same name replaces it). */
+void vcc_attr_set_int(VccNode *n, const char *name, int64_t v);
+void vcc_attr_set_float(VccNode *n, const char *name, float v);
+void vcc_attr_set_ints(VccNode *n, const char *name, const int64_t *v, int count);
+void vcc_attr_set_floats(VccNode *n, const char *name, const float *v, int count);
+void vcc_attr_set_string(VccNode *n, const char *name, const char *s);
+/* Attribute getters: the attribute or NULL; typed getters return dflt when absent. */
+const VccAttr *vcc_attr_get(const VccNode *n, const char *name);
+int64_t vcc_attr_int(const VccNode *n, const char *name, int64_t dflt);
+float vcc_attr_float(const VccNode *n, const char *name, float dflt);
+/* Copies up to max ints into out; returns the count, or -1 if absent. */
+int vcc_attr_ints(const VccNode *n, const char *name, int64_t *out, int max);
+const char *vcc_attr_string(const VccNode *n, const char *name, const char *dflt);
+
+/* ======================================================================== printer (ir/print.c) */
+
+/* Print the graph as text (.vir form): one line per tensor declaration for inputs/initializers and one
+ * line per node with dtypes and shapes; when with_plan, each tensor's live interval, category and arena
+ * offset, and the arena summary. Deterministic. */
+void vcc_print_graph(FILE *f, const VccGraph *g, bool with_plan);
+/* "f32[2,3,8,56,56]" into buf. */
+void vcc_format_type(char *buf, size_t len, const VccTensor *t);
+
+/* ======================================================================== op attributes (ir/ops.c) */
+
+/* Convolution geometry decoded from an ONNX Conv node (ONNX Operators "Conv", opset 11+):
+ * X (N, C, D1..Dn), W (K, C/group, k1..kn), n = nsp spatial dims (1..3).
+ * pads are explicit begin/end per spatial dim (auto_pad resolved against the input shape). */
+typedef struct {
+    int nsp;
+    int64_t group;
+    int64_t kernel[3], stride[3], dilation[3], pad_begin[3], pad_end[3];
+    int64_t in[3], out[3];  /* spatial sizes of X and Y */
+    int64_t N, C, K;
+} VccConvParams;
+
+/* Decode and validate conv attributes of node (Conv, ConvGradData or ConvGradFilter: all carry the
+ * forward conv's attributes) given X's shape x and W's shape w. Errors name the node and the attribute.
+ * Returns VCC_OK, VCC_ERR_SHAPE or VCC_ERR_UNSUPPORTED. */
+VccStatus vcc_conv_params(VccCtx *ctx, const VccNode *node, const VccShape *x, const VccShape *w,
+                          VccConvParams *p);
+
+/* Workspace of one conv kernel call in bytes: the im2col column buffer for one sample and one group,
+ * (C/group) * prod(kernel) * prod(out) floats. The CPU trainer needs exactly this; the CUDA trainer hands
+ * the same region to cuDNN as the workspace limit for its algorithm choice. */
+int64_t vcc_conv_ws_bytes(const VccConvParams *p);
+
+/* Add a workspace tensor "<node>.ws" of vcc_conv_ws_bytes as the last output of conv node k
+ * (Conv, ConvGradData, ConvGradFilter); x and w are the forward conv's input and weight shapes. */
+VccStatus vcc_conv_add_workspace(VccCtx *ctx, VccGraph *g, int k, const VccShape *x, const VccShape *w);
+
+/* ======================================================================== verifier (ir/print.c) */
+
+/* Check structural invariants: indices in range, each tensor produced at most once, every node's inputs
+ * produced earlier in node order (or inputs/initializers), shapes known. Reports through ctx.
+ * Returns VCC_OK or VCC_ERR_INTERNAL. */
+VccStatus vcc_verify(VccCtx *ctx, const VccGraph *g, const char *after_pass);
+
+#endif /* VCC_IR_H */

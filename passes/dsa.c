@@ -1,0 +1,790 @@
+/* passes/dsa.c: the arena planner (dynamic storage allocation) as a pure function.
+ *
+ * requires: an array of items {size, align, start, end} (see dsa.h); no graph.
+ * produces: one aligned byte offset per item and the arena size; a max-load lower bound; a verifier;
+ *           an ASCII picture.
+ *
+ * Layout of this file:
+ *   1. small arithmetic helpers (power of two, round up with overflow check, 128-bit sums)
+ *   2. the time index: items sorted by start step under a segment tree of "max end step over placed
+ *      items", which lists the placed items whose intervals intersect a query interval in
+ *      O((k + 1) log n) for k answers
+ *   3. one greedy pass: place items in a given order, each at the best-fit (or first-fit) gap
+ *   4. placement orders (size, length, start, area, conflicts)
+ *   5. VCC_DSA_BEST: every order with both fits, then a bounded hill climb over the order
+ *   6. lower bound, checker, picture
+ *
+ * Units: bytes for sizes and offsets, schedule steps for start/end (inclusive on both sides).
+ * Determinism: every sort key ends with the item index; the search uses a fixed-seed PRNG and a
+ * work budget counted in steps, never in time.
+ */
+#include "dsa.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------------------------------------
+ * 1. helpers
+ * ------------------------------------------------------------------------------------------- */
+
+static int is_pow2(uint64_t x) { return x != 0 && (x & (x - 1)) == 0; }
+
+/* *out = x rounded up to a multiple of a (a power of two). Returns -1 on overflow. */
+static int round_up(uint64_t x, uint64_t a, uint64_t *out) {
+  uint64_t m = a - 1;
+  if (x > UINT64_MAX - m) return -1;
+  *out = (x + m) & ~m;
+  return 0;
+}
+
+/* Order-preserving map of int64 to uint64 (so signed steps sort as unsigned keys). */
+static uint64_t ukey(int64_t v) { return (uint64_t)v ^ ((uint64_t)1 << 63); }
+
+/* Lifetime length minus one, in steps, as an unsigned number (cannot overflow for end >= start). */
+static uint64_t span_len(const VccDsaItem *it) { return (uint64_t)it->end - (uint64_t)it->start; }
+
+static int validate(const VccDsaItem *items, size_t n) {
+  if (n > 0 && items == NULL) return -1;
+  if (n > SIZE_MAX / 4 / sizeof(VccDsaItem)) return -1;
+  for (size_t i = 0; i < n; i++)
+    if (!is_pow2(items[i].align) || items[i].end < items[i].start) return -1;
+  return 0;
+}
+
+/* Unsigned 128-bit accumulator (hi:lo) for the lower-bound sweep, so sums never wrap. */
+typedef struct {
+  uint64_t hi, lo;
+} U128;
+
+static void u128_add(U128 *a, uint64_t v) {
+  uint64_t lo = a->lo + v;
+  a->hi += lo < a->lo;
+  a->lo = lo;
+}
+static void u128_sub(U128 *a, uint64_t v) {
+  a->hi -= a->lo < v;
+  a->lo -= v;
+}
+static int u128_gt(U128 a, U128 b) { return a.hi != b.hi ? a.hi > b.hi : a.lo > b.lo; }
+
+/* xorshift64* (Vigna, "An experimental exploration of Marsaglia's xorshift generators", 2016). */
+static uint64_t rng_next(uint64_t *s) {
+  uint64_t x = *s;
+  x ^= x >> 12;
+  x ^= x << 25;
+  x ^= x >> 27;
+  *s = x;
+  return x * 0x2545F4914F6CDD1DULL;
+}
+static size_t rng_below(uint64_t *s, size_t bound) { return (size_t)(rng_next(s) % (uint64_t)bound); }
+
+/* Sort key: ascending lexicographic on k[0..2], then the item index. */
+typedef struct {
+  uint64_t k[3];
+  size_t idx;
+} Key;
+
+static int key_cmp(const void *pa, const void *pb) {
+  const Key *a = pa, *b = pb;
+  for (int j = 0; j < 3; j++)
+    if (a->k[j] != b->k[j]) return a->k[j] < b->k[j] ? -1 : 1;
+  return (a->idx > b->idx) - (a->idx < b->idx);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * 2. the planner context and its time index
+ * ------------------------------------------------------------------------------------------- */
+
+/* A placed item's byte range [off, top). */
+typedef struct {
+  uint64_t off, top;
+} Span;
+
+/* Items sit in by_start order ("positions"); positions are grouped in buckets of BUCKET, and a
+ * segment tree over the buckets keeps the largest end step of the placed items below each node.
+ * Per position the index keeps the placed item's end step and byte range, so a bucket is scanned
+ * in contiguous memory. */
+#define BUCKET 16
+
+typedef struct {
+  const VccDsaItem *it;
+  size_t n;
+  uint64_t *fp;           /* [n] footprint: size rounded up to align */
+  size_t *by_start;       /* [n] item indices sorted by (start, index) */
+  int64_t *start_sorted;  /* [n] items[by_start[k]].start */
+  size_t *pos_of;         /* [n] position of item i in by_start */
+  size_t leaves;          /* P: a power of two >= number of buckets */
+  int64_t *tmax;          /* [2P] max end over placed items below the node; INT64_MIN if none */
+  unsigned char *placed;  /* [n] by position */
+  int64_t *pend;          /* [n] by position: end step of the placed item */
+  Span *pspan;            /* [n] by position: byte range of the placed item */
+  Span *spans;            /* [n] scratch: byte ranges of the placed conflicting items */
+  Span *spans_tmp;        /* [n] scratch for the radix sort */
+  uint64_t work;          /* elementary steps done so far (the search budget counts these) */
+} Ctx;
+
+static void ctx_free(Ctx *c) {
+  free(c->fp);
+  free(c->by_start);
+  free(c->start_sorted);
+  free(c->pos_of);
+  free(c->tmax);
+  free(c->placed);
+  free(c->pend);
+  free(c->pspan);
+  free(c->spans);
+  free(c->spans_tmp);
+  memset(c, 0, sizeof *c);
+}
+
+/* Builds the context. Returns 0, or -1 with errno EOVERFLOW (a footprint overflows) / ENOMEM. */
+static int ctx_init(Ctx *c, const VccDsaItem *items, size_t n) {
+  memset(c, 0, sizeof *c);
+  c->it = items;
+  c->n = n;
+  size_t P = 1;
+  while (P * BUCKET < n) P *= 2;
+  c->leaves = P;
+  c->fp = malloc(n * sizeof *c->fp);
+  c->by_start = malloc(n * sizeof *c->by_start);
+  c->start_sorted = malloc(n * sizeof *c->start_sorted);
+  c->pos_of = malloc(n * sizeof *c->pos_of);
+  c->tmax = malloc(2 * P * sizeof *c->tmax);
+  c->placed = malloc(n);
+  c->pend = malloc(n * sizeof *c->pend);
+  c->pspan = malloc(n * sizeof *c->pspan);
+  c->spans = malloc(n * sizeof *c->spans);
+  c->spans_tmp = malloc(n * sizeof *c->spans_tmp);
+  Key *keys = malloc(n * sizeof *keys);
+  if (!c->fp || !c->by_start || !c->start_sorted || !c->pos_of || !c->tmax || !c->placed ||
+      !c->pend || !c->pspan || !c->spans || !c->spans_tmp || !keys) {
+    free(keys);
+    ctx_free(c);
+    errno = ENOMEM;
+    return -1;
+  }
+  for (size_t i = 0; i < n; i++) {
+    if (round_up(items[i].size, items[i].align, &c->fp[i])) {
+      free(keys);
+      ctx_free(c);
+      errno = EOVERFLOW;
+      return -1;
+    }
+    keys[i] = (Key){{ukey(items[i].start), 0, 0}, i};
+  }
+  qsort(keys, n, sizeof *keys, key_cmp);
+  for (size_t k = 0; k < n; k++) {
+    c->by_start[k] = keys[k].idx;
+    c->start_sorted[k] = items[keys[k].idx].start;
+    c->pos_of[keys[k].idx] = k;
+  }
+  free(keys);
+  return 0;
+}
+
+static void index_reset(Ctx *c) {
+  for (size_t v = 0; v < 2 * c->leaves; v++) c->tmax[v] = INT64_MIN;
+  memset(c->placed, 0, c->n);
+}
+
+/* Records item i as placed at byte range [off, off + fp). */
+static void index_insert(Ctx *c, size_t i, uint64_t off) {
+  size_t k = c->pos_of[i];
+  int64_t e = c->it[i].end;
+  c->placed[k] = 1;
+  c->pend[k] = e;
+  c->pspan[k].off = off;
+  c->pspan[k].top = off + c->fp[i];
+  for (size_t v = c->leaves + k / BUCKET; v >= 1 && c->tmax[v] < e; v /= 2) c->tmax[v] = e;
+}
+
+/* Fills c->spans with the byte ranges of placed items whose interval intersects [s, e] (those with
+ * start <= e and end >= s); returns how many. */
+static size_t index_query(Ctx *c, int64_t s, int64_t e) {
+  /* m = number of items with start <= e (a prefix of the positions) */
+  size_t lo = 0, hi = c->n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (c->start_sorted[mid] <= e) lo = mid + 1;
+    else hi = mid;
+  }
+  size_t m = lo, k = 0;
+  if (m == 0) return 0;
+  size_t last_bucket = (m - 1) / BUCKET;
+  struct {
+    size_t v, lo, len; /* node, first bucket, buckets */
+  } stack[2 * 66];
+  int sp = 0;
+  stack[sp].v = 1, stack[sp].lo = 0, stack[sp].len = c->leaves, sp++;
+  while (sp > 0) {
+    sp--;
+    size_t v = stack[sp].v, vlo = stack[sp].lo, len = stack[sp].len;
+    c->work++;
+    if (vlo > last_bucket || c->tmax[v] < s) continue;
+    if (len == 1) {
+      size_t p0 = vlo * BUCKET, p1 = p0 + BUCKET < m ? p0 + BUCKET : m;
+      c->work += p1 - p0;
+      for (size_t p = p0; p < p1; p++)
+        if (c->placed[p] && c->pend[p] >= s) c->spans[k++] = c->pspan[p];
+      continue;
+    }
+    size_t half = len / 2;
+    stack[sp].v = 2 * v + 1, stack[sp].lo = vlo + half, stack[sp].len = half, sp++;
+    stack[sp].v = 2 * v, stack[sp].lo = vlo, stack[sp].len = half, sp++;
+  }
+  return k;
+}
+
+/* Sorts spans[0..n) by off: insertion sort for short runs, else an LSD radix sort on 8-bit digits
+ * (only the digits below the highest set bit of any offset; a digit that all keys share is skipped),
+ * using tmp[0..n) as the other buffer. Stable, so the result does not depend on the input order
+ * of spans with equal offsets beyond their relative order, which callers never rely on. */
+static void span_sort(Span *a, Span *tmp, size_t n) {
+  if (n < 48) {
+    for (size_t i = 1; i < n; i++) {
+      Span t = a[i];
+      size_t j = i;
+      while (j > 0 && a[j - 1].off > t.off) a[j] = a[j - 1], j--;
+      a[j] = t;
+    }
+    return;
+  }
+  uint64_t all = 0;
+  for (size_t i = 0; i < n; i++) all |= a[i].off;
+  unsigned digits = 0;
+  while (digits < 8 && (all >> (8 * digits)) != 0) digits++;
+  size_t count[8][256];
+  memset(count, 0, digits * sizeof count[0]);
+  for (size_t i = 0; i < n; i++)
+    for (unsigned d = 0; d < digits; d++) count[d][(a[i].off >> (8 * d)) & 255]++;
+  Span *src = a, *dst = tmp;
+  for (unsigned d = 0; d < digits; d++) {
+    unsigned shift = 8 * d;
+    size_t *cnt = count[d];
+    if (cnt[(src[0].off >> shift) & 255] == n) continue; /* all share this digit */
+    size_t sum = 0;
+    for (int v = 0; v < 256; v++) {
+      size_t c = cnt[v];
+      cnt[v] = sum;
+      sum += c;
+    }
+    for (size_t i = 0; i < n; i++) dst[cnt[(src[i].off >> shift) & 255]++] = src[i];
+    Span *t = src;
+    src = dst;
+    dst = t;
+  }
+  if (src != a) memcpy(a, src, n * sizeof *a);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * 3. one greedy pass
+ * ------------------------------------------------------------------------------------------- */
+
+enum { FIT_BEST = 0, FIT_FIRST = 1 };
+
+/* Places the items in `order` one by one. Each goes where the placed items that conflict with it in
+ * time leave room: FIT_BEST takes the gap with the least leftover bytes (the room between the
+ * highest conflicting item and the current arena top counts as a gap), FIT_FIRST the lowest offset;
+ * when no gap fits, it goes right on top of the highest conflicting item. Ties: the lower offset.
+ * Returns 0 with off[] and *arena filled; 1 if the arena would exceed `limit` (pass abandoned);
+ * -1 with errno EOVERFLOW if an offset + footprint overflows. */
+static int greedy(Ctx *c, const size_t *order, int fit, uint64_t limit, uint64_t *off,
+                  uint64_t *arena) {
+  index_reset(c);
+  uint64_t H = 0;
+  for (size_t k = 0; k < c->n; k++) {
+    size_t i = order[k];
+    uint64_t fp = c->fp[i], al = c->it[i].align;
+    if (fp == 0) {
+      off[i] = 0;
+      continue;
+    }
+    size_t m = index_query(c, c->it[i].start, c->it[i].end);
+    span_sort(c->spans, c->spans_tmp, m);
+    c->work += m;
+    uint64_t floor = 0, best = 0, best_waste = UINT64_MAX;
+    int found = 0;
+    for (size_t j = 0; j <= m; j++) {
+      uint64_t gap_hi = j < m ? c->spans[j].off : H; /* j == m: room below the arena top */
+      if (gap_hi > floor) {
+        uint64_t cand;
+        if (!round_up(floor, al, &cand) && cand <= gap_hi && gap_hi - cand >= fp) {
+          uint64_t waste = gap_hi - floor - fp;
+          if (waste < best_waste) best = cand, best_waste = waste, found = 1;
+          if (fit == FIT_FIRST) break;
+        }
+      }
+      if (j < m && c->spans[j].top > floor) floor = c->spans[j].top;
+    }
+    if (!found && round_up(floor, al, &best)) {
+      errno = EOVERFLOW;
+      return -1;
+    }
+    if (best > UINT64_MAX - fp) {
+      errno = EOVERFLOW;
+      return -1;
+    }
+    off[i] = best;
+    if (best + fp > H) H = best + fp;
+    if (H > limit) return 1;
+    index_insert(c, i, best);
+  }
+  *arena = H;
+  return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * 4. placement orders
+ * ------------------------------------------------------------------------------------------- */
+
+/* Conflict degree of every item with a non-zero footprint: the number of other such items whose
+ * interval intersects its own = #(start_j <= end_i) - #(end_j < start_i) - 1. */
+static int conflict_degrees(const Ctx *c, uint64_t *deg) {
+  size_t n = c->n, m = 0;
+  int64_t *st = malloc((n ? n : 1) * sizeof *st), *en = malloc((n ? n : 1) * sizeof *en);
+  if (!st || !en) {
+    free(st);
+    free(en);
+    errno = ENOMEM;
+    return -1;
+  }
+  for (size_t k = 0; k < n; k++) {
+    size_t i = c->by_start[k];
+    if (c->fp[i] == 0) continue;
+    st[m] = c->it[i].start;
+    en[m] = c->it[i].end;
+    m++;
+  }
+  /* st is sorted already (by_start order); sort en with a key sort */
+  Key *keys = malloc((m ? m : 1) * sizeof *keys);
+  if (!keys) {
+    free(st);
+    free(en);
+    errno = ENOMEM;
+    return -1;
+  }
+  for (size_t k = 0; k < m; k++) keys[k] = (Key){{ukey(en[k]), 0, 0}, k};
+  qsort(keys, m, sizeof *keys, key_cmp);
+  for (size_t k = 0; k < m; k++) en[k] = (int64_t)(keys[k].k[0] ^ ((uint64_t)1 << 63));
+  free(keys);
+  for (size_t i = 0; i < n; i++) {
+    deg[i] = 0;
+    if (c->fp[i] == 0) continue;
+    size_t lo = 0, hi = m; /* count start_j <= end_i */
+    while (lo < hi) {
+      size_t mid = lo + (hi - lo) / 2;
+      if (st[mid] <= c->it[i].end) lo = mid + 1;
+      else hi = mid;
+    }
+    size_t a = lo;
+    lo = 0, hi = m; /* count end_j < start_i */
+    while (lo < hi) {
+      size_t mid = lo + (hi - lo) / 2;
+      if (en[mid] < c->it[i].start) lo = mid + 1;
+      else hi = mid;
+    }
+    deg[i] = (uint64_t)(a - lo - 1);
+  }
+  free(st);
+  free(en);
+  return 0;
+}
+
+/* Fills order[0..n) for strategy s (one of the single orders). Returns 0 or -1 (ENOMEM). */
+static int make_order(const Ctx *c, VccDsaStrategy s, size_t *order) {
+  size_t n = c->n;
+  Key *keys = malloc((n ? n : 1) * sizeof *keys);
+  uint64_t *deg = NULL;
+  if (!keys) {
+    errno = ENOMEM;
+    return -1;
+  }
+  if (s == VCC_DSA_BY_CONFLICTS) {
+    deg = malloc((n ? n : 1) * sizeof *deg);
+    if (!deg || conflict_degrees(c, deg)) {
+      free(deg);
+      free(keys);
+      errno = ENOMEM;
+      return -1;
+    }
+  }
+  for (size_t i = 0; i < n; i++) {
+    const VccDsaItem *it = &c->it[i];
+    uint64_t fp = c->fp[i], len = span_len(it);
+    Key *k = &keys[i];
+    k->idx = i;
+    switch (s) {
+    case VCC_DSA_BY_LENGTH: k->k[0] = ~len, k->k[1] = ~fp, k->k[2] = ukey(it->start); break;
+    case VCC_DSA_BY_START: k->k[0] = ukey(it->start), k->k[1] = ~fp, k->k[2] = ~len; break;
+    case VCC_DSA_BY_AREA: {
+      /* fp * (len + 1) as a double: non-negative doubles order like their bit patterns */
+      double area = (double)fp * ((double)len + 1.0);
+      uint64_t bits;
+      memcpy(&bits, &area, sizeof bits);
+      k->k[0] = ~bits, k->k[1] = ~fp, k->k[2] = ~len;
+      break;
+    }
+    case VCC_DSA_BY_CONFLICTS: k->k[0] = ~deg[i], k->k[1] = ~fp, k->k[2] = ~len; break;
+    case VCC_DSA_BY_SIZE:
+    default: k->k[0] = ~fp, k->k[1] = ~len, k->k[2] = ukey(it->start); break;
+    }
+  }
+  qsort(keys, n, sizeof *keys, key_cmp);
+  for (size_t k = 0; k < n; k++) order[k] = keys[k].idx;
+  free(keys);
+  free(deg);
+  return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * 5. VCC_DSA_BEST: portfolio of orders x fits, then hill climbing on the order
+ * ------------------------------------------------------------------------------------------- */
+
+/* Search budget in counted steps (tree nodes and bucket slots visited, spans sorted: Ctx.work),
+ * and a cap on the number of candidate orders tried (at most 100 + 25 n); both are split evenly
+ * between the two climbs. */
+#ifndef SEARCH_WORK_BUDGET
+#define SEARCH_WORK_BUDGET 40000000ull
+#endif
+#ifndef SEARCH_MAX_TRIES
+#define SEARCH_MAX_TRIES 4000u
+#endif
+
+static uint64_t lower_bound_fp(const Ctx *c);
+
+/* Hill climbing over the placement order (the move set of TVM USMP's hill_climb, biased towards the
+ * items that define the arena top): move an item touching the arena top to a random earlier
+ * position (3 tries in 4), or swap two random items; re-run the greedy pass with `fit` (abandoned
+ * as soon as it exceeds the current arena) and keep the new order when its arena is not larger.
+ * Starts from `order` (changed in place); *arena/off hold the best plan so far and are replaced
+ * only by a strictly smaller arena. Stops at the lower bound `lb`, after `max_tries` tries, or once
+ * `budget` work steps are spent. Returns 0, or -1 with errno ENOMEM. */
+static int search(Ctx *c, size_t *order, int fit, uint64_t lb, uint64_t budget, unsigned max_tries,
+                  uint64_t *off, uint64_t *arena) {
+  size_t n = c->n;
+  if (*arena <= lb || n < 2) return 0;
+  uint64_t *trial = malloc(n * sizeof *trial), *cur_off = malloc(n * sizeof *cur_off);
+  size_t *crit = malloc(n * sizeof *crit), *pos = malloc(n * sizeof *pos);
+  if (!trial || !crit || !pos || !cur_off) {
+    free(trial);
+    free(crit);
+    free(pos);
+    free(cur_off);
+    errno = ENOMEM;
+    return -1;
+  }
+  uint64_t rng = 0x9E3779B97F4A7C15ull ^ (uint64_t)n ^ ((uint64_t)fit << 32);
+  uint64_t best = *arena, cur;
+  if (greedy(c, order, fit, UINT64_MAX, cur_off, &cur)) cur = UINT64_MAX;
+  uint64_t budget_end = c->work + budget;
+  for (unsigned tries = 0; tries < max_tries && c->work < budget_end && best > lb; tries++) {
+    size_t ncrit = 0;
+    for (size_t k = 0; k < n; k++) {
+      size_t i = order[k];
+      pos[i] = k;
+      if (cur != UINT64_MAX && c->fp[i] && cur_off[i] + c->fp[i] == cur) crit[ncrit++] = i;
+    }
+    size_t a, b;
+    int rotate = 0;
+    if (ncrit > 0 && rng_below(&rng, 4) != 0) {
+      b = pos[crit[rng_below(&rng, ncrit)]];
+      if (b == 0) b = rng_below(&rng, n - 1) + 1;
+      a = rng_below(&rng, b);
+      rotate = 1;
+    } else {
+      a = rng_below(&rng, n);
+      b = rng_below(&rng, n - 1);
+      if (b >= a) b++;
+    }
+    if (rotate) { /* order[a..b] <- order[b], order[a..b-1] */
+      size_t t = order[b];
+      memmove(order + a + 1, order + a, (b - a) * sizeof *order);
+      order[a] = t;
+    } else {
+      size_t t = order[a];
+      order[a] = order[b];
+      order[b] = t;
+    }
+    uint64_t h;
+    int r = greedy(c, order, fit, cur, trial, &h); /* -1 (overflow) is a rejection */
+    if (r == 0) { /* h <= cur: accept, plateau moves included */
+      cur = h;
+      memcpy(cur_off, trial, n * sizeof *off);
+      if (h < best) best = h, memcpy(off, trial, n * sizeof *off);
+      continue;
+    }
+    if (rotate) { /* undo */
+      size_t t = order[a];
+      memmove(order + a, order + a + 1, (b - a) * sizeof *order);
+      order[b] = t;
+    } else {
+      size_t t = order[a];
+      order[a] = order[b];
+      order[b] = t;
+    }
+  }
+  *arena = best;
+  free(trial);
+  free(crit);
+  free(pos);
+  free(cur_off);
+  return 0;
+}
+
+/* VCC_DSA_BEST. The portfolio: every order with best fit and with first fit, each pass abandoned
+ * once it cannot beat its record (XLA's "run both orders, keep the better", widened). Then two
+ * climbs, each with half the budget: from the overall winner with its fit, and from the best
+ * first-fit order with first fit. First fit matters because for every plan some order makes first
+ * fit reproduce or beat it (place the items by increasing offset), so the optimum is reachable in
+ * that search space; best fit does better on real traces. When the winner is itself first fit, the
+ * one climb gets the whole budget. */
+static int plan_best(Ctx *c, uint64_t *offsets, uint64_t *arena_bytes) {
+  size_t n = c->n;
+  size_t *order = malloc(n * sizeof *order), *ff_order = malloc(n * sizeof *ff_order);
+  size_t *best_order = malloc(n * sizeof *best_order);
+  uint64_t *off = malloc(n * sizeof *off);
+  if (!order || !ff_order || !best_order || !off) {
+    free(order);
+    free(ff_order);
+    free(best_order);
+    free(off);
+    errno = ENOMEM;
+    return -1;
+  }
+  uint64_t best = 0, ff_best = 0;
+  int have = 0, ff_have = 0, best_fit = FIT_BEST, rc = 0;
+  for (int s = VCC_DSA_BY_SIZE; s < VCC_DSA_NUM_STRATEGIES && rc == 0; s++) {
+    if (make_order(c, (VccDsaStrategy)s, order)) {
+      rc = -1;
+      break;
+    }
+    for (int fit = FIT_BEST; fit <= FIT_FIRST; fit++) {
+      if (have && best == 0) break;
+      uint64_t h, limit = UINT64_MAX;
+      if (have) limit = best - 1;
+      if (fit == FIT_FIRST && ff_have && ff_best > best) limit = ff_best - 1;
+      int r = greedy(c, order, fit, limit, off, &h);
+      if (r < 0 && errno != EOVERFLOW) {
+        rc = -1;
+        break;
+      }
+      if (r != 0) continue;
+      if (!have || h < best) {
+        best = h, have = 1, best_fit = fit;
+        memcpy(offsets, off, n * sizeof *off);
+        memcpy(best_order, order, n * sizeof *order);
+      }
+      if (fit == FIT_FIRST && (!ff_have || h < ff_best)) {
+        ff_best = h, ff_have = 1;
+        memcpy(ff_order, order, n * sizeof *order);
+      }
+    }
+  }
+  if (rc == 0 && !have) { /* every pass overflowed */
+    errno = EOVERFLOW;
+    rc = -1;
+  }
+  if (rc == 0 && best > 0) {
+    uint64_t lb = lower_bound_fp(c);
+    int two = best_fit != FIT_FIRST && ff_have;
+    uint64_t budget = two ? SEARCH_WORK_BUDGET / 2 : SEARCH_WORK_BUDGET;
+    unsigned tries = n < (SEARCH_MAX_TRIES - 100) / 25 ? (unsigned)(100 + 25 * n) : SEARCH_MAX_TRIES;
+    if (two) tries /= 2;
+    rc = search(c, best_order, best_fit, lb, budget, tries, offsets, &best);
+    if (rc == 0 && two) rc = search(c, ff_order, FIT_FIRST, lb, budget, tries, offsets, &best);
+  }
+  if (rc == 0) *arena_bytes = best;
+  free(order);
+  free(ff_order);
+  free(best_order);
+  free(off);
+  return rc;
+}
+
+int vcc_dsa_plan(const VccDsaItem *items, size_t n, VccDsaStrategy s, uint64_t *offsets,
+                 uint64_t *arena_bytes) {
+  if (!arena_bytes || (n > 0 && !offsets) || validate(items, n) || (int)s < 0 ||
+      s >= VCC_DSA_NUM_STRATEGIES) {
+    errno = EINVAL;
+    return -1;
+  }
+  *arena_bytes = 0;
+  if (n == 0) return 0;
+  Ctx c;
+  if (ctx_init(&c, items, n)) return -1;
+  int rc;
+  if (s == VCC_DSA_BEST) {
+    rc = plan_best(&c, offsets, arena_bytes);
+  } else {
+    size_t *order = malloc(n * sizeof *order);
+    if (!order) {
+      ctx_free(&c);
+      errno = ENOMEM;
+      return -1;
+    }
+    rc = make_order(&c, s, order);
+    if (rc == 0) rc = greedy(&c, order, FIT_BEST, UINT64_MAX, offsets, arena_bytes);
+    free(order);
+  }
+  ctx_free(&c);
+  return rc;
+}
+
+const char *vcc_dsa_strategy_name(VccDsaStrategy s) {
+  switch (s) {
+  case VCC_DSA_BEST: return "best";
+  case VCC_DSA_BY_SIZE: return "size";
+  case VCC_DSA_BY_LENGTH: return "length";
+  case VCC_DSA_BY_START: return "start";
+  case VCC_DSA_BY_AREA: return "area";
+  case VCC_DSA_BY_CONFLICTS: return "conflicts";
+  default: return "?";
+  }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * 6. lower bound, checker, picture
+ * ------------------------------------------------------------------------------------------- */
+
+/* Sweep over endpoints: visit starts in order; before adding the items starting at step t, drop
+ * the items whose end < t (inclusive ends: an item ending at t - 1 is gone at t). The running sum
+ * is 128-bit. fps[] are footprints (already validated), st/en are scratch of n Keys each. */
+static uint64_t sweep_max_load(const VccDsaItem *items, const uint64_t *fps, size_t n, Key *st,
+                               Key *en) {
+  for (size_t i = 0; i < n; i++) {
+    st[i] = (Key){{ukey(items[i].start), 0, 0}, i};
+    en[i] = (Key){{ukey(items[i].end), 0, 0}, i};
+  }
+  qsort(st, n, sizeof *st, key_cmp);
+  qsort(en, n, sizeof *en, key_cmp);
+  U128 cur = {0, 0}, best = {0, 0};
+  size_t j = 0;
+  for (size_t k = 0; k < n; k++) {
+    while (j < n && en[j].k[0] < st[k].k[0]) u128_sub(&cur, fps[en[j++].idx]);
+    u128_add(&cur, fps[st[k].idx]);
+    if (u128_gt(cur, best)) best = cur;
+  }
+  return best.hi ? UINT64_MAX : best.lo;
+}
+
+static uint64_t lower_bound_fp(const Ctx *c) {
+  Key *st = malloc(c->n * sizeof *st), *en = malloc(c->n * sizeof *en);
+  uint64_t lb = 0; /* without memory, 0 is still a (weak) lower bound */
+  if (st && en) lb = sweep_max_load(c->it, c->fp, c->n, st, en);
+  free(st);
+  free(en);
+  return lb;
+}
+
+uint64_t vcc_dsa_lower_bound(const VccDsaItem *items, size_t n) {
+  if (validate(items, n)) {
+    errno = EINVAL;
+    return 0;
+  }
+  if (n == 0) return 0;
+  uint64_t *fps = malloc(n * sizeof *fps);
+  Key *st = malloc(n * sizeof *st), *en = malloc(n * sizeof *en);
+  uint64_t lb = 0;
+  if (!fps || !st || !en) {
+    errno = ENOMEM;
+  } else {
+    for (size_t i = 0; i < n; i++)
+      if (round_up(items[i].size, items[i].align, &fps[i])) fps[i] = UINT64_MAX; /* saturate */
+    lb = sweep_max_load(items, fps, n, st, en);
+  }
+  free(fps);
+  free(st);
+  free(en);
+  return lb;
+}
+
+int vcc_dsa_check(const VccDsaItem *items, size_t n, const uint64_t *offsets, size_t *a, size_t *b) {
+  if (validate(items, n) || (n > 0 && !offsets)) {
+    errno = EINVAL;
+    return -1;
+  }
+  for (size_t i = 0; i < n; i++) {
+    if ((offsets[i] & (items[i].align - 1)) != 0 || offsets[i] > UINT64_MAX - items[i].size) {
+      if (a) *a = i;
+      if (b) *b = i;
+      return 1;
+    }
+  }
+  /* Sweep in start order keeping the items still live; compare each new item with all of them. */
+  Key *st = malloc((n ? n : 1) * sizeof *st);
+  size_t *act = malloc((n ? n : 1) * sizeof *act);
+  if (!st || !act) {
+    free(st);
+    free(act);
+    errno = ENOMEM;
+    return -1;
+  }
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++)
+    if (items[i].size > 0) st[m++] = (Key){{ukey(items[i].start), 0, 0}, i};
+  qsort(st, m, sizeof *st, key_cmp);
+  size_t na = 0, ba = SIZE_MAX, bb = SIZE_MAX;
+  for (size_t k = 0; k < m; k++) {
+    size_t i = st[k].idx;
+    size_t w = 0;
+    for (size_t r = 0; r < na; r++) {
+      size_t j = act[r];
+      if (items[j].end < items[i].start) continue; /* dead: drop */
+      act[w++] = j;
+      if (offsets[j] < offsets[i] + items[i].size && offsets[i] < offsets[j] + items[j].size) {
+        size_t lo = i < j ? i : j, hi = i < j ? j : i;
+        if (lo < ba || (lo == ba && hi < bb)) ba = lo, bb = hi;
+      }
+    }
+    na = w;
+    act[na++] = i;
+  }
+  free(st);
+  free(act);
+  if (ba == SIZE_MAX) return 0;
+  if (a) *a = ba;
+  if (b) *b = bb;
+  return 1;
+}
+
+static char item_glyph(size_t i) {
+  static const char g[] = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+  return g[i % (sizeof g - 1)];
+}
+
+void vcc_dsa_print_ascii(FILE *f, const VccDsaItem *items, size_t n, const uint64_t *offsets,
+                         uint64_t arena_bytes, int width, int height) {
+  if (!f) return;
+  if (width < 1) width = 1;
+  if (width > 1000) width = 1000;
+  if (height < 1) height = 1;
+  if (height > 1000) height = 1000;
+  if (n > 0 && (!items || !offsets)) return;
+  int64_t t0 = 0, t1 = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (i == 0 || items[i].start < t0) t0 = items[i].start;
+    if (i == 0 || items[i].end > t1) t1 = items[i].end;
+  }
+  fprintf(f, "arena %llu bytes, %zu items, steps %lld..%lld across (%d columns), bytes down (%d rows)\n",
+          (unsigned long long)arena_bytes, n, (long long)t0, (long long)t1, width, height);
+  if (arena_bytes == 0 || n == 0) return;
+  long double tspan = (long double)((uint64_t)t1 - (uint64_t)t0) + 1.0L;
+  for (int r = 0; r < height; r++) {
+    long double ylo = (long double)arena_bytes * r / height;
+    uint64_t y = (uint64_t)((long double)arena_bytes * (r + 0.5L) / height);
+    fprintf(f, "%12llu |", (unsigned long long)ylo);
+    for (int col = 0; col < width; col++) {
+      long double tc = (long double)t0 + tspan * (col + 0.5L) / width;
+      int hits = 0;
+      size_t who = 0;
+      for (size_t i = 0; i < n && hits < 2; i++) {
+        if ((long double)items[i].start <= tc && tc < (long double)items[i].end + 1.0L &&
+            offsets[i] <= y && y - offsets[i] < items[i].size)
+          hits++, who = i;
+      }
+      fputc(hits == 0 ? '.' : hits == 1 ? item_glyph(who) : '#', f);
+    }
+    fputs("|\n", f);
+  }
+}

@@ -1,0 +1,114 @@
+/* passes/dsa.h: the arena planner as a pure function (dynamic storage allocation, "DSA").
+ *
+ * Input:  n items {size, align, start, end}: a buffer of `size` bytes that must start at a multiple of
+ *         `align` bytes and is live over the schedule steps [start, end] (both inclusive).
+ * Output: one byte offset per item inside a single arena, such that two items whose step intervals
+ *         intersect never share a byte, and the arena size.
+ *
+ * Nothing here knows about graphs, tensors or passes: passes/memplan turns live intervals into items
+ * and items' offsets back into the IR (the planner-interface split of TFLite Micro's MemoryPlanner,
+ * tensorflow/lite/micro/memory_planner/). No global state; the only side channel is errno.
+ *
+ * Footprint.  Each item occupies footprint(i) = size rounded up to a multiple of align bytes, i.e.
+ * [offset, offset + footprint) is reserved for it, and the arena size is max(offset + footprint).
+ * When every size is a multiple of its alignment (the usual case) that is max(offset + size). The
+ * rounding makes vcc_dsa_lower_bound (which sums footprints) a true lower bound on the arena.
+ *
+ * Problem: offset assignment for fixed lifetimes is dynamic storage allocation, NP-hard (Garey &
+ * Johnson, "Computers and Intractability", 1979, problem SR2); the planners here are greedy
+ * heuristics plus a bounded local search, compared against the max-load lower bound.
+ */
+#ifndef VCC_PASSES_DSA_H
+#define VCC_PASSES_DSA_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One buffer to place. Units: bytes (size, align) and schedule steps (start, end). */
+typedef struct {
+  uint64_t size;  /* bytes; 0 is allowed (offset 0, occupies nothing) */
+  uint64_t align; /* bytes, a power of two >= 1 */
+  int64_t start;  /* first schedule step live, inclusive */
+  int64_t end;    /* last schedule step live, inclusive (end >= start) */
+} VccDsaItem;
+
+/* Placement orders. Every greedy order places items one at a time, each at the best-fitting gap
+ * left by the already placed items whose intervals intersect its own (best fit = the gap, or the
+ * room under the current arena top, that leaves the least unused space; if none fits, directly on
+ * top of the highest conflicting item). Ties are broken by item index, so plans are deterministic. */
+typedef enum {
+  /* Runs every greedy order below (and first-fit twins of them), then a bounded, deterministic
+   * local search over the placement order starting from the best of them (hill climbing in the
+   * spirit of TVM USMP hill_climb); returns the smallest arena found. Ties go to the earlier order. */
+  VCC_DSA_BEST = 0,
+  /* Size descending (then longer lifetime first): TFLite Micro GreedyMemoryPlanner, XLA
+   * GlobalDecreasingSizeBestFitHeap (spatial), TVM USMP greedy_by_size; Pisarchyk & Lee 2020,
+   * "Efficient Memory Management for Deep Neural Net Inference" (greedy by size). */
+  VCC_DSA_BY_SIZE,
+  /* Lifetime length descending (then size): XLA GlobalDecreasingSizeBestFitHeap's temporal order. */
+  VCC_DSA_BY_LENGTH,
+  /* Lifetime order: start step ascending (then size descending), the order of a linear-scan
+   * allocator; Sekiyama et al. 2018, "Profile-guided memory optimization for deep neural networks". */
+  VCC_DSA_BY_START,
+  /* Area (size x lifetime length) descending. */
+  VCC_DSA_BY_AREA,
+  /* Number of intersecting intervals descending (then size): TVM USMP greedy_by_conflicts. */
+  VCC_DSA_BY_CONFLICTS,
+  VCC_DSA_NUM_STRATEGIES
+} VccDsaStrategy;
+
+/* Plans offsets for items[0..n).
+ * offsets: n entries out, bytes from the arena base, each a multiple of its item's align.
+ * arena_bytes: out, max over items of offset + footprint (0 when n == 0 or all sizes are 0).
+ * items and offsets may be NULL only when n == 0; arena_bytes must not be NULL.
+ * Returns 0 on success. Returns -1 with errno set, and leaves the outputs unspecified, when:
+ *   EINVAL    an align is 0 or not a power of two, an end < start, a NULL pointer, or an unknown
+ *             strategy;
+ *   EOVERFLOW a footprint or an offset + footprint does not fit in uint64_t;
+ *   ENOMEM    scratch memory could not be allocated.
+ * Cost: one greedy pass is O(n log n + P log n) time with P the number of intersecting interval
+ * pairs, O(n) memory; VCC_DSA_BEST adds a search whose work is capped (deterministically, in
+ * counted steps, not in time) at a few times 10^7 elementary steps. */
+int vcc_dsa_plan(const VccDsaItem *items, size_t n, VccDsaStrategy s, uint64_t *offsets,
+                 uint64_t *arena_bytes);
+
+/* Max-load lower bound, in bytes: the maximum over schedule steps t of the sum of footprints
+ * (size rounded up to align) of the items with start <= t <= end. No placement can have a smaller
+ * arena. Computed by a sweep over the sorted interval endpoints, O(n log n).
+ * Returns 0 when n == 0; saturates at UINT64_MAX. On bad input (an align not a power of two, an
+ * end < start, items NULL with n > 0) or when scratch memory cannot be allocated it returns 0 and
+ * sets errno (EINVAL / ENOMEM). */
+uint64_t vcc_dsa_lower_bound(const VccDsaItem *items, size_t n);
+
+/* The planner's own verifier, independent of how the offsets were made.
+ * Returns 0 when every offset is a multiple of its item's align and no two items whose step
+ * intervals intersect share a byte ([offset, offset + size) ranges; size-0 items share nothing).
+ * Returns 1 otherwise and writes the offending pair to *a, *b (each pointer may be NULL):
+ *   an item i whose offset is misaligned or whose offset + size overflows: *a = *b = i (smallest i);
+ *   else the overlapping pair with a < b that is smallest in (a, b) lexicographic order.
+ * Returns -1 with errno = EINVAL on bad input (align not a power of two, end < start, NULL arrays
+ * with n > 0), or -1 with errno = ENOMEM. Cost: O(n log n + P), P = intersecting interval pairs. */
+int vcc_dsa_check(const VccDsaItem *items, size_t n, const uint64_t *offsets, size_t *a, size_t *b);
+
+/* Writes an ASCII picture of a plan to f: schedule steps across (width columns), arena bytes down
+ * (height rows, offset 0 at the top). Each cell shows the item covering the cell's centre sample
+ * ('0'-'9', 'a'-'z', 'A'-'Z' cycling by item index), '.' for free space, '#' where two or more
+ * items cover the same sample (an invalid plan). width and height are clamped to [1, 1000];
+ * arena_bytes == 0 prints only the header. Cost O(width * height * n). */
+void vcc_dsa_print_ascii(FILE *f, const VccDsaItem *items, size_t n, const uint64_t *offsets,
+                         uint64_t arena_bytes, int width, int height);
+
+/* Short lower-case name of a strategy ("best", "size", "length", "start", "area", "conflicts"),
+ * or "?" for a value outside the enum. */
+const char *vcc_dsa_strategy_name(VccDsaStrategy s);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* VCC_PASSES_DSA_H */

@@ -1,0 +1,54 @@
+/*
+ * inplace.c — in-place reuse of dying inputs.
+ *
+ * Requires: liveness.
+ * Produces: for Relu, Add, ReluGrad and GradAccumulate (elementwise: output i depends only on inputs at
+ *   i, so the runtime kernels accept y == x), the output takes the bytes of the first input that
+ *   (with everything already sharing its bytes) is last read at this node and has the same byte size:
+ *   out->inplace_of = that input. Graph inputs, the loss, persistent tensors and views never take part.
+ *   The shared buffer's interval is the union of its tensors' intervals (passes/memplan.c groups by
+ *   vcc_tensor_root).
+ */
+#include "passes.h"
+
+#include <stdlib.h>
+
+static bool eligible(const VccTensor *t) {
+    return !vcc_tensor_is_persistent(t) && t->kind != VCC_T_INPUT && t->kind != VCC_T_LABEL &&
+           t->kind != VCC_T_LOSS && t->alias_of < 0 && t->start >= 0;
+}
+
+VccStatus vcc_inplace(VccCtx *ctx, VccGraph *g) {
+    (void)ctx;
+    /* group_end[r]: the last step any tensor sharing root r's bytes is live */
+    int *group_end = vcc_malloc(sizeof(int) * (size_t)(g->ntensors ? g->ntensors : 1));
+    for (int t = 0; t < g->ntensors; t++) group_end[t] = -1;
+    for (int t = 0; t < g->ntensors; t++) {
+        int r = vcc_tensor_root(g, t);
+        if (g->tensors[t].end > group_end[r]) group_end[r] = g->tensors[t].end;
+    }
+    for (int k = 0; k < g->nnodes; k++) {
+        const VccNode *n = &g->nodes[k];
+        if (n->op != VCC_OP_RELU && n->op != VCC_OP_ADD && n->op != VCC_OP_RELU_GRAD && n->op != VCC_OP_GRAD_ACCUM)
+            continue;
+        int o = n->out[0];
+        VccTensor *ot = &g->tensors[o];
+        if (!eligible(ot) || ot->inplace_of >= 0) continue;
+        for (int i = 0; i < n->nin; i++) {
+            int x = n->in[i];
+            if (x < 0) continue;
+            int r = vcc_tensor_root(g, x);
+            const VccTensor *rt = &g->tensors[r];
+            if (!eligible(rt) || group_end[r] != k || vcc_tensor_bytes(rt) != vcc_tensor_bytes(ot)) continue;
+            bool dup = false; /* the same buffer read twice by this node (Add(x, x)) is fine, but skip */
+            for (int j = 0; j < n->nin; j++)
+                if (j != i && n->in[j] >= 0 && vcc_tensor_root(g, n->in[j]) == r) dup = true;
+            if (dup) continue;
+            ot->inplace_of = x;
+            if (group_end[o] > group_end[r]) group_end[r] = group_end[o];
+            break;
+        }
+    }
+    free(group_end);
+    return VCC_OK;
+}

@@ -1,0 +1,166 @@
+/*
+ * memplan.c — one arena: offsets for every tensor.
+ *
+ * Requires: liveness and inplace.
+ * Produces: tensor offsets (a tensor sharing bytes through a view or in-place reuse gets its root's
+ *   offset), g->arena_bytes = persistent region + planned region, lower_bound_bytes, no_reuse_bytes.
+ *   Persistent region: parameters, BN buffers, consts, gradients, optimizer state, in graph order, each
+ *   VCC_ARENA_ALIGN-aligned. Planned region: one item per root buffer with the union interval of the
+ *   tensors sharing it, placed by the pure planner in passes/dsa.c (best of several greedy orders), then
+ *   checked with vcc_plan_check.
+ */
+#include "passes.h"
+#include "dsa.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int64_t align_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
+
+/* Union interval of the buffer rooted at r (tensors whose vcc_tensor_root is r). */
+static void group_intervals(const VccGraph *g, int *gs, int *ge) {
+    for (int t = 0; t < g->ntensors; t++) gs[t] = ge[t] = -1;
+    for (int t = 0; t < g->ntensors; t++) {
+        const VccTensor *x = &g->tensors[t];
+        if (x->start < 0) continue;
+        int r = vcc_tensor_root(g, t);
+        if (gs[r] < 0 || x->start < gs[r]) gs[r] = x->start;
+        if (x->end > ge[r]) ge[r] = x->end;
+    }
+}
+
+static bool is_planned_root(const VccGraph *g, int t, const int *gs) {
+    const VccTensor *x = &g->tensors[t];
+    return x->alias_of < 0 && x->inplace_of < 0 && !vcc_tensor_is_persistent(x) && gs[t] >= 0 &&
+           vcc_tensor_bytes(x) > 0;
+}
+
+VccStatus vcc_memplan(VccCtx *ctx, VccGraph *g) {
+    int nt = g->ntensors;
+    int64_t cursor = 0, no_reuse = 0;
+    for (int t = 0; t < nt; t++) {
+        VccTensor *x = &g->tensors[t];
+        x->offset = -1;
+        if (x->alias_of >= 0) continue;
+        no_reuse += align_up(vcc_tensor_bytes(x), VCC_ARENA_ALIGN);
+        if (!vcc_tensor_is_persistent(x)) continue;
+        x->offset = cursor;
+        cursor += align_up(vcc_tensor_bytes(x), VCC_ARENA_ALIGN);
+    }
+    g->persistent_bytes = cursor;
+    g->no_reuse_bytes = no_reuse;
+
+    int *gs = vcc_malloc(sizeof(int) * (size_t)(nt ? nt : 1));
+    int *ge = vcc_malloc(sizeof(int) * (size_t)(nt ? nt : 1));
+    group_intervals(g, gs, ge);
+    int *ids = vcc_malloc(sizeof(int) * (size_t)(nt ? nt : 1));
+    VccDsaItem *items = vcc_malloc(sizeof(VccDsaItem) * (size_t)(nt ? nt : 1));
+    size_t n = 0;
+    for (int t = 0; t < nt; t++) {
+        if (!is_planned_root(g, t, gs)) continue;
+        ids[n] = t;
+        items[n].size = (uint64_t)vcc_tensor_bytes(&g->tensors[t]);
+        items[n].align = VCC_ARENA_ALIGN;
+        items[n].start = gs[t];
+        items[n].end = ge[t];
+        n++;
+    }
+    uint64_t *offsets = vcc_malloc(sizeof(uint64_t) * (n ? n : 1));
+    uint64_t planned = 0;
+    VccStatus st = VCC_OK;
+    if (n && vcc_dsa_plan(items, n, VCC_DSA_BEST, offsets, &planned) != 0) {
+        vcc_error(ctx, "internal: the memory planner rejected its input");
+        st = VCC_ERR_INTERNAL;
+    }
+    if (!st) {
+        for (size_t i = 0; i < n; i++) g->tensors[ids[i]].offset = g->persistent_bytes + (int64_t)offsets[i];
+        g->planned_bytes = align_up((int64_t)planned, VCC_ARENA_ALIGN);
+        g->arena_bytes = g->persistent_bytes + g->planned_bytes;
+        g->lower_bound_bytes = g->persistent_bytes + (int64_t)(n ? vcc_dsa_lower_bound(items, n) : 0);
+        for (int t = 0; t < nt; t++) {
+            int r = vcc_tensor_root(g, t);
+            g->tensors[t].offset = g->tensors[r].offset;
+        }
+        st = vcc_plan_check(ctx, g);
+    }
+    free(gs);
+    free(ge);
+    free(ids);
+    free(items);
+    free(offsets);
+    return st;
+}
+
+VccStatus vcc_plan_check(VccCtx *ctx, const VccGraph *g) {
+    int nt = g->ntensors;
+    int *gs = vcc_malloc(sizeof(int) * (size_t)(nt ? nt : 1));
+    int *ge = vcc_malloc(sizeof(int) * (size_t)(nt ? nt : 1));
+    group_intervals(g, gs, ge);
+    VccStatus st = VCC_OK;
+    /* every tensor inside the arena, aligned; roots pairwise disjoint in bytes or in time */
+    for (int a = 0; a < nt && !st; a++) {
+        const VccTensor *x = &g->tensors[a];
+        if (vcc_tensor_root(g, a) != a || vcc_tensor_bytes(x) == 0) continue;
+        if (!vcc_tensor_is_persistent(x) && gs[a] < 0) continue; /* never live (unused) */
+        if (x->offset < 0 || x->offset % VCC_ARENA_ALIGN || x->offset + vcc_tensor_bytes(x) > g->arena_bytes) {
+            vcc_error(ctx, "internal: plan check: '%s' at offset %" PRId64 " is outside the arena or misaligned",
+                      x->name, x->offset);
+            st = VCC_ERR_INTERNAL;
+            break;
+        }
+        for (int b = a + 1; b < nt; b++) {
+            const VccTensor *y = &g->tensors[b];
+            if (vcc_tensor_root(g, b) != b || vcc_tensor_bytes(y) == 0) continue;
+            bool px = vcc_tensor_is_persistent(x), py = vcc_tensor_is_persistent(y);
+            if (!py && gs[b] < 0) continue;
+            bool time = px || py || !(ge[a] < gs[b] || ge[b] < gs[a]);
+            bool space = x->offset < y->offset + vcc_tensor_bytes(y) && y->offset < x->offset + vcc_tensor_bytes(x);
+            if (time && space) {
+                vcc_error(ctx, "internal: plan check: '%s' and '%s' are live together and share arena bytes",
+                          x->name, y->name);
+                st = VCC_ERR_INTERNAL;
+                break;
+            }
+        }
+    }
+    free(gs);
+    free(ge);
+    return st;
+}
+
+static void json_str(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c < 0x20) fprintf(f, "\\u%04x", c);
+        else fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+void vcc_plan_write_json(FILE *f, const VccGraph *g) {
+    fprintf(f, "{\n  \"arena_bytes\": %" PRId64 ",\n  \"lower_bound_bytes\": %" PRId64
+               ",\n  \"no_reuse_bytes\": %" PRId64 ",\n  \"persistent_bytes\": %" PRId64 ",\n  \"tensors\": [",
+            g->arena_bytes, g->lower_bound_bytes, g->no_reuse_bytes, g->persistent_bytes);
+    bool first = true;
+    for (int t = 0; t < g->ntensors; t++) {
+        const VccTensor *x = &g->tensors[t];
+        if (vcc_tensor_bytes(x) == 0 || x->offset < 0) continue;
+        fputs(first ? "\n    {\"name\": " : ",\n    {\"name\": ", f);
+        first = false;
+        json_str(f, x->name);
+        fprintf(f, ", \"bytes\": %" PRId64 ", \"offset\": %" PRId64 ", ", vcc_tensor_bytes(x), x->offset);
+        if (x->start >= 0) fprintf(f, "\"start\": %d, \"end\": %d, ", x->start, x->end);
+        else fputs("\"start\": null, \"end\": null, ", f);
+        fputs("\"category\": ", f);
+        json_str(f, vcc_tensor_category(x));
+        fputs(", \"inplace_of\": ", f);
+        int src = x->alias_of >= 0 ? x->alias_of : x->inplace_of;
+        if (src >= 0) json_str(f, g->tensors[src].name);
+        else fputs("null", f);
+        fputc('}', f);
+    }
+    fputs("\n  ]\n}\n", f);
+}

@@ -1,0 +1,97 @@
+/*
+ * passes.h — the pass pipeline. A pass is `VccStatus vcc_<pass>(VccCtx *, VccGraph *)`; each pass file
+ * begins with what it requires and what it produces. vcc_run_pipeline runs them in order with the
+ * verifier between them and handles --dump-ir.
+ *
+ *   canonical -> shape -> loss -> autodiff -> optimizer -> schedule -> liveness -> inplace -> memplan
+ */
+#ifndef VCC_PASSES_H
+#define VCC_PASSES_H
+
+#include "../ir/ir.h"
+
+/* ======================================================================== passes/canonical.c */
+
+/* One internal form: BN running statistics become BUFFER tensors updated in place (the ONNX running_mean/
+ * running_var outputs become views of them); BN outputs gain saved mean and inverse std; Constant-only
+ * inputs of Reshape become CONST. Rejects BatchNormalization with training_mode=0.
+ * Errors: VCC_ERR_UNSUPPORTED naming the node. */
+VccStatus vcc_canonicalize(VccCtx *ctx, VccGraph *g);
+
+/* ======================================================================== passes/shape.c */
+
+/* Static shape and dtype inference for every forward node output (ONNX shape rules per op).
+ * Requires: every graph input shape bound. Errors: VCC_ERR_SHAPE naming node, op and the mismatch. */
+VccStatus vcc_infer_shapes(VccCtx *ctx, VccGraph *g);
+
+/* ======================================================================== passes/loss.c */
+
+/* Append softmax cross-entropy (mean over the batch, PyTorch nn.CrossEntropyLoss) on the single graph
+ * output (logits (N, K)) with a new int64 input "labels" (N). Sets g->data_input, g->label, g->loss.
+ * Errors: VCC_ERR_UNSUPPORTED when the graph has not exactly one float (N, K) output or not exactly one
+ * float data input. */
+VccStatus vcc_add_loss(VccCtx *ctx, VccGraph *g);
+
+/* ======================================================================== passes/autodiff.c */
+
+/* Reverse-mode differentiation of the loss with respect to every PARAM: one gradient rule per op
+ * (ConvGradData/ConvGradFilter, BatchNormalizationGrad, ReluGrad, GemmGrad...), GradAccumulate where a
+ * value feeds several consumers. The final gradient of each parameter becomes a persistent GRAD tensor
+ * named "<param>.grad". Saved-tensor edges are the forward tensors backward nodes read. */
+VccStatus vcc_autodiff(VccCtx *ctx, VccGraph *g);
+
+/* ======================================================================== passes/optimizer.c */
+
+/* One SGDMomentum node per parameter with a momentum buffer "<param>.momentum" (OPT_STATE, zero at
+ * start). PyTorch SGD semantics (dampening 0, no Nesterov): g += wd*p; v = m*v + g; p -= lr*v.
+ * momentum is ctx->momentum, baked in; lr and weight decay are trainer arguments. */
+VccStatus vcc_optimizer(VccCtx *ctx, VccGraph *g);
+
+/* ======================================================================== passes/schedule.c */
+
+/* Put nodes in a topological order (the node array becomes the schedule: step k = node k), keeping the
+ * given order where it is already valid. Errors: VCC_ERR_INTERNAL on a cycle. */
+VccStatus vcc_schedule(VccCtx *ctx, VccGraph *g);
+
+/* ======================================================================== passes/liveness.c */
+
+/* Live interval [start, end] (inclusive steps) per tensor: start = producing step (0 for inputs), end =
+ * last step reading it (through views too); the loss lives to the last step (the host reads it).
+ * Persistent tensors get -1. Marks saved tensors (forward values read by backward nodes). */
+VccStatus vcc_liveness(VccCtx *ctx, VccGraph *g);
+
+/* ======================================================================== passes/inplace.c */
+
+/* Let an elementwise output (Relu, Add, ReluGrad, GradAccumulate) take an input's bytes when that input
+ * dies at the node and has the same size; sets inplace_of and recomputes liveness. */
+VccStatus vcc_inplace(VccCtx *ctx, VccGraph *g);
+
+/* ======================================================================== passes/memplan.c */
+
+#define VCC_ARENA_ALIGN 256 /* bytes; every tensor offset is a multiple (cuDNN/cuBLAS friendly) */
+
+/* Offsets in one arena: persistent region first (params, buffers, consts, grads, optimizer state, in
+ * graph order), then the planned region where tensors whose live intervals do not overlap share bytes
+ * (passes/dsa.c). Fills tensor offsets and g->arena_bytes, persistent_bytes, planned_bytes,
+ * lower_bound_bytes (persistent + the largest sum of planned bytes live at one step) and no_reuse_bytes.
+ * Verifies the result with the overlap checker. */
+VccStatus vcc_memplan(VccCtx *ctx, VccGraph *g);
+
+/* Check that no two tensors with overlapping live intervals share arena bytes (tensors sharing bytes
+ * through views or in-place are one buffer). Returns VCC_OK or VCC_ERR_INTERNAL with a message. */
+VccStatus vcc_plan_check(VccCtx *ctx, const VccGraph *g);
+
+/* Write the plan as JSON: {"arena_bytes", "lower_bound_bytes", "no_reuse_bytes", "tensors": [{"name",
+ * "bytes", "offset", "start", "end", "category", "inplace_of"}]}; start/end null for persistent tensors. */
+void vcc_plan_write_json(FILE *f, const VccGraph *g);
+
+/* ======================================================================== passes/pipeline.c */
+
+/* Pass names accepted by --dump-ir, in order. */
+extern const char *const vcc_pass_names[];
+
+/* Run the whole pipeline; after the pass named ctx->dump_after, print the graph to ctx->dump
+ * (with the plan after memplan). Returns the first failing pass's status. */
+VccStatus vcc_run_pipeline(VccCtx *ctx, VccGraph *g);
+
+#endif /* VCC_PASSES_H */

@@ -1,0 +1,1082 @@
+/*
+ * vcc_io.h - .npy and .safetensors file I/O for generated trainers and for
+ * the vcc compiler (which writes initial weights with vcc_st_save).
+ *
+ * Host only, C99 + stdio, header-only (every function static inline), no
+ * global state. Files are UNTRUSTED: every length and header field is checked
+ * against the file size with overflow-safe arithmetic; malformed input gives a
+ * nonzero return and a one-line message naming the file, never a crash and
+ * never exit().
+ *
+ * Errors: functions returning int give 0 on success, nonzero on failure, and
+ * write "<path>: <problem>" into err (errlen bytes, always NUL-terminated;
+ * err may be NULL or errlen 0 to discard the message).
+ *
+ * Shape legend (for the arrays these files usually hold):
+ *   N batch, C channels, T time, H height, W width, K classes/filters.
+ * Byte order: both formats store little-endian data; this header assumes a
+ * little-endian host (x86-64, AArch64) and copies bytes as they are.
+ */
+#ifndef VCC_IO_H
+#define VCC_IO_H
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__GNUC__)
+#define VCC_IO_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define VCC_IO_PRINTF(a, b)
+#endif
+
+/* ======================================================================== */
+/* Common helpers                                                           */
+/* ======================================================================== */
+
+/* vcc_io_errf: write "<path>: <formatted message>" into err (truncated to
+ * errlen, always terminated). Returns 1 so callers can `return vcc_io_errf(...)`. */
+static inline int vcc_io_errf(char *err, size_t errlen, const char *path, const char *fmt, ...) VCC_IO_PRINTF(4, 5);
+static inline int vcc_io_errf(char *err, size_t errlen, const char *path, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+    if (!err || errlen == 0) return 1;
+    n = snprintf(err, errlen, "%s: ", path ? path : "(null)");
+    if (n < 0) { err[0] = '\0'; return 1; }
+    if ((size_t)n < errlen) {
+        va_start(ap, fmt);
+        vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
+        va_end(ap);
+    }
+    return 1;
+}
+
+/* vcc_io_mul_u64: *r = a * b; returns 1 on overflow. */
+static inline int vcc_io_mul_u64(uint64_t a, uint64_t b, uint64_t *r)
+{
+    if (a != 0 && b > UINT64_MAX / a) return 1;
+    *r = a * b;
+    return 0;
+}
+
+/* vcc_io_file_size: size in bytes of an open binary file (position restored
+ * to 0). Returns 0 on success. */
+static inline int vcc_io_file_size(FILE *f, uint64_t *size)
+{
+    long end;
+    if (fseek(f, 0, SEEK_END) != 0) return 1;
+    end = ftell(f);
+    if (end < 0) return 1;
+    if (fseek(f, 0, SEEK_SET) != 0) return 1;
+    *size = (uint64_t)end;
+    return 0;
+}
+
+/* vcc_io_read: read exactly n bytes; returns 0 on success. */
+static inline int vcc_io_read(FILE *f, void *dst, size_t n)
+{
+    if (n == 0) return 0;
+    return fread(dst, 1, n, f) == n ? 0 : 1;
+}
+
+/* vcc_io_read_fail: message for a failed read (I/O error vs short read). */
+static inline int vcc_io_read_fail(FILE *f, char *err, size_t errlen, const char *path, const char *what)
+{
+    if (ferror(f))
+        return vcc_io_errf(err, errlen, path, "read error in %s: %s", what, strerror(errno));
+    return vcc_io_errf(err, errlen, path, "unexpected end of file in %s", what);
+}
+
+/* ======================================================================== */
+/* .npy                                                                     */
+/* ======================================================================== */
+
+/* VccNpy: one array loaded from a .npy file.
+ *   dtype "f4" (float32) or "i8" (int64), little-endian, C order.
+ *   dims[0..rank-1] the shape, e.g. clips (N, C, T, H, W), labels (N).
+ *   data: malloc'd, nbytes = prod(dims) * itemsize (never NULL after a
+ *   successful load, even for an empty array). */
+typedef struct { char dtype[8]; /* "f4" or "i8" (little-endian only; reject others, reject fortran_order True) */
+                 int rank; int64_t dims[8]; void *data; size_t nbytes; } VccNpy;
+
+/* Cursor over the Python-literal header dict of a .npy file. */
+typedef struct {
+    const char *s;
+    size_t n, i;
+} VccNpyCur;
+
+static inline void vcc_npy_ws(VccNpyCur *c)
+{
+    while (c->i < c->n && (c->s[c->i] == ' ' || c->s[c->i] == '\t' ||
+                           c->s[c->i] == '\n' || c->s[c->i] == '\r'))
+        c->i++;
+}
+
+/* Parse a quoted Python string without escapes into out (cap bytes incl NUL).
+ * Returns 0 on success, 1 on syntax error, 2 if too long. */
+static inline int vcc_npy_str(VccNpyCur *c, char *out, size_t cap)
+{
+    char q;
+    size_t len = 0;
+    if (c->i >= c->n) return 1;
+    q = c->s[c->i];
+    if (q != '\'' && q != '"') return 1;
+    c->i++;
+    while (c->i < c->n && c->s[c->i] != q) {
+        char ch = c->s[c->i];
+        if (ch == '\\' || ch == '\0' || ch == '\n') return 1;
+        if (len + 1 >= cap) return 2;
+        out[len++] = ch;
+        c->i++;
+    }
+    if (c->i >= c->n) return 1;
+    c->i++; /* closing quote */
+    out[len] = '\0';
+    return 0;
+}
+
+/* Parse a non-negative decimal integer <= INT64_MAX (optional Python 2 'L'
+ * suffix). Returns 0 on success, 1 on syntax error, 2 on overflow. */
+static inline int vcc_npy_int(VccNpyCur *c, int64_t *v)
+{
+    uint64_t x = 0;
+    size_t start = c->i;
+    while (c->i < c->n && c->s[c->i] >= '0' && c->s[c->i] <= '9') {
+        uint64_t d = (uint64_t)(c->s[c->i] - '0');
+        if (x > ((uint64_t)INT64_MAX - d) / 10) return 2;
+        x = x * 10 + d;
+        c->i++;
+    }
+    if (c->i == start) return 1;
+    if (c->i < c->n && c->s[c->i] == 'L') c->i++;
+    *v = (int64_t)x;
+    return 0;
+}
+
+/* Parse the header dict {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
+ * into a (dtype/rank/dims). Returns 0 or writes err. */
+static inline int vcc_npy_parse_header(const char *hdr, size_t hlen, const char *path,
+                                       VccNpy *a, char *err, size_t errlen)
+{
+    VccNpyCur c;
+    int have_descr = 0, have_fortran = 0, have_shape = 0;
+    char descr[32];
+    int rc;
+    c.s = hdr; c.n = hlen; c.i = 0;
+    descr[0] = '\0';
+
+    vcc_npy_ws(&c);
+    if (c.i >= c.n || c.s[c.i] != '{')
+        return vcc_io_errf(err, errlen, path, "malformed .npy header: expected '{' at byte %lu of the header", (unsigned long)c.i);
+    c.i++;
+    for (;;) {
+        char key[32];
+        vcc_npy_ws(&c);
+        if (c.i >= c.n)
+            return vcc_io_errf(err, errlen, path, "malformed .npy header: unterminated dict");
+        if (c.s[c.i] == '}') { c.i++; break; }
+        rc = vcc_npy_str(&c, key, sizeof key);
+        if (rc)
+            return vcc_io_errf(err, errlen, path, "malformed .npy header: bad key at byte %lu of the header", (unsigned long)c.i);
+        vcc_npy_ws(&c);
+        if (c.i >= c.n || c.s[c.i] != ':')
+            return vcc_io_errf(err, errlen, path, "malformed .npy header: expected ':' after '%s'", key);
+        c.i++;
+        vcc_npy_ws(&c);
+        if (strcmp(key, "descr") == 0) {
+            if (have_descr)
+                return vcc_io_errf(err, errlen, path, "malformed .npy header: duplicate key 'descr'");
+            have_descr = 1;
+            rc = vcc_npy_str(&c, descr, sizeof descr);
+            if (rc)
+                return vcc_io_errf(err, errlen, path, "unsupported .npy dtype (structured or malformed 'descr'); expected float32 ('<f4') or int64 ('<i8')");
+        } else if (strcmp(key, "fortran_order") == 0) {
+            if (have_fortran)
+                return vcc_io_errf(err, errlen, path, "malformed .npy header: duplicate key 'fortran_order'");
+            have_fortran = 1;
+            if (c.n - c.i >= 5 && memcmp(c.s + c.i, "False", 5) == 0) {
+                c.i += 5;
+            } else if (c.n - c.i >= 4 && memcmp(c.s + c.i, "True", 4) == 0) {
+                return vcc_io_errf(err, errlen, path, "fortran_order True is not supported (save a C-contiguous array)");
+            } else {
+                return vcc_io_errf(err, errlen, path, "malformed .npy header: 'fortran_order' must be True or False");
+            }
+        } else if (strcmp(key, "shape") == 0) {
+            if (have_shape)
+                return vcc_io_errf(err, errlen, path, "malformed .npy header: duplicate key 'shape'");
+            have_shape = 1;
+            if (c.i >= c.n || c.s[c.i] != '(')
+                return vcc_io_errf(err, errlen, path, "malformed .npy header: 'shape' must be a tuple");
+            c.i++;
+            a->rank = 0;
+            for (;;) {
+                int64_t v;
+                vcc_npy_ws(&c);
+                if (c.i < c.n && c.s[c.i] == ')') { c.i++; break; }
+                if (a->rank >= 8)
+                    return vcc_io_errf(err, errlen, path, "array rank above 8 is not supported");
+                rc = vcc_npy_int(&c, &v);
+                if (rc == 2)
+                    return vcc_io_errf(err, errlen, path, "shape dimension %d is too large", a->rank);
+                if (rc)
+                    return vcc_io_errf(err, errlen, path, "malformed .npy header: bad shape dimension %d", a->rank);
+                a->dims[a->rank++] = v;
+                vcc_npy_ws(&c);
+                if (c.i < c.n && c.s[c.i] == ',') { c.i++; continue; }
+                if (c.i < c.n && c.s[c.i] == ')') { c.i++; break; }
+                return vcc_io_errf(err, errlen, path, "malformed .npy header: bad shape tuple");
+            }
+        } else {
+            return vcc_io_errf(err, errlen, path, "malformed .npy header: unexpected key '%s'", key);
+        }
+        vcc_npy_ws(&c);
+        if (c.i < c.n && c.s[c.i] == ',') { c.i++; continue; }
+        if (c.i < c.n && c.s[c.i] == '}') { c.i++; break; }
+        return vcc_io_errf(err, errlen, path, "malformed .npy header: expected ',' or '}' at byte %lu of the header", (unsigned long)c.i);
+    }
+    vcc_npy_ws(&c);
+    while (c.i < c.n && c.s[c.i] == '\0') c.i++; /* tolerate NUL padding */
+    if (c.i != c.n)
+        return vcc_io_errf(err, errlen, path, "malformed .npy header: trailing characters after the dict");
+    if (!have_descr || !have_fortran || !have_shape)
+        return vcc_io_errf(err, errlen, path, "malformed .npy header: missing key '%s'",
+                           !have_descr ? "descr" : !have_fortran ? "fortran_order" : "shape");
+    if (strcmp(descr, "<f4") == 0) {
+        strcpy(a->dtype, "f4");
+    } else if (strcmp(descr, "<i8") == 0) {
+        strcpy(a->dtype, "i8");
+    } else if (descr[0] == '>' && (strcmp(descr + 1, "f4") == 0 || strcmp(descr + 1, "i8") == 0)) {
+        return vcc_io_errf(err, errlen, path, "big-endian dtype '%s' is not supported; expected float32 ('<f4') or int64 ('<i8')", descr);
+    } else {
+        return vcc_io_errf(err, errlen, path, "expected dtype float32 ('<f4') or int64 ('<i8'), got '%s'", descr);
+    }
+    return 0;
+}
+
+/* vcc_npy_free: release a VccNpy's data; safe on a zeroed or failed-load VccNpy. */
+static inline void vcc_npy_free(VccNpy *a)
+{
+    if (!a) return;
+    free(a->data);
+    memset(a, 0, sizeof *a);
+}
+
+/* vcc_npy_load: read a .npy file (format versions 1.0, 2.0, 3.0; numpy.save
+ * semantics) holding a C-order little-endian float32 ('<f4') or int64 ('<i8')
+ * array of rank 0..8, e.g. clips (N, C, T, H, W) or labels (N).
+ * On success out->data is malloc'd (free with vcc_npy_free) and returns 0.
+ * Errors (nonzero return, out zeroed): cannot open/read, bad magic, unknown
+ * version, header past end of file, malformed header dict, other dtypes,
+ * big-endian, fortran_order True, rank > 8, size overflow, data shorter or
+ * longer than prod(shape) * itemsize, out of memory. */
+static inline int vcc_npy_load(const char *path, VccNpy *out, char *err, size_t errlen)
+{
+    FILE *f;
+    unsigned char pre[12];
+    uint64_t fsize, hstart, hlen, avail, nel = 1, nbytes;
+    char *hdr = NULL;
+    int i, major, minor;
+    VccNpy a;
+
+    memset(&a, 0, sizeof a);
+    if (out) memset(out, 0, sizeof *out);
+    if (!path || !out) return vcc_io_errf(err, errlen, path, "vcc_npy_load: NULL argument");
+    f = fopen(path, "rb");
+    if (!f) return vcc_io_errf(err, errlen, path, "cannot open: %s", strerror(errno));
+    if (vcc_io_file_size(f, &fsize)) {
+        vcc_io_errf(err, errlen, path, "cannot determine file size: %s", strerror(errno));
+        goto fail;
+    }
+    if (vcc_io_read(f, pre, 8)) {
+        if (ferror(f)) vcc_io_read_fail(f, err, errlen, path, ".npy preamble");
+        else vcc_io_errf(err, errlen, path, "too short to be a .npy file (%llu bytes)", (unsigned long long)fsize);
+        goto fail;
+    }
+    if (memcmp(pre, "\x93NUMPY", 6) != 0) {
+        vcc_io_errf(err, errlen, path, "not a .npy file (bad magic)");
+        goto fail;
+    }
+    major = pre[6];
+    minor = pre[7];
+    if (major == 1) {
+        if (vcc_io_read(f, pre + 8, 2)) { vcc_io_read_fail(f, err, errlen, path, ".npy header length"); goto fail; }
+        hlen = (uint64_t)pre[8] | ((uint64_t)pre[9] << 8);
+        hstart = 10;
+    } else if (major == 2 || major == 3) {
+        if (vcc_io_read(f, pre + 8, 4)) { vcc_io_read_fail(f, err, errlen, path, ".npy header length"); goto fail; }
+        hlen = (uint64_t)pre[8] | ((uint64_t)pre[9] << 8) | ((uint64_t)pre[10] << 16) | ((uint64_t)pre[11] << 24);
+        hstart = 12;
+    } else {
+        vcc_io_errf(err, errlen, path, "unsupported .npy format version %d.%d", major, minor);
+        goto fail;
+    }
+    if (fsize < hstart || hlen > fsize - hstart) {
+        vcc_io_errf(err, errlen, path, "header length %llu runs past the end of the file (%llu bytes)",
+                    (unsigned long long)hlen, (unsigned long long)fsize);
+        goto fail;
+    }
+    if (hlen > ((uint64_t)1 << 20)) {
+        vcc_io_errf(err, errlen, path, "header length %llu is implausibly large", (unsigned long long)hlen);
+        goto fail;
+    }
+    hdr = (char *)malloc((size_t)hlen + 1);
+    if (!hdr) { vcc_io_errf(err, errlen, path, "out of memory"); goto fail; }
+    if (vcc_io_read(f, hdr, (size_t)hlen)) { vcc_io_read_fail(f, err, errlen, path, ".npy header"); goto fail; }
+    hdr[hlen] = '\0';
+    if (vcc_npy_parse_header(hdr, (size_t)hlen, path, &a, err, errlen)) goto fail;
+    free(hdr);
+    hdr = NULL;
+
+    for (i = 0; i < a.rank; i++) {
+        if (vcc_io_mul_u64(nel, (uint64_t)a.dims[i], &nel)) {
+            vcc_io_errf(err, errlen, path, "shape overflows the addressable size");
+            goto fail;
+        }
+    }
+    /* Both supported dtypes have itemsize 4 or 8. */
+    if (vcc_io_mul_u64(nel, a.dtype[1] == '4' ? 4u : 8u, &nbytes) || nbytes > (uint64_t)SIZE_MAX - 1) {
+        vcc_io_errf(err, errlen, path, "shape overflows the addressable size");
+        goto fail;
+    }
+    avail = fsize - hstart - hlen;
+    if (avail < nbytes) {
+        vcc_io_errf(err, errlen, path, "truncated: shape needs %llu data bytes, file has %llu after the header",
+                    (unsigned long long)nbytes, (unsigned long long)avail);
+        goto fail;
+    }
+    if (avail > nbytes) {
+        vcc_io_errf(err, errlen, path, "%llu unexpected bytes after the array data",
+                    (unsigned long long)(avail - nbytes));
+        goto fail;
+    }
+    a.nbytes = (size_t)nbytes;
+    a.data = malloc(nbytes ? (size_t)nbytes : 1);
+    if (!a.data) {
+        vcc_io_errf(err, errlen, path, "out of memory for %llu bytes", (unsigned long long)nbytes);
+        goto fail;
+    }
+    if (vcc_io_read(f, a.data, a.nbytes)) { vcc_io_read_fail(f, err, errlen, path, ".npy data"); goto fail; }
+    fclose(f);
+    *out = a;
+    return 0;
+fail:
+    free(hdr);
+    free(a.data);
+    fclose(f);
+    return 1;
+}
+
+/* ======================================================================== */
+/* .safetensors                                                             */
+/* ======================================================================== */
+/* Layout: u64 LE header size n; n bytes of JSON {"name": {"dtype": "F32",
+ * "shape": [..], "data_offsets": [b, e]}, ..., "__metadata__": {..}};
+ * then the data section. data_offsets are relative to the data section; the
+ * tensors must tile it exactly (no gaps, no overlaps), as the reference
+ * implementation requires. */
+
+/* VccStEntry: one tensor of a loaded file. begin/end are ABSOLUTE byte
+ * offsets into VccSafetensors.buf (data section start + data_offsets), so the
+ * bytes are buf[begin, end). Not necessarily aligned: copy them out with
+ * memcpy / vcc_upload. */
+typedef struct { char *name; char dtype[8]; /* "F32","I64" */ int rank; int64_t dims[8]; uint64_t begin, end; } VccStEntry;
+/* VccSafetensors: the whole file in buf (size bytes) and its n entries in
+ * header order. */
+typedef struct { unsigned char *buf; size_t size; /* whole file */ VccStEntry *entries; int n; } VccSafetensors;
+/* VccStWrite: one tensor to write: dims (rank) of a dtype ("F32", "I64", ...),
+ * nbytes = prod(dims) * itemsize bytes at data (host memory). */
+typedef struct { const char *name; const char *dtype; int rank; const int64_t *dims; const void *data; uint64_t nbytes; } VccStWrite;
+
+/* vcc_st_dtype_size: bytes per element of a safetensors dtype name, 0 if unknown. */
+static inline int vcc_st_dtype_size(const char *dt)
+{
+    static const char *const names[] = {"F64", "F32", "F16", "BF16", "I64", "I32", "I16", "I8",
+                                        "U64", "U32", "U16", "U8", "BOOL", "F8_E4M3", "F8_E5M2"};
+    static const int sizes[] = {8, 4, 2, 2, 8, 4, 2, 1, 8, 4, 2, 1, 1, 1, 1};
+    size_t i;
+    if (!dt) return 0;
+    for (i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        if (strcmp(dt, names[i]) == 0) return sizes[i];
+    return 0;
+}
+
+/* JSON cursor (strict RFC 8259 syntax for the subset in a safetensors header). */
+typedef struct {
+    const char *s;
+    size_t n, i;
+    const char *path;
+    char *err;
+    size_t errlen;
+} VccJson;
+
+static inline void vcc_json_ws(VccJson *j)
+{
+    while (j->i < j->n && (j->s[j->i] == ' ' || j->s[j->i] == '\t' ||
+                           j->s[j->i] == '\n' || j->s[j->i] == '\r'))
+        j->i++;
+}
+
+static inline int vcc_json_fail(VccJson *j, const char *what)
+{
+    return vcc_io_errf(j->err, j->errlen, j->path, "malformed safetensors header JSON at byte %lu: %s",
+                       (unsigned long)j->i, what);
+}
+
+static inline int vcc_json_expect(VccJson *j, char ch)
+{
+    vcc_json_ws(j);
+    if (j->i >= j->n || j->s[j->i] != ch) {
+        char msg[24];
+        snprintf(msg, sizeof msg, "expected '%c'", ch);
+        return vcc_json_fail(j, msg);
+    }
+    j->i++;
+    return 0;
+}
+
+static inline int vcc_json_hex4(VccJson *j, unsigned *v)
+{
+    unsigned x = 0;
+    int k;
+    if (j->n - j->i < 4) return 1;
+    for (k = 0; k < 4; k++) {
+        char ch = j->s[j->i + (size_t)k];
+        x <<= 4;
+        if (ch >= '0' && ch <= '9') x |= (unsigned)(ch - '0');
+        else if (ch >= 'a' && ch <= 'f') x |= (unsigned)(ch - 'a' + 10);
+        else if (ch >= 'A' && ch <= 'F') x |= (unsigned)(ch - 'A' + 10);
+        else return 1;
+    }
+    j->i += 4;
+    *v = x;
+    return 0;
+}
+
+/* Parse a JSON string. If out is non-NULL, *out receives a malloc'd,
+ * unescaped, NUL-terminated copy (strings containing U+0000 are rejected). */
+static inline int vcc_json_string(VccJson *j, char **out)
+{
+    size_t start, cap, len = 0;
+    char *buf = NULL;
+    vcc_json_ws(j);
+    if (j->i >= j->n || j->s[j->i] != '"') return vcc_json_fail(j, "expected a string");
+    j->i++;
+    start = j->i;
+    /* The unescaped form is never longer than the escaped form. */
+    {
+        size_t k = start;
+        while (k < j->n && j->s[k] != '"') k += (j->s[k] == '\\') ? 2 : 1;
+        if (k >= j->n) return vcc_json_fail(j, "unterminated string");
+        cap = k - start + 1;
+    }
+    if (out) {
+        buf = (char *)malloc(cap);
+        if (!buf) return vcc_io_errf(j->err, j->errlen, j->path, "out of memory");
+    }
+    while (j->i < j->n && j->s[j->i] != '"') {
+        unsigned char ch = (unsigned char)j->s[j->i];
+        if (ch < 0x20) { free(buf); return vcc_json_fail(j, "control character in string"); }
+        if (ch != '\\') {
+            if (buf) buf[len++] = (char)ch;
+            j->i++;
+            continue;
+        }
+        j->i++;
+        if (j->i >= j->n) { free(buf); return vcc_json_fail(j, "unterminated escape"); }
+        ch = (unsigned char)j->s[j->i++];
+        if (ch == 'u') {
+            unsigned cp, lo;
+            if (vcc_json_hex4(j, &cp)) { free(buf); return vcc_json_fail(j, "bad \\u escape"); }
+            if (cp >= 0xD800 && cp <= 0xDBFF) {
+                if (j->n - j->i < 2 || j->s[j->i] != '\\' || j->s[j->i + 1] != 'u') {
+                    free(buf); return vcc_json_fail(j, "unpaired surrogate");
+                }
+                j->i += 2;
+                if (vcc_json_hex4(j, &lo) || lo < 0xDC00 || lo > 0xDFFF) {
+                    free(buf); return vcc_json_fail(j, "unpaired surrogate");
+                }
+                cp = 0x10000u + ((cp - 0xD800u) << 10) + (lo - 0xDC00u);
+            } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
+                free(buf); return vcc_json_fail(j, "unpaired surrogate");
+            }
+            if (cp == 0) { free(buf); return vcc_json_fail(j, "U+0000 in string"); }
+            if (buf) { /* UTF-8; an escape of >= 6 source bytes yields <= 4 bytes */
+                if (cp < 0x80) buf[len++] = (char)cp;
+                else if (cp < 0x800) { buf[len++] = (char)(0xC0 | (cp >> 6)); buf[len++] = (char)(0x80 | (cp & 0x3F)); }
+                else if (cp < 0x10000) { buf[len++] = (char)(0xE0 | (cp >> 12)); buf[len++] = (char)(0x80 | ((cp >> 6) & 0x3F)); buf[len++] = (char)(0x80 | (cp & 0x3F)); }
+                else { buf[len++] = (char)(0xF0 | (cp >> 18)); buf[len++] = (char)(0x80 | ((cp >> 12) & 0x3F)); buf[len++] = (char)(0x80 | ((cp >> 6) & 0x3F)); buf[len++] = (char)(0x80 | (cp & 0x3F)); }
+            }
+            continue;
+        }
+        switch (ch) {
+        case '"': case '\\': case '/': break;
+        case 'b': ch = '\b'; break;
+        case 'f': ch = '\f'; break;
+        case 'n': ch = '\n'; break;
+        case 'r': ch = '\r'; break;
+        case 't': ch = '\t'; break;
+        default: free(buf); return vcc_json_fail(j, "bad escape");
+        }
+        if (buf) buf[len++] = (char)ch;
+    }
+    if (j->i >= j->n) { free(buf); return vcc_json_fail(j, "unterminated string"); }
+    j->i++; /* closing quote */
+    if (buf) { buf[len] = '\0'; *out = buf; }
+    return 0;
+}
+
+/* Parse a non-negative JSON integer (no sign, fraction or exponent). */
+static inline int vcc_json_u64(VccJson *j, uint64_t *v)
+{
+    uint64_t x = 0;
+    size_t start;
+    vcc_json_ws(j);
+    start = j->i;
+    while (j->i < j->n && j->s[j->i] >= '0' && j->s[j->i] <= '9') {
+        uint64_t d = (uint64_t)(j->s[j->i] - '0');
+        if (x > (UINT64_MAX - d) / 10) return vcc_json_fail(j, "integer too large");
+        x = x * 10 + d;
+        j->i++;
+    }
+    if (j->i == start) return vcc_json_fail(j, "expected a non-negative integer");
+    if (j->i - start > 1 && j->s[start] == '0') return vcc_json_fail(j, "leading zero in integer");
+    if (j->i < j->n && (j->s[j->i] == '.' || j->s[j->i] == 'e' || j->s[j->i] == 'E'))
+        return vcc_json_fail(j, "expected an integer");
+    *v = x;
+    return 0;
+}
+
+/* Skip any JSON value (depth-limited). */
+static inline int vcc_json_skip(VccJson *j, int depth)
+{
+    char ch;
+    if (depth > 64) return vcc_json_fail(j, "nesting too deep");
+    vcc_json_ws(j);
+    if (j->i >= j->n) return vcc_json_fail(j, "expected a value");
+    ch = j->s[j->i];
+    if (ch == '"') return vcc_json_string(j, NULL);
+    if (ch == '{' || ch == '[') {
+        char close = ch == '{' ? '}' : ']';
+        j->i++;
+        vcc_json_ws(j);
+        if (j->i < j->n && j->s[j->i] == close) { j->i++; return 0; }
+        for (;;) {
+            if (ch == '{') {
+                if (vcc_json_string(j, NULL) || vcc_json_expect(j, ':')) return 1;
+            }
+            if (vcc_json_skip(j, depth + 1)) return 1;
+            vcc_json_ws(j);
+            if (j->i < j->n && j->s[j->i] == ',') { j->i++; continue; }
+            if (j->i < j->n && j->s[j->i] == close) { j->i++; return 0; }
+            return vcc_json_fail(j, "expected ',' or a closing bracket");
+        }
+    }
+    if (j->n - j->i >= 4 && memcmp(j->s + j->i, "true", 4) == 0) { j->i += 4; return 0; }
+    if (j->n - j->i >= 5 && memcmp(j->s + j->i, "false", 5) == 0) { j->i += 5; return 0; }
+    if (j->n - j->i >= 4 && memcmp(j->s + j->i, "null", 4) == 0) { j->i += 4; return 0; }
+    if (ch == '-' || (ch >= '0' && ch <= '9')) {
+        size_t st;
+        if (ch == '-') j->i++;
+        st = j->i;
+        while (j->i < j->n && j->s[j->i] >= '0' && j->s[j->i] <= '9') j->i++;
+        if (j->i == st) return vcc_json_fail(j, "bad number");
+        if (j->i - st > 1 && j->s[st] == '0') return vcc_json_fail(j, "leading zero in number");
+        if (j->i < j->n && j->s[j->i] == '.') {
+            j->i++; st = j->i;
+            while (j->i < j->n && j->s[j->i] >= '0' && j->s[j->i] <= '9') j->i++;
+            if (j->i == st) return vcc_json_fail(j, "bad number");
+        }
+        if (j->i < j->n && (j->s[j->i] == 'e' || j->s[j->i] == 'E')) {
+            j->i++;
+            if (j->i < j->n && (j->s[j->i] == '+' || j->s[j->i] == '-')) j->i++;
+            st = j->i;
+            while (j->i < j->n && j->s[j->i] >= '0' && j->s[j->i] <= '9') j->i++;
+            if (j->i == st) return vcc_json_fail(j, "bad number");
+        }
+        return 0;
+    }
+    return vcc_json_fail(j, "unexpected character");
+}
+
+/* Parse one tensor info object {"dtype": .., "shape": [..], "data_offsets": [b, e]}
+ * into e (name already set). Offsets are kept relative here. */
+static inline int vcc_st_parse_info(VccJson *j, VccStEntry *e)
+{
+    int have_dtype = 0, have_shape = 0, have_off = 0;
+    if (vcc_json_expect(j, '{')) return 1;
+    vcc_json_ws(j);
+    if (j->i < j->n && j->s[j->i] == '}') {
+        j->i++;
+        return vcc_io_errf(j->err, j->errlen, j->path, "tensor '%s': empty tensor info", e->name);
+    }
+    for (;;) {
+        char *key = NULL;
+        if (vcc_json_string(j, &key)) return 1;
+        if (vcc_json_expect(j, ':')) { free(key); return 1; }
+        if (strcmp(key, "dtype") == 0) {
+            char *dt = NULL;
+            free(key);
+            if (have_dtype) return vcc_json_fail(j, "duplicate key 'dtype'");
+            have_dtype = 1;
+            if (vcc_json_string(j, &dt)) return 1;
+            if (strlen(dt) >= sizeof e->dtype || vcc_st_dtype_size(dt) == 0) {
+                vcc_io_errf(j->err, j->errlen, j->path, "tensor '%s': unknown dtype '%.16s'", e->name, dt);
+                free(dt);
+                return 1;
+            }
+            strcpy(e->dtype, dt);
+            free(dt);
+        } else if (strcmp(key, "shape") == 0) {
+            free(key);
+            if (have_shape) return vcc_json_fail(j, "duplicate key 'shape'");
+            have_shape = 1;
+            if (vcc_json_expect(j, '[')) return 1;
+            e->rank = 0;
+            vcc_json_ws(j);
+            if (j->i < j->n && j->s[j->i] == ']') {
+                j->i++;
+            } else {
+                for (;;) {
+                    uint64_t v;
+                    if (e->rank >= 8)
+                        return vcc_io_errf(j->err, j->errlen, j->path, "tensor '%s': rank above 8 is not supported", e->name);
+                    if (vcc_json_u64(j, &v)) return 1;
+                    if (v > (uint64_t)INT64_MAX)
+                        return vcc_io_errf(j->err, j->errlen, j->path, "tensor '%s': dimension too large", e->name);
+                    e->dims[e->rank++] = (int64_t)v;
+                    vcc_json_ws(j);
+                    if (j->i < j->n && j->s[j->i] == ',') { j->i++; continue; }
+                    if (j->i < j->n && j->s[j->i] == ']') { j->i++; break; }
+                    return vcc_json_fail(j, "expected ',' or ']' in shape");
+                }
+            }
+        } else if (strcmp(key, "data_offsets") == 0) {
+            free(key);
+            if (have_off) return vcc_json_fail(j, "duplicate key 'data_offsets'");
+            have_off = 1;
+            if (vcc_json_expect(j, '[') || vcc_json_u64(j, &e->begin) || vcc_json_expect(j, ',') ||
+                vcc_json_u64(j, &e->end) || vcc_json_expect(j, ']'))
+                return 1;
+        } else {
+            free(key); /* unknown fields are ignored, as the reference reader does */
+            if (vcc_json_skip(j, 1)) return 1;
+        }
+        vcc_json_ws(j);
+        if (j->i < j->n && j->s[j->i] == ',') { j->i++; continue; }
+        if (j->i < j->n && j->s[j->i] == '}') { j->i++; break; }
+        return vcc_json_fail(j, "expected ',' or '}'");
+    }
+    if (!have_dtype || !have_shape || !have_off)
+        return vcc_io_errf(j->err, j->errlen, j->path, "tensor '%s': missing '%s'", e->name,
+                           !have_dtype ? "dtype" : !have_shape ? "shape" : "data_offsets");
+    return 0;
+}
+
+/* vcc_st_free: release everything vcc_st_load allocated; safe on a zeroed or
+ * failed-load VccSafetensors. */
+static inline void vcc_st_free(VccSafetensors *st)
+{
+    int i;
+    if (!st) return;
+    if (st->entries)
+        for (i = 0; i < st->n; i++) free(st->entries[i].name);
+    free(st->entries);
+    free(st->buf);
+    memset(st, 0, sizeof *st);
+}
+
+/* qsort order on (begin, end) over an array of entry pointers. */
+static inline int vcc_st_cmp(const void *pa, const void *pb)
+{
+    const VccStEntry *a = *(const VccStEntry *const *)pa;
+    const VccStEntry *b = *(const VccStEntry *const *)pb;
+    if (a->begin != b->begin) return a->begin < b->begin ? -1 : 1;
+    if (a->end != b->end) return a->end < b->end ? -1 : 1;
+    return 0;
+}
+
+/* vcc_st_load: read a whole .safetensors file into st (buf = the file bytes)
+ * and parse its header: one VccStEntry per tensor in header order, with
+ * absolute byte ranges [begin, end) into buf; "__metadata__" is skipped.
+ * Returns 0, or nonzero with err set and st zeroed. Rejected: file shorter
+ * than 8 bytes, header size past the end of the file or above 100 MB,
+ * malformed JSON, a header that is not an object, duplicate names, unknown
+ * dtypes, rank > 8, missing fields, begin > end, end past the data section,
+ * end - begin != prod(shape) * itemsize, tensors that overlap, leave gaps, or
+ * do not cover the data section exactly. */
+static inline int vcc_st_load(const char *path, VccSafetensors *st, char *err, size_t errlen)
+{
+    FILE *f;
+    uint64_t fsize, hsize, dsize, dstart;
+    unsigned char pre[8];
+    VccJson j;
+    VccStEntry *ents = NULL;
+    VccStEntry **order = NULL;
+    int n = 0, cap = 0, i, k;
+    unsigned char *buf = NULL;
+
+    if (st) memset(st, 0, sizeof *st);
+    if (!path || !st) return vcc_io_errf(err, errlen, path, "vcc_st_load: NULL argument");
+    f = fopen(path, "rb");
+    if (!f) return vcc_io_errf(err, errlen, path, "cannot open: %s", strerror(errno));
+    if (vcc_io_file_size(f, &fsize)) {
+        vcc_io_errf(err, errlen, path, "cannot determine file size: %s", strerror(errno));
+        fclose(f);
+        return 1;
+    }
+    if (vcc_io_read(f, pre, 8)) {
+        if (ferror(f)) vcc_io_read_fail(f, err, errlen, path, "safetensors header size");
+        else vcc_io_errf(err, errlen, path, "too short to be a safetensors file (%llu bytes)", (unsigned long long)fsize);
+        fclose(f);
+        return 1;
+    }
+    hsize = 0;
+    for (i = 7; i >= 0; i--) hsize = (hsize << 8) | pre[i];
+    if (fsize < 8 || hsize > fsize - 8) {
+        vcc_io_errf(err, errlen, path, "header size %llu runs past the end of the file (%llu bytes)",
+                    (unsigned long long)hsize, (unsigned long long)fsize);
+        fclose(f);
+        return 1;
+    }
+    if (hsize > 100000000u) {
+        vcc_io_errf(err, errlen, path, "header size %llu exceeds the 100 MB limit", (unsigned long long)hsize);
+        fclose(f);
+        return 1;
+    }
+    if (fsize > (uint64_t)SIZE_MAX) {
+        vcc_io_errf(err, errlen, path, "file too large for this host");
+        fclose(f);
+        return 1;
+    }
+    buf = (unsigned char *)malloc(fsize ? (size_t)fsize : 1);
+    if (!buf) {
+        vcc_io_errf(err, errlen, path, "out of memory for %llu bytes", (unsigned long long)fsize);
+        fclose(f);
+        return 1;
+    }
+    memcpy(buf, pre, 8);
+    if (vcc_io_read(f, buf + 8, (size_t)(fsize - 8))) {
+        vcc_io_read_fail(f, err, errlen, path, "safetensors file");
+        fclose(f);
+        free(buf);
+        return 1;
+    }
+    fclose(f);
+
+    dstart = 8 + hsize;
+    dsize = fsize - dstart;
+    j.s = (const char *)buf + 8;
+    j.n = (size_t)hsize;
+    j.i = 0;
+    j.path = path;
+    j.err = err;
+    j.errlen = errlen;
+
+    if (hsize == 0 || j.s[0] != '{') {
+        vcc_io_errf(err, errlen, path, "safetensors header must be a JSON object starting with '{'");
+        goto fail;
+    }
+    j.i = 1;
+    vcc_json_ws(&j);
+    if (j.i < j.n && j.s[j.i] == '}') {
+        j.i++;
+    } else {
+        for (;;) {
+            char *name = NULL;
+            if (vcc_json_string(&j, &name)) goto fail;
+            if (vcc_json_expect(&j, ':')) { free(name); goto fail; }
+            if (strcmp(name, "__metadata__") == 0) {
+                free(name);
+                if (vcc_json_skip(&j, 1)) goto fail;
+            } else {
+                VccStEntry *e;
+                for (k = 0; k < n; k++) {
+                    if (strcmp(ents[k].name, name) == 0) {
+                        vcc_io_errf(err, errlen, path, "duplicate tensor name '%s'", name);
+                        free(name);
+                        goto fail;
+                    }
+                }
+                if (n == cap) {
+                    int ncap = cap ? cap * 2 : 16;
+                    VccStEntry *ne;
+                    if (cap > (1 << 24)) { free(name); vcc_io_errf(err, errlen, path, "too many tensors"); goto fail; }
+                    ne = (VccStEntry *)realloc(ents, (size_t)ncap * sizeof *ents);
+                    if (!ne) { free(name); vcc_io_errf(err, errlen, path, "out of memory"); goto fail; }
+                    ents = ne;
+                    cap = ncap;
+                }
+                e = &ents[n++];
+                memset(e, 0, sizeof *e);
+                e->name = name;
+                if (vcc_st_parse_info(&j, e)) goto fail;
+            }
+            vcc_json_ws(&j);
+            if (j.i < j.n && j.s[j.i] == ',') { j.i++; continue; }
+            if (j.i < j.n && j.s[j.i] == '}') { j.i++; break; }
+            vcc_json_fail(&j, "expected ',' or '}'");
+            goto fail;
+        }
+    }
+    vcc_json_ws(&j);
+    if (j.i != j.n) {
+        vcc_json_fail(&j, "trailing characters after the header object");
+        goto fail;
+    }
+
+    /* Sizes and ranges. */
+    for (i = 0; i < n; i++) {
+        VccStEntry *e = &ents[i];
+        uint64_t nel = 1, nb;
+        for (k = 0; k < e->rank; k++) {
+            if (vcc_io_mul_u64(nel, (uint64_t)e->dims[k], &nel)) {
+                vcc_io_errf(err, errlen, path, "tensor '%s': shape overflows", e->name);
+                goto fail;
+            }
+        }
+        if (vcc_io_mul_u64(nel, (uint64_t)vcc_st_dtype_size(e->dtype), &nb)) {
+            vcc_io_errf(err, errlen, path, "tensor '%s': shape overflows", e->name);
+            goto fail;
+        }
+        if (e->begin > e->end) {
+            vcc_io_errf(err, errlen, path, "tensor '%s': data_offsets [%llu, %llu] are reversed", e->name,
+                        (unsigned long long)e->begin, (unsigned long long)e->end);
+            goto fail;
+        }
+        if (e->end > dsize) {
+            vcc_io_errf(err, errlen, path, "tensor '%s': data_offsets end %llu is past the data section (%llu bytes)",
+                        e->name, (unsigned long long)e->end, (unsigned long long)dsize);
+            goto fail;
+        }
+        if (e->end - e->begin != nb) {
+            vcc_io_errf(err, errlen, path, "tensor '%s': data_offsets span %llu bytes but %s shape needs %llu",
+                        e->name, (unsigned long long)(e->end - e->begin), e->dtype, (unsigned long long)nb);
+            goto fail;
+        }
+    }
+    /* Tiling: sorted by offset, each tensor starts where the previous ended. */
+    if (n > 0) {
+        uint64_t pos = 0;
+        const char *prev = NULL;
+        order = (VccStEntry **)malloc((size_t)n * sizeof *order);
+        if (!order) { vcc_io_errf(err, errlen, path, "out of memory"); goto fail; }
+        for (i = 0; i < n; i++) order[i] = &ents[i];
+        qsort(order, (size_t)n, sizeof *order, vcc_st_cmp);
+        for (i = 0; i < n; i++) {
+            if (order[i]->begin < pos) {
+                vcc_io_errf(err, errlen, path, "tensor '%s' overlaps tensor '%s' in the data section",
+                            order[i]->name, prev ? prev : "?");
+                goto fail;
+            }
+            if (order[i]->begin > pos) {
+                vcc_io_errf(err, errlen, path, "gap of %llu bytes before tensor '%s' in the data section",
+                            (unsigned long long)(order[i]->begin - pos), order[i]->name);
+                goto fail;
+            }
+            pos = order[i]->end;
+            prev = order[i]->name;
+        }
+        if (pos != dsize) {
+            vcc_io_errf(err, errlen, path, "data section has %llu bytes but the tensors cover %llu",
+                        (unsigned long long)dsize, (unsigned long long)pos);
+            goto fail;
+        }
+        free(order);
+        order = NULL;
+    } else if (dsize != 0) {
+        vcc_io_errf(err, errlen, path, "data section has %llu bytes but the header lists no tensors",
+                    (unsigned long long)dsize);
+        goto fail;
+    }
+    for (i = 0; i < n; i++) {
+        ents[i].begin += dstart;
+        ents[i].end += dstart;
+    }
+    st->buf = buf;
+    st->size = (size_t)fsize;
+    st->entries = ents;
+    st->n = n;
+    return 0;
+fail:
+    for (i = 0; i < n; i++) free(ents[i].name);
+    free(ents);
+    free(order);
+    free(buf);
+    return 1;
+}
+
+/* vcc_st_find: the entry named name, or NULL. */
+static inline const VccStEntry *vcc_st_find(const VccSafetensors *st, const char *name)
+{
+    int i;
+    if (!st || !name) return NULL;
+    for (i = 0; i < st->n; i++)
+        if (strcmp(st->entries[i].name, name) == 0) return &st->entries[i];
+    return NULL;
+}
+
+/* Growable byte buffer for the writer's header. */
+typedef struct {
+    char *p;
+    size_t len, cap;
+    int oom;
+} VccStBuf;
+
+static inline void vcc_stbuf_put(VccStBuf *b, const char *s, size_t n)
+{
+    if (b->oom) return;
+    if (n > ((size_t)-1) / 2 - b->len) { b->oom = 1; return; }
+    if (b->len + n + 1 > b->cap) {
+        size_t nc = b->cap ? b->cap : 256;
+        char *np;
+        while (nc < b->len + n + 1) nc *= 2;
+        np = (char *)realloc(b->p, nc);
+        if (!np) { b->oom = 1; return; }
+        b->p = np;
+        b->cap = nc;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
+
+static inline void vcc_stbuf_str(VccStBuf *b, const char *s) { vcc_stbuf_put(b, s, strlen(s)); }
+
+static inline void vcc_stbuf_u64(VccStBuf *b, uint64_t v)
+{
+    char t[24];
+    int n = snprintf(t, sizeof t, "%llu", (unsigned long long)v);
+    vcc_stbuf_put(b, t, (size_t)n);
+}
+
+/* JSON string literal with escapes for '"', '\\' and control characters. */
+static inline void vcc_stbuf_json(VccStBuf *b, const char *s)
+{
+    vcc_stbuf_put(b, "\"", 1);
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\') {
+            char t[2];
+            t[0] = '\\'; t[1] = (char)ch;
+            vcc_stbuf_put(b, t, 2);
+        } else if (ch < 0x20) {
+            char t[8];
+            snprintf(t, sizeof t, "\\u%04x", (unsigned)ch);
+            vcc_stbuf_put(b, t, 6);
+        } else {
+            vcc_stbuf_put(b, (const char *)&ch, 1);
+        }
+    }
+    vcc_stbuf_put(b, "\"", 1);
+}
+
+/* vcc_st_save: write n tensors to a .safetensors file, in the given order
+ * (data_offsets consecutive), header padded with spaces to a multiple of 8.
+ * Writes path.tmp, then rename()s it over path, so a crash never leaves a
+ * half-written file at path. Returns 0, or nonzero with err set (and no file
+ * at path.tmp). Rejected: NULL name/dtype, the reserved name "__metadata__",
+ * duplicate names, unknown dtype, rank outside 0..8, negative dims,
+ * nbytes != prod(dims) * itemsize, NULL data with nbytes > 0, I/O errors. */
+static inline int vcc_st_save(const char *path, const VccStWrite *t, int n, char *err, size_t errlen)
+{
+    VccStBuf h;
+    uint64_t off = 0;
+    char *tmp = NULL;
+    FILE *f = NULL;
+    int i, k;
+    unsigned char pre[8];
+    size_t plen;
+
+    if (!path || (n > 0 && !t) || n < 0) return vcc_io_errf(err, errlen, path, "vcc_st_save: bad arguments");
+    memset(&h, 0, sizeof h);
+    for (i = 0; i < n; i++) {
+        uint64_t nel = 1, nb;
+        int isz;
+        if (!t[i].name || !t[i].dtype)
+            return vcc_io_errf(err, errlen, path, "tensor %d: NULL name or dtype", i);
+        if (strcmp(t[i].name, "__metadata__") == 0)
+            return vcc_io_errf(err, errlen, path, "tensor name '__metadata__' is reserved");
+        for (k = 0; k < i; k++)
+            if (strcmp(t[k].name, t[i].name) == 0)
+                return vcc_io_errf(err, errlen, path, "duplicate tensor name '%s'", t[i].name);
+        isz = vcc_st_dtype_size(t[i].dtype);
+        if (isz == 0)
+            return vcc_io_errf(err, errlen, path, "tensor '%s': unknown dtype '%s'", t[i].name, t[i].dtype);
+        if (t[i].rank < 0 || t[i].rank > 8 || (t[i].rank > 0 && !t[i].dims))
+            return vcc_io_errf(err, errlen, path, "tensor '%s': bad rank %d", t[i].name, t[i].rank);
+        for (k = 0; k < t[i].rank; k++) {
+            if (t[i].dims[k] < 0 || vcc_io_mul_u64(nel, (uint64_t)t[i].dims[k], &nel))
+                return vcc_io_errf(err, errlen, path, "tensor '%s': bad shape", t[i].name);
+        }
+        if (vcc_io_mul_u64(nel, (uint64_t)isz, &nb) || nb != t[i].nbytes)
+            return vcc_io_errf(err, errlen, path, "tensor '%s': nbytes %llu does not match its %s shape",
+                               t[i].name, (unsigned long long)t[i].nbytes, t[i].dtype);
+        if (nb > 0 && !t[i].data)
+            return vcc_io_errf(err, errlen, path, "tensor '%s': NULL data", t[i].name);
+    }
+
+    vcc_stbuf_put(&h, "{", 1);
+    for (i = 0; i < n; i++) {
+        if (i) vcc_stbuf_put(&h, ",", 1);
+        vcc_stbuf_json(&h, t[i].name);
+        vcc_stbuf_str(&h, ":{\"dtype\":\"");
+        vcc_stbuf_str(&h, t[i].dtype);
+        vcc_stbuf_str(&h, "\",\"shape\":[");
+        for (k = 0; k < t[i].rank; k++) {
+            if (k) vcc_stbuf_put(&h, ",", 1);
+            vcc_stbuf_u64(&h, (uint64_t)t[i].dims[k]);
+        }
+        vcc_stbuf_str(&h, "],\"data_offsets\":[");
+        vcc_stbuf_u64(&h, off);
+        vcc_stbuf_put(&h, ",", 1);
+        if (t[i].nbytes > UINT64_MAX - off) { free(h.p); return vcc_io_errf(err, errlen, path, "total size overflows"); }
+        off += t[i].nbytes;
+        vcc_stbuf_u64(&h, off);
+        vcc_stbuf_str(&h, "]}");
+    }
+    vcc_stbuf_put(&h, "}", 1);
+    while (!h.oom && h.len % 8 != 0) vcc_stbuf_put(&h, " ", 1);
+    if (h.oom) { free(h.p); return vcc_io_errf(err, errlen, path, "out of memory"); }
+
+    plen = strlen(path);
+    tmp = (char *)malloc(plen + 5);
+    if (!tmp) { free(h.p); return vcc_io_errf(err, errlen, path, "out of memory"); }
+    memcpy(tmp, path, plen);
+    memcpy(tmp + plen, ".tmp", 5);
+    f = fopen(tmp, "wb");
+    if (!f) {
+        vcc_io_errf(err, errlen, path, "cannot create %s: %s", tmp, strerror(errno));
+        free(tmp); free(h.p);
+        return 1;
+    }
+    for (k = 0; k < 8; k++) pre[k] = (unsigned char)(((uint64_t)h.len >> (8 * k)) & 0xFF);
+    if (fwrite(pre, 1, 8, f) != 8 || fwrite(h.p, 1, h.len, f) != h.len) goto wfail;
+    for (i = 0; i < n; i++)
+        if (t[i].nbytes > 0 && fwrite(t[i].data, 1, (size_t)t[i].nbytes, f) != (size_t)t[i].nbytes) goto wfail;
+    if (fflush(f) != 0) goto wfail;
+    if (fclose(f) != 0) { f = NULL; goto wfail; }
+    f = NULL;
+    if (rename(tmp, path) != 0) {
+        vcc_io_errf(err, errlen, path, "cannot rename %s: %s", tmp, strerror(errno));
+        remove(tmp);
+        free(tmp); free(h.p);
+        return 1;
+    }
+    free(tmp);
+    free(h.p);
+    return 0;
+wfail:
+    vcc_io_errf(err, errlen, path, "write error on %s: %s", tmp, strerror(errno));
+    if (f) fclose(f);
+    remove(tmp);
+    free(tmp);
+    free(h.p);
+    return 1;
+}
+
+#endif /* VCC_IO_H */

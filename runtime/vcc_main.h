@@ -1,0 +1,261 @@
+/*
+ * vcc_main.h — the trainer's main(): command line, data loading, the step loop, checkpoints.
+ * Inlined into every generated trainer after vcc_elem.h, vcc_io.h and the target runtime
+ * (vcc_cpu.h or vcc_cuda.cuh); it only calls the VccRt interface, so one main serves both targets.
+ *
+ * Letter legend: N batch, C channels, T frames, H height, W width, S samples in the data file.
+ *
+ *   ./train --data X.npy --labels Y.npy [--steps S] [--lr LR] [--momentum M] [--weight-decay WD]
+ *           [--weights W.safetensors] [--out trained.safetensors] [--save-grads grads.safetensors]
+ *
+ * X is float32 (S, C, T, H, W) with (C, T, H, W) as compiled, Y int64 (S,) with values in [0, K).
+ * Step k (1-based) trains on samples (k-1)*N + i mod S, i < N, and prints "step <k> loss <value>".
+ * Errors print one line "train: <file>: <problem>" and exit with status 1.
+ */
+#ifndef VCC_MAIN_H
+#define VCC_MAIN_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#if defined(__unix__) || defined(__APPLE__)
+#include <unistd.h>
+#define VCC_ISATTY(fd) isatty(fd)
+#else
+#define VCC_ISATTY(fd) 0
+#endif
+
+/* A persistent tensor the trainer loads or saves by name. */
+typedef struct {
+    const char *name;
+    size_t offset;   /* bytes into the arena */
+    size_t bytes;
+    int rank;
+    int64_t dims[8];
+    int is_i64;      /* dtype int64 (else float32) */
+    int role;        /* VCC_ROLE_* */
+} VccStateInfo;
+
+enum { VCC_ROLE_PARAM = 0, VCC_ROLE_BUFFER = 1, VCC_ROLE_CONST = 2, VCC_ROLE_GRAD = 3 };
+
+/* What the generated file tells main() about the compiled model. */
+typedef struct {
+    size_t arena_bytes;
+    const char *default_weights;             /* the safetensors vcc wrote beside the trainer */
+    int input_rank;
+    int64_t input_dims[8];                   /* (N, C, T, H, W) as compiled */
+    size_t input_offset, label_offset, loss_offset;
+    int64_t num_classes;
+    float default_momentum;
+    const VccStateInfo *state;
+    int nstate;
+    void (*step)(VccRt *rt, unsigned char *arena, float lr, float momentum, float wd);
+} VccModel;
+
+static void vcc_die(const char *msg) {
+    fprintf(stderr, "train: %s\n", msg);
+    exit(1);
+}
+
+static int vcc_parse_float(const char *s, float *out) {
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || *end) return 1;
+    *out = (float)v;
+    return 0;
+}
+
+static void vcc_usage(FILE *f) {
+    fputs("usage: train --data X.npy --labels Y.npy [--steps S] [--lr LR] [--momentum M] [--weight-decay WD]\n"
+          "             [--weights W.safetensors] [--out trained.safetensors] [--save-grads grads.safetensors]\n",
+          f);
+}
+
+/* Save every state tensor whose role is in roles_mask (bit per role) from the arena. */
+static int vcc_save_state(VccRt *rt, const VccModel *m, const unsigned char *arena, const char *path, int roles_mask,
+                          char *err, size_t errlen) {
+    VccStWrite *w = (VccStWrite *)calloc((size_t)m->nstate + 1, sizeof *w);
+    void **bufs = (void **)calloc((size_t)m->nstate + 1, sizeof *bufs);
+    int n = 0, rc = 0;
+    if (!w || !bufs) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        rc = 1;
+    }
+    for (int i = 0; i < m->nstate && !rc; i++) {
+        const VccStateInfo *s = &m->state[i];
+        if (!(roles_mask & (1 << s->role))) continue;
+        bufs[n] = malloc(s->bytes ? s->bytes : 1);
+        if (!bufs[n]) {
+            snprintf(err, errlen, "%s: out of memory", path);
+            rc = 1;
+            break;
+        }
+        vcc_download(rt, bufs[n], arena + s->offset, s->bytes);
+        w[n].name = s->name;
+        w[n].dtype = s->is_i64 ? "I64" : "F32";
+        w[n].rank = s->rank;
+        w[n].dims = s->dims;
+        w[n].data = bufs[n];
+        w[n].nbytes = s->bytes;
+        n++;
+    }
+    if (!rc) rc = vcc_st_save(path, w, n, err, errlen);
+    for (int i = 0; i < n; i++) free(bufs[i]);
+    free(bufs);
+    free(w);
+    return rc;
+}
+
+static int vcc_trainer_main(int argc, char **argv, const VccModel *m) {
+    const char *data_path = NULL, *label_path = NULL, *weights = m->default_weights, *out = NULL, *grads = NULL;
+    long steps = 1;
+    float lr = 0.01f, momentum = m->default_momentum, wd = 0.0f;
+    char err[1024];
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            vcc_usage(stdout);
+            return 0;
+        }
+        if (i + 1 >= argc) {
+            vcc_usage(stderr);
+            snprintf(err, sizeof err, "option %s needs a value (or is unknown)", a);
+            vcc_die(err);
+        }
+        const char *v = argv[++i];
+        if (!strcmp(a, "--data")) data_path = v;
+        else if (!strcmp(a, "--labels")) label_path = v;
+        else if (!strcmp(a, "--weights")) weights = v;
+        else if (!strcmp(a, "--out")) out = v;
+        else if (!strcmp(a, "--save-grads")) grads = v;
+        else if (!strcmp(a, "--steps")) {
+            char *end;
+            steps = strtol(v, &end, 10);
+            if (end == v || *end || steps < 0) vcc_die("--steps needs a non-negative integer");
+        } else if (!strcmp(a, "--lr")) {
+            if (vcc_parse_float(v, &lr)) vcc_die("--lr needs a number");
+        } else if (!strcmp(a, "--momentum")) {
+            if (vcc_parse_float(v, &momentum)) vcc_die("--momentum needs a number");
+        } else if (!strcmp(a, "--weight-decay")) {
+            if (vcc_parse_float(v, &wd)) vcc_die("--weight-decay needs a number");
+        } else {
+            vcc_usage(stderr);
+            snprintf(err, sizeof err, "unknown option %s", a);
+            vcc_die(err);
+        }
+    }
+    if (!data_path || !label_path) {
+        vcc_usage(stderr);
+        vcc_die("--data and --labels are required");
+    }
+
+    /* data (S, C, T, H, W) float32 and labels (S,) int64, checked against the compiled shapes */
+    VccNpy x, y;
+    if (vcc_npy_load(data_path, &x, err, sizeof err)) vcc_die(err);
+    if (strcmp(x.dtype, "f4") != 0) {
+        snprintf(err, sizeof err, "%s: expected dtype float32, got '%s'", data_path, x.dtype);
+        vcc_die(err);
+    }
+    int shape_ok = x.rank == m->input_rank && x.dims[0] >= 1;
+    for (int d = 1; shape_ok && d < m->input_rank; d++) shape_ok = x.dims[d] == m->input_dims[d];
+    if (!shape_ok) {
+        char want[256], got[256];
+        size_t o = 0;
+        o += (size_t)snprintf(want + o, sizeof want - o, "(S");
+        for (int d = 1; d < m->input_rank; d++) o += (size_t)snprintf(want + o, sizeof want - o, ", %lld", (long long)m->input_dims[d]);
+        snprintf(want + o, sizeof want - o, ")");
+        o = 0;
+        o += (size_t)snprintf(got + o, sizeof got - o, "(");
+        for (int d = 0; d < x.rank && o < sizeof got; d++) o += (size_t)snprintf(got + o, sizeof got - o, d ? ", %lld" : "%lld", (long long)x.dims[d]);
+        if (o < sizeof got) snprintf(got + o, sizeof got - o, ")");
+        snprintf(err, sizeof err, "%s: expected shape %s, got %s", data_path, want, got);
+        vcc_die(err);
+    }
+    if (vcc_npy_load(label_path, &y, err, sizeof err)) vcc_die(err);
+    if (strcmp(y.dtype, "i8") != 0) {
+        snprintf(err, sizeof err, "%s: expected dtype int64, got '%s'", label_path, y.dtype);
+        vcc_die(err);
+    }
+    if (y.rank != 1 || y.dims[0] != x.dims[0]) {
+        snprintf(err, sizeof err, "%s: expected shape (%lld,) to match the data's %lld samples", label_path,
+                 (long long)x.dims[0], (long long)x.dims[0]);
+        vcc_die(err);
+    }
+    const int64_t *labels = (const int64_t *)y.data;
+    for (int64_t i = 0; i < y.dims[0]; i++)
+        if (labels[i] < 0 || labels[i] >= m->num_classes) {
+            snprintf(err, sizeof err, "%s: label %lld at index %lld is outside [0, %lld)", label_path,
+                     (long long)labels[i], (long long)i, (long long)m->num_classes);
+            vcc_die(err);
+        }
+
+    /* one arena for everything; persistent state from the weights file */
+    VccRt rt;
+    vcc_rt_init(&rt);
+    unsigned char *arena = (unsigned char *)vcc_arena_alloc(&rt, m->arena_bytes);
+    if (!arena) {
+        snprintf(err, sizeof err, "cannot allocate the %zu-byte arena", m->arena_bytes);
+        vcc_die(err);
+    }
+    VccSafetensors st;
+    if (vcc_st_load(weights, &st, err, sizeof err)) vcc_die(err);
+    for (int i = 0; i < m->nstate; i++) {
+        const VccStateInfo *s = &m->state[i];
+        if (s->role == VCC_ROLE_GRAD) continue;
+        const VccStEntry *e = vcc_st_find(&st, s->name);
+        if (!e) {
+            snprintf(err, sizeof err, "%s: tensor '%s' is missing", weights, s->name);
+            vcc_die(err);
+        }
+        int same = e->rank == s->rank && !strcmp(e->dtype, s->is_i64 ? "I64" : "F32") && e->end - e->begin == s->bytes;
+        for (int d = 0; same && d < s->rank; d++) same = e->dims[d] == s->dims[d];
+        if (!same) {
+            snprintf(err, sizeof err, "%s: tensor '%s' has the wrong dtype or shape", weights, s->name);
+            vcc_die(err);
+        }
+        vcc_upload(&rt, arena + s->offset, st.buf + e->begin, s->bytes);
+    }
+    vcc_st_free(&st);
+
+    int64_t N = m->input_dims[0], S = x.dims[0];
+    size_t sample_bytes = (size_t)(x.nbytes / (size_t)S);
+    int64_t *batch_labels = (int64_t *)malloc(sizeof(int64_t) * (size_t)N);
+    if (!batch_labels) vcc_die("out of memory");
+    int progress = VCC_ISATTY(2);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (long k = 0; k < steps; k++) {
+        for (int64_t i = 0; i < N; i++) {
+            int64_t s = (k * N + i) % S;
+            vcc_upload(&rt, arena + m->input_offset + (size_t)i * sample_bytes, (const unsigned char *)x.data + (size_t)s * sample_bytes,
+                       sample_bytes);
+            batch_labels[i] = labels[s];
+        }
+        vcc_upload(&rt, arena + m->label_offset, batch_labels, sizeof(int64_t) * (size_t)N);
+        m->step(&rt, arena, lr, momentum, wd);
+        float loss = vcc_read_scalar(&rt, (const float *)(arena + m->loss_offset));
+        printf("step %ld loss %.7g\n", k + 1, (double)loss);
+        fflush(stdout);
+        if (progress) {
+            clock_gettime(CLOCK_MONOTONIC, &t1);
+            double el = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+            double per = el / (double)(k + 1);
+            fprintf(stderr, "\r%ld/%ld steps  %.1f samples/s  ETA %.0f s   ", k + 1, steps, (double)N / per,
+                    per * (double)(steps - k - 1));
+            if (k + 1 == steps) fputc('\n', stderr);
+        }
+    }
+    vcc_rt_sync(&rt);
+    if (grads && vcc_save_state(&rt, m, arena, grads, 1 << VCC_ROLE_GRAD, err, sizeof err)) vcc_die(err);
+    if (out && vcc_save_state(&rt, m, arena, out, (1 << VCC_ROLE_PARAM) | (1 << VCC_ROLE_BUFFER), err, sizeof err))
+        vcc_die(err);
+    free(batch_labels);
+    vcc_npy_free(&x);
+    vcc_npy_free(&y);
+    vcc_arena_free(&rt, arena);
+    vcc_rt_destroy(&rt);
+    return 0;
+}
+
+#endif /* VCC_MAIN_H */
