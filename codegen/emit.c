@@ -33,6 +33,7 @@ void vcc_build_command(VccTarget target, const char *out_path, char *buf, size_t
 typedef struct {
     VccCtx *ctx;
     const VccGraph *g;
+    VccTarget target;
     FILE *f;
     VccConvParams *convs; /* distinct conv geometries, index = descriptor */
     int nconv;
@@ -62,6 +63,14 @@ static VccStatus conv_of(Emit *e, const VccNode *n, const VccShape *x, const Vcc
     VccConvParams p;
     VccStatus st = vcc_conv_params(e->ctx, n, x, w, &p);
     if (st) return st;
+    for (int i = 0; i < p.nsp && e->target == VCC_TARGET_CUDA; i++)
+        if (p.pad_begin[i] != p.pad_end[i]) {
+            vcc_error(e->ctx, "node '%s' (%s): asymmetric pads (%lld before, %lld after in spatial dim %d) are not "
+                      "supported by the CUDA target (cuDNN pads symmetrically); the C target supports them",
+                      n->name, n->onnx_op ? n->onnx_op : vcc_op_name(n->op), (long long)p.pad_begin[i],
+                      (long long)p.pad_end[i], i);
+            return VCC_ERR_UNSUPPORTED;
+        }
     *idx = conv_index(e, &p);
     return VCC_OK;
 }
@@ -259,6 +268,7 @@ VccStatus vcc_emit_trainer(VccCtx *ctx, const VccGraph *g, VccTarget target, con
     memset(&e, 0, sizeof e);
     e.ctx = ctx;
     e.g = g;
+    e.target = target;
     /* the step body goes to a memory buffer first: conv descriptors are collected while emitting it */
     char *body = NULL;
     size_t body_len = 0;
@@ -289,10 +299,15 @@ VccStatus vcc_emit_trainer(VccCtx *ctx, const VccGraph *g, VccTarget target, con
             ctx->file ? ctx->file : "an ONNX model", g->nnodes, g->arena_bytes, (double)g->arena_bytes / 1048576.0,
             g->persistent_bytes, g->planned_bytes, g->lower_bound_bytes, g->no_reuse_bytes);
     fputs("#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\n", f);
+    /* nvcc reports runtime functions this model does not call (#177); the C compilers do not warn
+     * about unused static inline functions. The suppression covers the runtime section only. */
+    if (target == VCC_TARGET_CUDA)
+        fputs("#pragma nv_diagnostic push\n#pragma nv_diag_suppress 177\n", f);
     put_runtime(f, vcc_rt_elem_h);
     put_runtime(f, vcc_rt_io_h);
     put_runtime(f, target == VCC_TARGET_CUDA ? vcc_rt_cuda_cuh : vcc_rt_cpu_h);
     put_runtime(f, vcc_rt_main_h);
+    if (target == VCC_TARGET_CUDA) fputs("#pragma nv_diagnostic pop\n", f);
 
     fprintf(f, "\n/* ---- generated: arena layout, conv descriptors, persistent state ---- */\n\n");
     fprintf(f, "#define VCC_ARENA_BYTES ((size_t)%" PRId64 ")\n", g->arena_bytes);

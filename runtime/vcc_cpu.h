@@ -4,12 +4,16 @@
  * SGD. Inlined verbatim into generated .c trainers after vcc_elem.h and
  * vcc_io.h; link with -lopenblas -lm. Compile with -fopenmp to parallelise
  * im2col/col2im and the per-channel/elementwise loops (sgemm is threaded by
- * OpenBLAS either way); without it every loop here runs on one thread.
+ * OpenBLAS either way); without it every loop here runs on one thread. With
+ * -fopenmp and a pthreads OpenBLAS the two thread pools alternate; spinning
+ * OpenMP workers then steal cores from sgemm, so link the OpenMP build of
+ * OpenBLAS or run with OMP_WAIT_POLICY=passive.
  *
  * Shape legend:
  *   N  batch               C  input channels        K  output channels / classes
  *   T  time (frames)       H  height                W  width
- *   G  conv groups         S  prod(spatial) = T*H*W M, N, K in gemm_*: ONNX Gemm dims
+ *   G  conv groups         S  prod(spatial) = T*H*W
+ *   (in gemm_*, M, N, K are the ONNX Gemm dims: op(A) (M, K), op(B) (K, N))
  * Layout is row-major N, C, spatial (NCDHW for 3-D); all pointers are arena
  * pointers (host memory here); sizes are element counts unless named *_bytes.
  *
@@ -21,7 +25,11 @@
 #ifndef VCC_CPU_H
 #define VCC_CPU_H
 
+/* Guarded so that the verbatim-inlined copy (vcc_elem.h text already above)
+ * does not look for the file. */
+#ifndef VCC_ELEM_H
 #include "vcc_elem.h"
+#endif
 
 #include <limits.h>
 #include <math.h>
@@ -39,6 +47,10 @@
 #ifdef complex
 #undef complex
 #endif
+
+/* Every function here is static inline and marked unused (VCC_UNUSED from
+ * vcc_elem.h), so a trainer that calls only some kernels compiles warning-free. */
+#define VCC_CPU_FN static inline VCC_UNUSED
 
 #define VCC_CPU_CHECK(cond, ...)                                              \
     do {                                                                      \
@@ -59,14 +71,14 @@ typedef struct VccRt { int unused; } VccRt;
 
 /* vcc_rt_init / vcc_rt_destroy / vcc_rt_sync: no-ops on the CPU (kernels are
  * synchronous); present so call sites match the CUDA target. */
-static inline void vcc_rt_init(VccRt *rt) { if (rt) rt->unused = 0; }
-static inline void vcc_rt_destroy(VccRt *rt) { (void)rt; }
-static inline void vcc_rt_sync(VccRt *rt) { (void)rt; }
+VCC_CPU_FN void vcc_rt_init(VccRt *rt) { if (rt) rt->unused = 0; }
+VCC_CPU_FN void vcc_rt_destroy(VccRt *rt) { (void)rt; }
+VCC_CPU_FN void vcc_rt_sync(VccRt *rt) { (void)rt; }
 
 /* vcc_arena_alloc: bytes of zeroed memory aligned to 256 bytes; NULL on
  * failure or size overflow. Free with vcc_arena_free. (calloc underneath, so
  * a large arena is zero-filled lazily by the OS.) */
-static inline void *vcc_arena_alloc(VccRt *rt, size_t bytes)
+VCC_CPU_FN void *vcc_arena_alloc(VccRt *rt, size_t bytes)
 {
     size_t extra = 256 + sizeof(void *);
     unsigned char *raw;
@@ -81,28 +93,28 @@ static inline void *vcc_arena_alloc(VccRt *rt, size_t bytes)
 }
 
 /* vcc_arena_free: release a vcc_arena_alloc block; NULL is a no-op. */
-static inline void vcc_arena_free(VccRt *rt, void *p)
+VCC_CPU_FN void vcc_arena_free(VccRt *rt, void *p)
 {
     (void)rt;
     if (p) free(((void **)p)[-1]);
 }
 
 /* vcc_upload: host -> arena copy of bytes (memcpy on the CPU). */
-static inline void vcc_upload(VccRt *rt, void *dst, const void *src, size_t bytes)
+VCC_CPU_FN void vcc_upload(VccRt *rt, void *dst, const void *src, size_t bytes)
 {
     (void)rt;
     if (bytes && dst != src) memcpy(dst, src, bytes);
 }
 
 /* vcc_download: arena -> host copy of bytes (memcpy on the CPU). */
-static inline void vcc_download(VccRt *rt, void *dst, const void *src, size_t bytes)
+VCC_CPU_FN void vcc_download(VccRt *rt, void *dst, const void *src, size_t bytes)
 {
     (void)rt;
     if (bytes && dst != src) memcpy(dst, src, bytes);
 }
 
 /* vcc_read_scalar: the float at arena pointer p (e.g. the loss). */
-static inline float vcc_read_scalar(VccRt *rt, const float *p)
+VCC_CPU_FN float vcc_read_scalar(VccRt *rt, const float *p)
 {
     (void)rt;
     return *p;
@@ -123,7 +135,7 @@ typedef struct {
 
 /* vcc_conv_geo: validate d and build its 3-D view; aborts on an inconsistent
  * descriptor (out size not the ONNX formula, channels not divisible by G). */
-static inline void vcc_conv_geo(const VccConvDesc *d, VccConvGeo *g)
+VCC_CPU_FN void vcc_conv_geo(const VccConvDesc *d, VccConvGeo *g)
 {
     int i, j;
     VCC_CPU_CHECK(d->nsp >= 1 && d->nsp <= 3, "conv: spatial rank %d not in 1..3", d->nsp);
@@ -165,7 +177,7 @@ static inline void vcc_conv_geo(const VccConvDesc *d, VccConvGeo *g)
 
 /* vcc_conv_range: [*lo, *hi) = output positions o in [0, O) whose input index
  * o*s + off lies in [0, I). */
-static inline void vcc_conv_range(int64_t off, int64_t s, int64_t I, int64_t O, int64_t *lo, int64_t *hi)
+VCC_CPU_FN void vcc_conv_range(int64_t off, int64_t s, int64_t I, int64_t O, int64_t *lo, int64_t *hi)
 {
     int64_t l = off >= 0 ? 0 : (-off + s - 1) / s;
     int64_t h = (I - 1 - off) < 0 ? 0 : (I - 1 - off) / s + 1;
@@ -181,7 +193,7 @@ static inline void vcc_conv_range(int64_t off, int64_t s, int64_t I, int64_t O, 
  *   col (Cg*k0*k1*k2, O0*O1*O2), row r = ((c*k0 + a)*k1 + b)*k2 + e, i.e. the
  *       order of the flattened weight (K, C/G, k0, k1, k2).
  * Padded positions are written as 0. */
-static inline void vcc_im2col(const VccConvGeo *g, const float *x, float *col)
+VCC_CPU_FN void vcc_im2col(const VccConvGeo *g, const float *x, float *col)
 {
     const int64_t rows = g->Cg * g->KK;
     const int64_t I0 = g->in[0], I1 = g->in[1], I2 = g->in[2];
@@ -232,7 +244,7 @@ static inline void vcc_im2col(const VccConvGeo *g, const float *x, float *col)
 /* vcc_col2im: adjoint of vcc_im2col: ACCUMULATE columns back into
  *   x (Cg, I0, I1, I2) += fold(col (Cg*KK, OUT)); padded positions dropped.
  * Parallel over channels (rows of one channel touch only that channel). */
-static inline void vcc_col2im(const VccConvGeo *g, const float *col, float *x)
+VCC_CPU_FN void vcc_col2im(const VccConvGeo *g, const float *col, float *x)
 {
     const int64_t I0 = g->in[0], I1 = g->in[1], I2 = g->in[2];
     const int64_t O0 = g->out[0], O1 = g->out[1], O2 = g->out[2];
@@ -273,8 +285,10 @@ static inline void vcc_col2im(const VccConvGeo *g, const float *col, float *x)
     }
 }
 
-/* vcc_conv_ws_check: abort unless ws holds one sample-group column buffer. */
-static inline float *vcc_conv_ws(const VccConvDesc *d, void *ws, size_t ws_bytes)
+/* vcc_conv_ws: ws as the im2col buffer (C/G*KK, OUT) floats; aborts unless
+ * ws_bytes >= 4*vcc_conv_col_elems(d) (checked for every conv, so a plan
+ * error shows up even on convs that skip im2col). */
+VCC_CPU_FN float *vcc_conv_ws(const VccConvDesc *d, void *ws, size_t ws_bytes)
 {
     int64_t need = vcc_conv_col_elems(d);
     VCC_CPU_CHECK(need >= 0 && (uint64_t)need <= (uint64_t)(ws_bytes / sizeof(float)) && (need == 0 || ws),
@@ -291,14 +305,15 @@ static inline float *vcc_conv_ws(const VccConvDesc *d, void *ws, size_t ws_bytes
  * Per sample and group: im2col into ws, then one sgemm
  *   y_g (K/G, OUT) = w_g (K/G, C/G*KK) * col (C/G*KK, OUT);
  * pointwise convs (kernel 1, stride 1, no pad) use x directly as col. */
-static inline void conv_forward(VccRt *rt, VccConvDesc *d, const float *x, const float *w, const float *b,
+VCC_CPU_FN void conv_forward(VccRt *rt, VccConvDesc *d, const float *x, const float *w, const float *b,
                                 float *y, void *ws, size_t ws_bytes)
 {
     VccConvGeo g;
-    float *col = vcc_conv_ws(d, ws, ws_bytes);
+    float *col;
     int64_t n, gi, k, o;
     (void)rt;
     vcc_conv_geo(d, &g);
+    col = vcc_conv_ws(d, ws, ws_bytes);
     for (n = 0; n < d->N; n++) {
         for (gi = 0; gi < d->G; gi++) {
             const float *xg = x + (n * d->C + gi * g.Cg) * g.IN;
@@ -329,14 +344,15 @@ static inline void conv_forward(VccRt *rt, VccConvDesc *d, const float *x, const
  *   dy (N, K, *out)   w (K, C/G, *kernel)   dx (N, C, *in), OVERWRITTEN
  *   ws: ws_bytes >= 4*vcc_conv_col_elems(d).
  * Per sample and group: col = w_g^T * dy_g (one sgemm), then col2im. */
-static inline void conv_backward_data(VccRt *rt, VccConvDesc *d, const float *dy, const float *w, float *dx,
+VCC_CPU_FN void conv_backward_data(VccRt *rt, VccConvDesc *d, const float *dy, const float *w, float *dx,
                                       void *ws, size_t ws_bytes)
 {
     VccConvGeo g;
-    float *col = vcc_conv_ws(d, ws, ws_bytes);
+    float *col;
     int64_t n, gi;
     (void)rt;
     vcc_conv_geo(d, &g);
+    col = vcc_conv_ws(d, ws, ws_bytes);
     for (n = 0; n < d->N; n++) {
         float *dxn = dx + n * d->C * g.IN;
         if (!g.pointwise) memset(dxn, 0, (size_t)(d->C * g.IN) * sizeof(float));
@@ -356,6 +372,21 @@ static inline void conv_backward_data(VccRt *rt, VccConvDesc *d, const float *dy
     }
 }
 
+/* vcc_sum_f64: sum of r[0..n-1] in double with four interleaved accumulators (a fixed order, so the
+ * result does not depend on threads). The main loop's bound is precomputed: gcc 12 misreads the
+ * `i + 4 <= n` form as overflowing when n is a constant after inlining (-Waggressive-loop-optimizations). */
+VCC_CPU_FN double vcc_sum_f64(const float *r, int64_t n)
+{
+    double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
+    const int64_t n4 = n - n % 4;
+    int64_t i;
+    for (i = 0; i < n4; i += 4) {
+        a0 += r[i]; a1 += r[i + 1]; a2 += r[i + 2]; a3 += r[i + 3];
+    }
+    for (i = n4; i < n; i++) a0 += r[i];
+    return (a0 + a1) + (a2 + a3);
+}
+
 /* conv_backward_filter: weight and bias gradients of conv_forward (ONNX Conv /
  * torch conv weight.grad, bias.grad).
  *   x (N, C, *in)   dy (N, K, *out)
@@ -363,14 +394,15 @@ static inline void conv_backward_data(VccRt *rt, VccConvDesc *d, const float *dy
  *   db (K) or NULL, OVERWRITTEN: sum of dy over N and spatial (double accumulation)
  *   ws: ws_bytes >= 4*vcc_conv_col_elems(d).
  * Per sample and group: im2col into ws, one sgemm accumulating into dw_g. */
-static inline void conv_backward_filter(VccRt *rt, VccConvDesc *d, const float *x, const float *dy, float *dw,
+VCC_CPU_FN void conv_backward_filter(VccRt *rt, VccConvDesc *d, const float *x, const float *dy, float *dw,
                                         float *db, void *ws, size_t ws_bytes)
 {
     VccConvGeo g;
-    float *col = vcc_conv_ws(d, ws, ws_bytes);
+    float *col;
     int64_t n, gi, k;
     (void)rt;
     vcc_conv_geo(d, &g);
+    col = vcc_conv_ws(d, ws, ws_bytes);
     if (d->N == 0) memset(dw, 0, (size_t)(d->K * g.Cg * g.KK) * sizeof(float));
     for (n = 0; n < d->N; n++) {
         for (gi = 0; gi < d->G; gi++) {
@@ -392,15 +424,9 @@ static inline void conv_backward_filter(VccRt *rt, VccConvDesc *d, const float *
 #endif
         for (k = 0; k < d->K; k++) {
             double acc = 0.0;
-            int64_t nn, o;
+            int64_t nn;
             for (nn = 0; nn < d->N; nn++) {
-                const float *r = dy + (nn * d->K + k) * g.OUT;
-                double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
-                for (o = 0; o + 4 <= g.OUT; o += 4) {
-                    a0 += r[o]; a1 += r[o + 1]; a2 += r[o + 2]; a3 += r[o + 3];
-                }
-                for (; o < g.OUT; o++) a0 += r[o];
-                acc += (a0 + a1) + (a2 + a3);
+                acc += vcc_sum_f64(dy + (nn * d->K + k) * g.OUT, g.OUT);
             }
             db[k] = (float)acc;
         }
@@ -423,7 +449,7 @@ static inline void conv_backward_filter(VccRt *rt, VccConvDesc *d, const float *
  *     running_mean = running_mean*momentum + mean*(1-momentum)
  *     running_var  = running_var*momentum + var_unbiased*(1-momentum),
  *   var_unbiased = var*m/(m-1) (var itself when m == 1). running_* may be NULL. */
-static inline void batchnorm_forward_train(VccRt *rt, int64_t N, int64_t C, int64_t S, const float *x,
+VCC_CPU_FN void batchnorm_forward_train(VccRt *rt, int64_t N, int64_t C, int64_t S, const float *x,
                                            const float *gamma, const float *beta, float *running_mean,
                                            float *running_var, float momentum, float eps, float *y,
                                            float *save_mean, float *save_invstd)
@@ -487,7 +513,7 @@ static inline void batchnorm_forward_train(VccRt *rt, int64_t N, int64_t C, int6
  *   gamma, save_mean, save_invstd (C) from the forward
  *   dgamma (C) = sum dy*xhat, dbeta (C) = sum dy (double sums; either may be NULL)
  *   dx = vcc_bn_dx(...) = gamma*invstd*(dy - mean(dy) - xhat*mean(dy*xhat)). */
-static inline void batchnorm_backward(VccRt *rt, int64_t N, int64_t C, int64_t S, const float *x, const float *dy,
+VCC_CPU_FN void batchnorm_backward(VccRt *rt, int64_t N, int64_t C, int64_t S, const float *x, const float *dy,
                                       const float *gamma, const float *save_mean, const float *save_invstd,
                                       float *dx, float *dgamma, float *dbeta)
 {
@@ -539,7 +565,7 @@ static inline void batchnorm_backward(VccRt *rt, int64_t N, int64_t C, int64_t S
 
 /* relu_forward: y = max(x, 0) elementwise (torch.relu, ONNX Relu; NaN
  * propagates). x, y (n); y may == x. */
-static inline void relu_forward(VccRt *rt, int64_t n, const float *x, float *y)
+VCC_CPU_FN void relu_forward(VccRt *rt, int64_t n, const float *x, float *y)
 {
     int64_t i;
     (void)rt;
@@ -551,7 +577,7 @@ static inline void relu_forward(VccRt *rt, int64_t n, const float *x, float *y)
 
 /* relu_backward: dx = y > 0 ? dy : 0 from the forward OUTPUT y.
  * y, dy, dx (n); dx may == dy. */
-static inline void relu_backward(VccRt *rt, int64_t n, const float *y, const float *dy, float *dx)
+VCC_CPU_FN void relu_backward(VccRt *rt, int64_t n, const float *y, const float *dy, float *dx)
 {
     int64_t i;
     (void)rt;
@@ -563,7 +589,7 @@ static inline void relu_backward(VccRt *rt, int64_t n, const float *y, const flo
 
 /* add_forward: y = a + b elementwise (ONNX Add, same shape). a, b, y (n);
  * y may == a or b. */
-static inline void add_forward(VccRt *rt, int64_t n, const float *a, const float *b, float *y)
+VCC_CPU_FN void add_forward(VccRt *rt, int64_t n, const float *a, const float *b, float *y)
 {
     int64_t i;
     (void)rt;
@@ -575,14 +601,14 @@ static inline void add_forward(VccRt *rt, int64_t n, const float *a, const float
 
 /* copy_forward: y = x (n elements; Identity / Reshape / Flatten copies).
  * Overlapping ranges are allowed. */
-static inline void copy_forward(VccRt *rt, int64_t n, const float *x, float *y)
+VCC_CPU_FN void copy_forward(VccRt *rt, int64_t n, const float *x, float *y)
 {
     (void)rt;
     if (n > 0 && x != y) memmove(y, x, (size_t)n * sizeof(float));
 }
 
 /* fill_forward: y[i] = value for i < n (e.g. the loss seed dloss = 1). */
-static inline void fill_forward(VccRt *rt, int64_t n, float value, float *y)
+VCC_CPU_FN void fill_forward(VccRt *rt, int64_t n, float value, float *y)
 {
     int64_t i;
     (void)rt;
@@ -592,7 +618,7 @@ static inline void fill_forward(VccRt *rt, int64_t n, float value, float *y)
 /* sgd_update: torch.optim.SGD step (dampening 0, nesterov off) per element,
  * vcc_sgd: g += wd*p; v = momentum*v + g; p -= lr*v.
  *   p, v (n) updated in place (v zero before the first step); g (n). */
-static inline void sgd_update(VccRt *rt, int64_t n, float *p, const float *g, float *v, float lr, float momentum,
+VCC_CPU_FN void sgd_update(VccRt *rt, int64_t n, float *p, const float *g, float *v, float lr, float momentum,
                               float wd)
 {
     int64_t i;
@@ -610,7 +636,7 @@ static inline void sgd_update(VccRt *rt, int64_t n, float *p, const float *g, fl
 /* global_avgpool_forward: y[i] = mean of x[i, 0..S-1] (double sum), i.e.
  * ONNX GlobalAveragePool / torch adaptive_avg_pool3d(x, 1).
  *   x (N*C, S) with S = T*H*W   y (N*C) */
-static inline void global_avgpool_forward(VccRt *rt, int64_t NC, int64_t S, const float *x, float *y)
+VCC_CPU_FN void global_avgpool_forward(VccRt *rt, int64_t NC, int64_t S, const float *x, float *y)
 {
     int64_t i;
     (void)rt;
@@ -618,20 +644,13 @@ static inline void global_avgpool_forward(VccRt *rt, int64_t NC, int64_t S, cons
 #pragma omp parallel for schedule(static)
 #endif
     for (i = 0; i < NC; i++) {
-        const float *r = x + i * S;
-        double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
-        int64_t s;
-        for (s = 0; s + 4 <= S; s += 4) {
-            a0 += r[s]; a1 += r[s + 1]; a2 += r[s + 2]; a3 += r[s + 3];
-        }
-        for (; s < S; s++) a0 += r[s];
-        y[i] = S > 0 ? (float)(((a0 + a1) + (a2 + a3)) / (double)S) : 0.0f;
+        y[i] = S > 0 ? (float)(vcc_sum_f64(x + i * S, S) / (double)S) : 0.0f;
     }
 }
 
 /* global_avgpool_backward: dx[i, s] = dy[i] / S (OVERWRITTEN).
  *   dy (N*C)   dx (N*C, S) */
-static inline void global_avgpool_backward(VccRt *rt, int64_t NC, int64_t S, const float *dy, float *dx)
+VCC_CPU_FN void global_avgpool_backward(VccRt *rt, int64_t NC, int64_t S, const float *dy, float *dx)
 {
     int64_t i;
     (void)rt;
@@ -655,7 +674,7 @@ static inline void global_avgpool_backward(VccRt *rt, int64_t NC, int64_t S, con
  *   op(B) (K, N): B stored (K, N), or (N, K) if transB
  *   C (c_rows, c_cols) with c_rows in {1, M}, c_cols in {1, N}, broadcast
  *   to (M, N); NULL means no C.   Y (M, N), OVERWRITTEN. */
-static inline void gemm_forward(VccRt *rt, int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
+VCC_CPU_FN void gemm_forward(VccRt *rt, int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
                                 const float *A, const float *B, float beta, const float *C, int64_t c_rows,
                                 int64_t c_cols, float *Y)
 {
@@ -692,7 +711,7 @@ static inline void gemm_forward(VccRt *rt, int transA, int transB, int64_t M, in
  *   dB shaped like B: d op(B) = alpha * op(A)^T * dY     (K, N), transposed if transB
  *   dC (c_rows, c_cols) = beta * dY summed over broadcast dims (double sums)
  * Each output may be NULL; all are OVERWRITTEN. */
-static inline void gemm_backward(VccRt *rt, int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
+VCC_CPU_FN void gemm_backward(VccRt *rt, int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
                                  float beta, const float *A, const float *B, const float *dY, float *dA, float *dB,
                                  float *dC, int64_t c_rows, int64_t c_cols)
 {
@@ -750,7 +769,7 @@ static inline void gemm_backward(VccRt *rt, int transA, int transB, int64_t M, i
  * (rows summed in float in row order, then divided by N).
  *   logits (N, K)   labels (N) int64 in [0, K) (out of range gives NaN)
  *   loss (1)   prob (N, K) = softmax(logits), saved for the backward. */
-static inline void softmax_xent_forward(VccRt *rt, int64_t N, int64_t K, const float *logits, const int64_t *labels,
+VCC_CPU_FN void softmax_xent_forward(VccRt *rt, int64_t N, int64_t K, const float *logits, const int64_t *labels,
                                         float *loss, float *prob)
 {
     int64_t i;
@@ -762,7 +781,7 @@ static inline void softmax_xent_forward(VccRt *rt, int64_t N, int64_t K, const f
 
 /* softmax_xent_backward: dlogits = (prob - onehot(label)) * dloss[0] / N.
  *   prob, dlogits (N, K) (dlogits may == prob)   labels (N)   dloss (1) */
-static inline void softmax_xent_backward(VccRt *rt, int64_t N, int64_t K, const float *prob, const int64_t *labels,
+VCC_CPU_FN void softmax_xent_backward(VccRt *rt, int64_t N, int64_t K, const float *prob, const int64_t *labels,
                                          const float *dloss, float *dlogits)
 {
     int64_t i, k;

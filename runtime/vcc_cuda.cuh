@@ -287,7 +287,7 @@ static inline VccCudnnConv *vcc__conv_backend(VccRt *rt, VccConvDesc *d)
     VccCudnnConv *b;
     int nd, i, xdim[5], xstr[5], ydim[5], ystr[5], wdim[5], odim[5];
     int pad[3], str[3], dil[3];
-    int64_t xs = 1, ys = 1;
+    int64_t xs = 1, ys = 1, span;
 
     if (d->backend) return (VccCudnnConv *)d->backend;
     if (d->nsp < 1 || d->nsp > 3) vcc__conv_fail(d, "spatial rank must be 1..3");
@@ -299,8 +299,8 @@ static inline VccCudnnConv *vcc__conv_backend(VccRt *rt, VccConvDesc *d)
         if (d->in[i] < 1 || d->out[i] < 1 || d->kernel[i] < 1 || d->stride[i] < 1 ||
             d->dilation[i] < 1 || d->pad_begin[i] < 0)
             vcc__conv_fail(d, "bad spatial size, kernel, stride, dilation or padding");
-        if (d->out[i] != (d->in[i] + d->pad_begin[i] + d->pad_end[i] -
-                          d->dilation[i] * (d->kernel[i] - 1) - 1) / d->stride[i] + 1)
+        span = d->in[i] + d->pad_begin[i] + d->pad_end[i] - d->dilation[i] * (d->kernel[i] - 1) - 1;
+        if (span < 0 || d->out[i] != span / d->stride[i] + 1)
             vcc__conv_fail(d, "output size disagrees with the ONNX Conv formula");
     }
 
@@ -501,7 +501,8 @@ static inline void vcc__conv_pick_bwd_filter(VccRt *rt, const VccConvDesc *d, Vc
     }
     /* 2. BWD_FILTER_ALGO_0 (no workspace), then any algorithm cuDNN accepts that fits */
     for (i = -1; i < CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT; i++) {
-        cudnnConvolutionBwdFilterAlgo_t a = i < 0 ? CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0 : (cudnnConvolutionBwdFilterAlgo_t)i;
+        cudnnConvolutionBwdFilterAlgo_t a =
+            i < 0 ? CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0 : (cudnnConvolutionBwdFilterAlgo_t)i;
         need = 0;
         st = cudnnGetConvolutionBackwardFilterWorkspaceSize(rt->cudnn, b->x, b->y, b->conv, b->w, a, &need);
         if (i < 0) {

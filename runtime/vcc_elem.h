@@ -21,10 +21,19 @@
 #include <stdint.h>
 #include <math.h>
 
+/* VCC_UNUSED: silences "declared but never referenced" for helpers a given
+ * trainer does not call (nvcc's front end warns about unused static inline
+ * functions in the main file, which is where the inlined runtime lands). */
+#if defined(__GNUC__) || defined(__clang__) || defined(__CUDACC__)
+#define VCC_UNUSED __attribute__((unused))
+#else
+#define VCC_UNUSED
+#endif
+
 #if defined(__CUDACC__)
 #define VCC_HD __host__ __device__ __forceinline__
 #else
-#define VCC_HD static inline
+#define VCC_HD static inline VCC_UNUSED
 #endif
 
 /* ------------------------------------------------------------------------ */
@@ -98,13 +107,15 @@ VCC_HD void vcc_sgd(float *p, float g, float *v, float lr, float momentum, float
  *   max-subtracted; returns -log softmax(logits_row)[label] computed as
  *   logsumexp(logits_row) - logits_row[label] (torch.nn.CrossEntropyLoss per
  *   sample, before the batch mean).
- * Errors: the caller validates labels; a label outside [0, K) reads nothing
- * out of bounds and returns NaN. prob_row may not alias logits_row. */
+ * Errors: the caller validates labels; a label outside [0, K) (or K <= 0)
+ * reads nothing out of bounds and returns NaN. prob_row may not alias logits_row. */
 VCC_HD float vcc_xent_row(int64_t K, const float *logits_row, int64_t label, float *prob_row)
 {
     int64_t k;
-    float mx = logits_row[0];
-    float sum = 0.0f, inv;
+    float mx, sum = 0.0f, inv;
+    if (K <= 0)
+        return nanf("");
+    mx = logits_row[0];
     for (k = 1; k < K; k++)
         if (logits_row[k] > mx) mx = logits_row[k];
     for (k = 0; k < K; k++) {
@@ -146,7 +157,7 @@ typedef struct VccConvDesc {
 
 /* vcc_conv_col_elems: floats in the im2col buffer for ONE sample and ONE
  * group: (C/G) * prod(kernel) * prod(out). */
-static inline int64_t vcc_conv_col_elems(const VccConvDesc *d)
+static inline VCC_UNUSED int64_t vcc_conv_col_elems(const VccConvDesc *d)
 {
     int64_t n = d->C / d->G;
     int i;

@@ -34,14 +34,23 @@
 #define VCC_IO_PRINTF(a, b)
 #endif
 
+/* Every function is static inline and marked unused, so a trainer or tool
+ * that calls only some of them compiles warning-free (nvcc warns about
+ * unreferenced static functions in the main file, where this text is inlined). */
+#if defined(__GNUC__) || defined(__clang__) || defined(__CUDACC__)
+#define VCC_IO_FN static inline __attribute__((unused))
+#else
+#define VCC_IO_FN static inline
+#endif
+
 /* ======================================================================== */
 /* Common helpers                                                           */
 /* ======================================================================== */
 
 /* vcc_io_errf: write "<path>: <formatted message>" into err (truncated to
  * errlen, always terminated). Returns 1 so callers can `return vcc_io_errf(...)`. */
-static inline int vcc_io_errf(char *err, size_t errlen, const char *path, const char *fmt, ...) VCC_IO_PRINTF(4, 5);
-static inline int vcc_io_errf(char *err, size_t errlen, const char *path, const char *fmt, ...)
+VCC_IO_FN int vcc_io_errf(char *err, size_t errlen, const char *path, const char *fmt, ...) VCC_IO_PRINTF(4, 5);
+VCC_IO_FN int vcc_io_errf(char *err, size_t errlen, const char *path, const char *fmt, ...)
 {
     va_list ap;
     int n;
@@ -57,7 +66,7 @@ static inline int vcc_io_errf(char *err, size_t errlen, const char *path, const 
 }
 
 /* vcc_io_mul_u64: *r = a * b; returns 1 on overflow. */
-static inline int vcc_io_mul_u64(uint64_t a, uint64_t b, uint64_t *r)
+VCC_IO_FN int vcc_io_mul_u64(uint64_t a, uint64_t b, uint64_t *r)
 {
     if (a != 0 && b > UINT64_MAX / a) return 1;
     *r = a * b;
@@ -66,7 +75,7 @@ static inline int vcc_io_mul_u64(uint64_t a, uint64_t b, uint64_t *r)
 
 /* vcc_io_file_size: size in bytes of an open binary file (position restored
  * to 0). Returns 0 on success. */
-static inline int vcc_io_file_size(FILE *f, uint64_t *size)
+VCC_IO_FN int vcc_io_file_size(FILE *f, uint64_t *size)
 {
     long end;
     if (fseek(f, 0, SEEK_END) != 0) return 1;
@@ -78,14 +87,14 @@ static inline int vcc_io_file_size(FILE *f, uint64_t *size)
 }
 
 /* vcc_io_read: read exactly n bytes; returns 0 on success. */
-static inline int vcc_io_read(FILE *f, void *dst, size_t n)
+VCC_IO_FN int vcc_io_read(FILE *f, void *dst, size_t n)
 {
     if (n == 0) return 0;
     return fread(dst, 1, n, f) == n ? 0 : 1;
 }
 
 /* vcc_io_read_fail: message for a failed read (I/O error vs short read). */
-static inline int vcc_io_read_fail(FILE *f, char *err, size_t errlen, const char *path, const char *what)
+VCC_IO_FN int vcc_io_read_fail(FILE *f, char *err, size_t errlen, const char *path, const char *what)
 {
     if (ferror(f))
         return vcc_io_errf(err, errlen, path, "read error in %s: %s", what, strerror(errno));
@@ -110,7 +119,7 @@ typedef struct {
     size_t n, i;
 } VccNpyCur;
 
-static inline void vcc_npy_ws(VccNpyCur *c)
+VCC_IO_FN void vcc_npy_ws(VccNpyCur *c)
 {
     while (c->i < c->n && (c->s[c->i] == ' ' || c->s[c->i] == '\t' ||
                            c->s[c->i] == '\n' || c->s[c->i] == '\r'))
@@ -119,7 +128,7 @@ static inline void vcc_npy_ws(VccNpyCur *c)
 
 /* Parse a quoted Python string without escapes into out (cap bytes incl NUL).
  * Returns 0 on success, 1 on syntax error, 2 if too long. */
-static inline int vcc_npy_str(VccNpyCur *c, char *out, size_t cap)
+VCC_IO_FN int vcc_npy_str(VccNpyCur *c, char *out, size_t cap)
 {
     char q;
     size_t len = 0;
@@ -142,7 +151,7 @@ static inline int vcc_npy_str(VccNpyCur *c, char *out, size_t cap)
 
 /* Parse a non-negative decimal integer <= INT64_MAX (optional Python 2 'L'
  * suffix). Returns 0 on success, 1 on syntax error, 2 on overflow. */
-static inline int vcc_npy_int(VccNpyCur *c, int64_t *v)
+VCC_IO_FN int vcc_npy_int(VccNpyCur *c, int64_t *v)
 {
     uint64_t x = 0;
     size_t start = c->i;
@@ -160,7 +169,7 @@ static inline int vcc_npy_int(VccNpyCur *c, int64_t *v)
 
 /* Parse the header dict {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
  * into a (dtype/rank/dims). Returns 0 or writes err. */
-static inline int vcc_npy_parse_header(const char *hdr, size_t hlen, const char *path,
+VCC_IO_FN int vcc_npy_parse_header(const char *hdr, size_t hlen, const char *path,
                                        VccNpy *a, char *err, size_t errlen)
 {
     VccNpyCur c;
@@ -215,7 +224,7 @@ static inline int vcc_npy_parse_header(const char *hdr, size_t hlen, const char 
             c.i++;
             a->rank = 0;
             for (;;) {
-                int64_t v;
+                int64_t v = 0;
                 vcc_npy_ws(&c);
                 if (c.i < c.n && c.s[c.i] == ')') { c.i++; break; }
                 if (a->rank >= 8)
@@ -259,7 +268,7 @@ static inline int vcc_npy_parse_header(const char *hdr, size_t hlen, const char 
 }
 
 /* vcc_npy_free: release a VccNpy's data; safe on a zeroed or failed-load VccNpy. */
-static inline void vcc_npy_free(VccNpy *a)
+VCC_IO_FN void vcc_npy_free(VccNpy *a)
 {
     if (!a) return;
     free(a->data);
@@ -274,7 +283,7 @@ static inline void vcc_npy_free(VccNpy *a)
  * version, header past end of file, malformed header dict, other dtypes,
  * big-endian, fortran_order True, rank > 8, size overflow, data shorter or
  * longer than prod(shape) * itemsize, out of memory. */
-static inline int vcc_npy_load(const char *path, VccNpy *out, char *err, size_t errlen)
+VCC_IO_FN int vcc_npy_load(const char *path, VccNpy *out, char *err, size_t errlen)
 {
     FILE *f;
     unsigned char pre[12];
@@ -393,7 +402,7 @@ typedef struct { unsigned char *buf; size_t size; /* whole file */ VccStEntry *e
 typedef struct { const char *name; const char *dtype; int rank; const int64_t *dims; const void *data; uint64_t nbytes; } VccStWrite;
 
 /* vcc_st_dtype_size: bytes per element of a safetensors dtype name, 0 if unknown. */
-static inline int vcc_st_dtype_size(const char *dt)
+VCC_IO_FN int vcc_st_dtype_size(const char *dt)
 {
     static const char *const names[] = {"F64", "F32", "F16", "BF16", "I64", "I32", "I16", "I8",
                                         "U64", "U32", "U16", "U8", "BOOL", "F8_E4M3", "F8_E5M2"};
@@ -414,20 +423,20 @@ typedef struct {
     size_t errlen;
 } VccJson;
 
-static inline void vcc_json_ws(VccJson *j)
+VCC_IO_FN void vcc_json_ws(VccJson *j)
 {
     while (j->i < j->n && (j->s[j->i] == ' ' || j->s[j->i] == '\t' ||
                            j->s[j->i] == '\n' || j->s[j->i] == '\r'))
         j->i++;
 }
 
-static inline int vcc_json_fail(VccJson *j, const char *what)
+VCC_IO_FN int vcc_json_fail(VccJson *j, const char *what)
 {
     return vcc_io_errf(j->err, j->errlen, j->path, "malformed safetensors header JSON at byte %lu: %s",
                        (unsigned long)j->i, what);
 }
 
-static inline int vcc_json_expect(VccJson *j, char ch)
+VCC_IO_FN int vcc_json_expect(VccJson *j, char ch)
 {
     vcc_json_ws(j);
     if (j->i >= j->n || j->s[j->i] != ch) {
@@ -439,7 +448,7 @@ static inline int vcc_json_expect(VccJson *j, char ch)
     return 0;
 }
 
-static inline int vcc_json_hex4(VccJson *j, unsigned *v)
+VCC_IO_FN int vcc_json_hex4(VccJson *j, unsigned *v)
 {
     unsigned x = 0;
     int k;
@@ -459,7 +468,7 @@ static inline int vcc_json_hex4(VccJson *j, unsigned *v)
 
 /* Parse a JSON string. If out is non-NULL, *out receives a malloc'd,
  * unescaped, NUL-terminated copy (strings containing U+0000 are rejected). */
-static inline int vcc_json_string(VccJson *j, char **out)
+VCC_IO_FN int vcc_json_string(VccJson *j, char **out)
 {
     size_t start, cap, len = 0;
     char *buf = NULL;
@@ -490,7 +499,7 @@ static inline int vcc_json_string(VccJson *j, char **out)
         if (j->i >= j->n) { free(buf); return vcc_json_fail(j, "unterminated escape"); }
         ch = (unsigned char)j->s[j->i++];
         if (ch == 'u') {
-            unsigned cp, lo;
+            unsigned cp = 0, lo = 0;
             if (vcc_json_hex4(j, &cp)) { free(buf); return vcc_json_fail(j, "bad \\u escape"); }
             if (cp >= 0xD800 && cp <= 0xDBFF) {
                 if (j->n - j->i < 2 || j->s[j->i] != '\\' || j->s[j->i + 1] != 'u') {
@@ -531,7 +540,7 @@ static inline int vcc_json_string(VccJson *j, char **out)
 }
 
 /* Parse a non-negative JSON integer (no sign, fraction or exponent). */
-static inline int vcc_json_u64(VccJson *j, uint64_t *v)
+VCC_IO_FN int vcc_json_u64(VccJson *j, uint64_t *v)
 {
     uint64_t x = 0;
     size_t start;
@@ -552,7 +561,7 @@ static inline int vcc_json_u64(VccJson *j, uint64_t *v)
 }
 
 /* Skip any JSON value (depth-limited). */
-static inline int vcc_json_skip(VccJson *j, int depth)
+VCC_IO_FN int vcc_json_skip(VccJson *j, int depth)
 {
     char ch;
     if (depth > 64) return vcc_json_fail(j, "nesting too deep");
@@ -605,7 +614,7 @@ static inline int vcc_json_skip(VccJson *j, int depth)
 
 /* Parse one tensor info object {"dtype": .., "shape": [..], "data_offsets": [b, e]}
  * into e (name already set). Offsets are kept relative here. */
-static inline int vcc_st_parse_info(VccJson *j, VccStEntry *e)
+VCC_IO_FN int vcc_st_parse_info(VccJson *j, VccStEntry *e)
 {
     int have_dtype = 0, have_shape = 0, have_off = 0;
     if (vcc_json_expect(j, '{')) return 1;
@@ -642,7 +651,7 @@ static inline int vcc_st_parse_info(VccJson *j, VccStEntry *e)
                 j->i++;
             } else {
                 for (;;) {
-                    uint64_t v;
+                    uint64_t v = 0;
                     if (e->rank >= 8)
                         return vcc_io_errf(j->err, j->errlen, j->path, "tensor '%s': rank above 8 is not supported", e->name);
                     if (vcc_json_u64(j, &v)) return 1;
@@ -679,7 +688,7 @@ static inline int vcc_st_parse_info(VccJson *j, VccStEntry *e)
 
 /* vcc_st_free: release everything vcc_st_load allocated; safe on a zeroed or
  * failed-load VccSafetensors. */
-static inline void vcc_st_free(VccSafetensors *st)
+VCC_IO_FN void vcc_st_free(VccSafetensors *st)
 {
     int i;
     if (!st) return;
@@ -691,7 +700,7 @@ static inline void vcc_st_free(VccSafetensors *st)
 }
 
 /* qsort order on (begin, end) over an array of entry pointers. */
-static inline int vcc_st_cmp(const void *pa, const void *pb)
+VCC_IO_FN int vcc_st_cmp(const void *pa, const void *pb)
 {
     const VccStEntry *a = *(const VccStEntry *const *)pa;
     const VccStEntry *b = *(const VccStEntry *const *)pb;
@@ -709,7 +718,7 @@ static inline int vcc_st_cmp(const void *pa, const void *pb)
  * dtypes, rank > 8, missing fields, begin > end, end past the data section,
  * end - begin != prod(shape) * itemsize, tensors that overlap, leave gaps, or
  * do not cover the data section exactly. */
-static inline int vcc_st_load(const char *path, VccSafetensors *st, char *err, size_t errlen)
+VCC_IO_FN int vcc_st_load(const char *path, VccSafetensors *st, char *err, size_t errlen)
 {
     FILE *f;
     uint64_t fsize, hsize, dsize, dstart;
@@ -911,7 +920,7 @@ fail:
 }
 
 /* vcc_st_find: the entry named name, or NULL. */
-static inline const VccStEntry *vcc_st_find(const VccSafetensors *st, const char *name)
+VCC_IO_FN const VccStEntry *vcc_st_find(const VccSafetensors *st, const char *name)
 {
     int i;
     if (!st || !name) return NULL;
@@ -927,7 +936,7 @@ typedef struct {
     int oom;
 } VccStBuf;
 
-static inline void vcc_stbuf_put(VccStBuf *b, const char *s, size_t n)
+VCC_IO_FN void vcc_stbuf_put(VccStBuf *b, const char *s, size_t n)
 {
     if (b->oom) return;
     if (n > ((size_t)-1) / 2 - b->len) { b->oom = 1; return; }
@@ -945,9 +954,9 @@ static inline void vcc_stbuf_put(VccStBuf *b, const char *s, size_t n)
     b->p[b->len] = '\0';
 }
 
-static inline void vcc_stbuf_str(VccStBuf *b, const char *s) { vcc_stbuf_put(b, s, strlen(s)); }
+VCC_IO_FN void vcc_stbuf_str(VccStBuf *b, const char *s) { vcc_stbuf_put(b, s, strlen(s)); }
 
-static inline void vcc_stbuf_u64(VccStBuf *b, uint64_t v)
+VCC_IO_FN void vcc_stbuf_u64(VccStBuf *b, uint64_t v)
 {
     char t[24];
     int n = snprintf(t, sizeof t, "%llu", (unsigned long long)v);
@@ -955,7 +964,7 @@ static inline void vcc_stbuf_u64(VccStBuf *b, uint64_t v)
 }
 
 /* JSON string literal with escapes for '"', '\\' and control characters. */
-static inline void vcc_stbuf_json(VccStBuf *b, const char *s)
+VCC_IO_FN void vcc_stbuf_json(VccStBuf *b, const char *s)
 {
     vcc_stbuf_put(b, "\"", 1);
     for (; *s; s++) {
@@ -982,7 +991,7 @@ static inline void vcc_stbuf_json(VccStBuf *b, const char *s)
  * at path.tmp). Rejected: NULL name/dtype, the reserved name "__metadata__",
  * duplicate names, unknown dtype, rank outside 0..8, negative dims,
  * nbytes != prod(dims) * itemsize, NULL data with nbytes > 0, I/O errors. */
-static inline int vcc_st_save(const char *path, const VccStWrite *t, int n, char *err, size_t errlen)
+VCC_IO_FN int vcc_st_save(const char *path, const VccStWrite *t, int n, char *err, size_t errlen)
 {
     VccStBuf h;
     uint64_t off = 0;

@@ -250,7 +250,8 @@ static void bn_case(int64_t N, int64_t C, int64_t S, float offset, float scale)
     float *rm = hrand(C, 0.0f, 0.1f), *rv = hrand(C, 1.0f, 0.5f), *dy = hrand(n, 0.0f, 1.0f);
     float *rm_ref = hcopy(rm, C), *rv_ref = hcopy(rv, C);
     float *y_ref = (float *)xmalloc((size_t)n * sizeof(float)), *dx_ref = (float *)xmalloc((size_t)n * sizeof(float));
-    float *mean_ref = (float *)xmalloc((size_t)C * sizeof(float)), *istd_ref = (float *)xmalloc((size_t)C * sizeof(float));
+    float *mean_ref = (float *)xmalloc((size_t)C * sizeof(float));
+    float *istd_ref = (float *)xmalloc((size_t)C * sizeof(float));
     float *dg_ref = (float *)xmalloc((size_t)C * sizeof(float)), *db_ref = (float *)xmalloc((size_t)C * sizeof(float));
     float *gx, *gg, *gb, *grm, *grv, *gy, *gmean, *gistd, *gdy, *gdx, *gdg, *gdb, *gxy, *gsm, *gsi;
 

@@ -23,7 +23,7 @@ static inline int dsa_csv_read(const char *path, VccDsaItem **items_out, size_t 
                         size_t errlen) {
   FILE *f = fopen(path, "r");
   if (!f) {
-    snprintf(err, errlen, "%s: %s", path, strerror(errno));
+    snprintf(err, errlen, "%.400s: %s", path, strerror(errno));
     return -1;
   }
   char line[4096];
@@ -49,7 +49,7 @@ static inline int dsa_csv_read(const char *path, VccDsaItem **items_out, size_t 
         save = comma + 1;
       }
       if (col_lower < 0 || col_upper < 0 || col_size < 0) {
-        snprintf(err, errlen, "%s:1: header lacks lower/upper/size", path);
+        snprintf(err, errlen, "%.400s:1: header lacks lower/upper/size", path);
         goto fail;
       }
       continue;
@@ -72,27 +72,27 @@ static inline int dsa_csv_read(const char *path, VccDsaItem **items_out, size_t 
         else if (c == col_upper) upper = v;
       }
       if (errno || (endp == p && (c == col_lower || c == col_upper || c == col_size))) {
-        snprintf(err, errlen, "%s:%zu: bad number in column %d", path, lineno, c + 1);
+        snprintf(err, errlen, "%.400s:%zu: bad number in column %d", path, lineno, c + 1);
         goto fail;
       }
       p = endp;
       if (c + 1 < ncols) {
         if (*p != ',') {
-          snprintf(err, errlen, "%s:%zu: expected %d columns", path, lineno, ncols);
+          snprintf(err, errlen, "%.400s:%zu: expected %d columns", path, lineno, ncols);
           goto fail;
         }
         p++;
       }
     }
     if (upper <= lower) {
-      snprintf(err, errlen, "%s:%zu: empty interval [%lld, %lld)", path, lineno, lower, upper);
+      snprintf(err, errlen, "%.400s:%zu: empty interval [%lld, %lld)", path, lineno, lower, upper);
       goto fail;
     }
     if (n == cap) {
       cap = cap ? 2 * cap : 256;
       VccDsaItem *grown = realloc(items, cap * sizeof *grown);
       if (!grown) {
-        snprintf(err, errlen, "%s: out of memory", path);
+        snprintf(err, errlen, "%.400s: out of memory", path);
         goto fail;
       }
       items = grown;
@@ -100,7 +100,7 @@ static inline int dsa_csv_read(const char *path, VccDsaItem **items_out, size_t 
     items[n++] = (VccDsaItem){(uint64_t)size, (uint64_t)align, (int64_t)lower, (int64_t)upper - 1};
   }
   if (lineno == 0) {
-    snprintf(err, errlen, "%s: empty file", path);
+    snprintf(err, errlen, "%.400s: empty file", path);
     goto fail;
   }
   fclose(f);

@@ -10,6 +10,7 @@
  * its published capacity (12). For A-K the planner does not reach the published capacity
  * (1048576), so the ratio arena/capacity is printed, not asserted (see bench/dsa/README.md).
  */
+#define _POSIX_C_SOURCE 200809L /* stat() */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

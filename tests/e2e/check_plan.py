@@ -1,0 +1,128 @@
+"""The memory plan is consistent and safe, checked outside vcc.
+
+    check_plan.py --vcc BUILD/vcc MODEL.onnx [--shape NAME=DIMS ...] [--work DIR]
+
+Runs `vcc MODEL --dump-ir=memplan --plan-json plan.json` and checks:
+  - the dump's per-tensor lines (bytes, live interval, offset) and arena line agree with the JSON;
+  - no two buffers that are live at the same step share a byte (tensors joined by inplace_of share one
+    buffer; persistent tensors are live at every step), every offset is 256-byte aligned and inside
+    the arena — an overlap check written here, independent of vcc's own checker;
+  - lower_bound_bytes equals this script's own sweep (persistent bytes + the largest sum of live planned
+    buffer sizes, each rounded up to 256 bytes, at any step) and arena_bytes >= lower_bound_bytes.
+Prints arena, lower bound, no-reuse sum and their ratios.
+"""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+
+ALIGN = 256
+
+
+def up(x):
+    return (x + ALIGN - 1) // ALIGN * ALIGN
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--vcc", required=True)
+    ap.add_argument("model")
+    ap.add_argument("--shape", action="append", default=[])
+    ap.add_argument("--work", default=".")
+    args = ap.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+    plan_path = os.path.join(args.work, "plan.json")
+    cmd = [args.vcc, args.model, "--dump-ir=memplan", "--plan-json", plan_path]
+    for s in args.shape:
+        cmd += ["--shape", s]
+    dump = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    plan = json.load(open(plan_path))
+    fails = []
+
+    # --- the dump agrees with the JSON
+    lines = {}
+    for m in re.finditer(r'^plan "((?:[^"\\]|\\.)*)" (\w+) bytes=(\d+) live=(\S+) offset=(-?\d+)', dump, re.M):
+        name = m.group(1).replace('\\"', '"').replace("\\\\", "\\")
+        live = None if m.group(4) == "persistent" else tuple(int(v) for v in m.group(4)[1:-1].split(","))
+        lines[name] = (m.group(2), int(m.group(3)), live, int(m.group(5)))
+    arena = re.search(r"^arena bytes=(\d+) persistent=(\d+) planned=(\d+) lower_bound=(\d+) no_reuse=(\d+)", dump, re.M)
+    if not arena or int(arena.group(1)) != plan["arena_bytes"] or int(arena.group(4)) != plan["lower_bound_bytes"]:
+        fails.append("arena line of the dump disagrees with the JSON")
+    for t in plan["tensors"]:
+        d = lines.get(t["name"])
+        live = None if t["start"] is None else (t["start"], t["end"])
+        if d is None or d != (t["category"], t["bytes"], live, t["offset"]):
+            fails.append("tensor %r: dump %s, JSON %s" % (t["name"], d, (t["category"], t["bytes"], live, t["offset"])))
+    if len(fails) > 5:
+        fails = fails[:5] + ["..."]
+
+    # --- buffers: follow inplace_of to the tensor that owns the bytes
+    by = {t["name"]: t for t in plan["tensors"]}
+
+    def root(name):
+        seen = 0
+        while by[name]["inplace_of"] is not None and by[name]["inplace_of"] in by:
+            name = by[name]["inplace_of"]
+            seen += 1
+            assert seen < len(by), "inplace_of cycle"
+        return name
+
+    bufs = {}
+    for t in plan["tensors"]:
+        r = root(t["name"])
+        b = bufs.setdefault(r, {"offset": by[r]["offset"], "bytes": by[r]["bytes"], "start": None, "end": None})
+        if t["offset"] != b["offset"]:
+            fails.append("tensor %r shares %r's bytes but has another offset" % (t["name"], r))
+        if t["start"] is not None:
+            b["start"] = t["start"] if b["start"] is None else min(b["start"], t["start"])
+            b["end"] = t["end"] if b["end"] is None else max(b["end"], t["end"])
+    persistent = {n: b for n, b in bufs.items() if by[n]["start"] is None}
+    planned = {n: b for n, b in bufs.items() if by[n]["start"] is not None}
+    items = sorted(bufs.items(), key=lambda kv: kv[1]["offset"])
+    for n, b in items:
+        if b["offset"] % ALIGN or b["offset"] + b["bytes"] > plan["arena_bytes"]:
+            fails.append("buffer %r misaligned or outside the arena" % n)
+    # sweep in offset order: a pair overlaps in bytes only if the later one starts before the earlier ends
+    for i, (na, a) in enumerate(items):
+        for nb, b in items[i + 1:]:
+            if b["offset"] >= a["offset"] + a["bytes"]:
+                break
+            both_live = na in persistent or nb in persistent or not (a["end"] < b["start"] or b["end"] < a["start"])
+            if both_live:
+                fails.append("buffers %r and %r are live together and share bytes" % (na, nb))
+
+    # --- lower bound, computed here
+    pers = sum(up(b["bytes"]) for b in persistent.values())
+    steps = max((b["end"] for b in planned.values()), default=-1) + 1
+    live = [0] * (steps + 1)
+    for b in planned.values():
+        live[b["start"]] += up(b["bytes"])
+        live[b["end"] + 1] -= up(b["bytes"])
+    peak, cur = 0, 0
+    for v in live:
+        cur += v
+        peak = max(peak, cur)
+    lb = pers + peak
+    if lb != plan["lower_bound_bytes"]:
+        fails.append("lower bound: vcc says %d, this sweep %d" % (plan["lower_bound_bytes"], lb))
+    if plan["arena_bytes"] < lb:
+        fails.append("arena below the lower bound")
+
+    mib = 1 << 20
+    print("%s: %d tensors, %d buffers, %d steps" % (os.path.basename(args.model), len(plan["tensors"]), len(bufs), steps))
+    print("  arena        %10.1f MiB" % (plan["arena_bytes"] / mib))
+    print("  lower bound  %10.1f MiB   arena/LB      %.4f" % (lb / mib, plan["arena_bytes"] / lb))
+    print("  no reuse     %10.1f MiB   arena/noreuse %.4f" % (plan["no_reuse_bytes"] / mib,
+                                                             plan["arena_bytes"] / plan["no_reuse_bytes"]))
+    print("  persistent   %10.1f MiB   planned peak  %.1f MiB" % (pers / mib, peak / mib))
+    if fails:
+        print("\n".join("FAIL: " + f for f in fails))
+        sys.exit(1)
+    print("PASS")
+
+
+if __name__ == "__main__":
+    main()
