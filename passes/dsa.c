@@ -1,8 +1,8 @@
 /* passes/dsa.c: the arena planner (dynamic storage allocation) as a pure function.
  *
  * requires: an array of items {size, align, start, end} (see dsa.h); no graph.
- * produces: one aligned byte offset per item and the arena size; a max-load lower bound; a verifier;
- *           an ASCII picture.
+ * produces: one aligned byte offset per item and the arena size; a max-load lower bound; a
+ * verifier; an ASCII picture.
  *
  * Layout of this file:
  *   1. small arithmetic helpers (power of two, round up with overflow check, 128-bit sums)
@@ -77,7 +77,9 @@ static uint64_t rng_next(uint64_t *s) {
   *s = x;
   return x * 0x2545F4914F6CDD1DULL;
 }
-static size_t rng_below(uint64_t *s, size_t bound) { return (size_t)(rng_next(s) % (uint64_t)bound); }
+static size_t rng_below(uint64_t *s, size_t bound) {
+  return (size_t)(rng_next(s) % (uint64_t)bound);
+}
 
 /* Sort key: ascending lexicographic on k[0..2], then the item index. */
 typedef struct {
@@ -110,18 +112,18 @@ typedef struct {
 typedef struct {
   const VccDsaItem *it;
   size_t n;
-  uint64_t *fp;           /* [n] footprint: size rounded up to align */
-  size_t *by_start;       /* [n] item indices sorted by (start, index) */
-  int64_t *start_sorted;  /* [n] items[by_start[k]].start */
-  size_t *pos_of;         /* [n] position of item i in by_start */
-  size_t leaves;          /* P: a power of two >= number of buckets */
-  int64_t *tmax;          /* [2P] max end over placed items below the node; INT64_MIN if none */
-  unsigned char *placed;  /* [n] by position */
-  int64_t *pend;          /* [n] by position: end step of the placed item */
-  Span *pspan;            /* [n] by position: byte range of the placed item */
-  Span *spans;            /* [n] scratch: byte ranges of the placed conflicting items */
-  Span *spans_tmp;        /* [n] scratch for the radix sort */
-  uint64_t work;          /* elementary steps done so far (the search budget counts these) */
+  uint64_t *fp;          /* [n] footprint: size rounded up to align */
+  size_t *by_start;      /* [n] item indices sorted by (start, index) */
+  int64_t *start_sorted; /* [n] items[by_start[k]].start */
+  size_t *pos_of;        /* [n] position of item i in by_start */
+  size_t leaves;         /* P: a power of two >= number of buckets */
+  int64_t *tmax;         /* [2P] max end over placed items below the node; INT64_MIN if none */
+  unsigned char *placed; /* [n] by position */
+  int64_t *pend;         /* [n] by position: end step of the placed item */
+  Span *pspan;           /* [n] by position: byte range of the placed item */
+  Span *spans;           /* [n] scratch: byte ranges of the placed conflicting items */
+  Span *spans_tmp;       /* [n] scratch for the radix sort */
+  uint64_t work;         /* elementary steps done so far (the search budget counts these) */
 } Ctx;
 
 static void ctx_free(Ctx *c) {
@@ -144,7 +146,8 @@ static int ctx_init(Ctx *c, const VccDsaItem *items, size_t n) {
   c->it = items;
   c->n = n;
   size_t P = 1;
-  while (P * BUCKET < n) P *= 2;
+  while (P * BUCKET < n)
+    P *= 2;
   c->leaves = P;
   c->fp = malloc(n * sizeof *c->fp);
   c->by_start = malloc(n * sizeof *c->by_start);
@@ -184,7 +187,8 @@ static int ctx_init(Ctx *c, const VccDsaItem *items, size_t n) {
 }
 
 static void index_reset(Ctx *c) {
-  for (size_t v = 0; v < 2 * c->leaves; v++) c->tmax[v] = INT64_MIN;
+  for (size_t v = 0; v < 2 * c->leaves; v++)
+    c->tmax[v] = INT64_MIN;
   memset(c->placed, 0, c->n);
 }
 
@@ -196,7 +200,8 @@ static void index_insert(Ctx *c, size_t i, uint64_t off) {
   c->pend[k] = e;
   c->pspan[k].off = off;
   c->pspan[k].top = off + c->fp[i];
-  for (size_t v = c->leaves + k / BUCKET; v >= 1 && c->tmax[v] < e; v /= 2) c->tmax[v] = e;
+  for (size_t v = c->leaves + k / BUCKET; v >= 1 && c->tmax[v] < e; v /= 2)
+    c->tmax[v] = e;
 }
 
 /* Fills c->spans with the byte ranges of placed items whose interval intersects [s, e] (those with
@@ -206,8 +211,10 @@ static size_t index_query(Ctx *c, int64_t s, int64_t e) {
   size_t lo = 0, hi = c->n;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    if (c->start_sorted[mid] <= e) lo = mid + 1;
-    else hi = mid;
+    if (c->start_sorted[mid] <= e)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   size_t m = lo, k = 0;
   if (m == 0) return 0;
@@ -237,27 +244,31 @@ static size_t index_query(Ctx *c, int64_t s, int64_t e) {
 }
 
 /* Sorts spans[0..n) by off: insertion sort for short runs, else an LSD radix sort on 8-bit digits
- * (only the digits below the highest set bit of any offset; a digit that all keys share is skipped),
- * using tmp[0..n) as the other buffer. Stable, so the result does not depend on the input order
- * of spans with equal offsets beyond their relative order, which callers never rely on. */
+ * (only the digits below the highest set bit of any offset; a digit that all keys share is
+ * skipped), using tmp[0..n) as the other buffer. Stable, so the result does not depend on the input
+ * order of spans with equal offsets beyond their relative order, which callers never rely on. */
 static void span_sort(Span *a, Span *tmp, size_t n) {
   if (n < 48) {
     for (size_t i = 1; i < n; i++) {
       Span t = a[i];
       size_t j = i;
-      while (j > 0 && a[j - 1].off > t.off) a[j] = a[j - 1], j--;
+      while (j > 0 && a[j - 1].off > t.off)
+        a[j] = a[j - 1], j--;
       a[j] = t;
     }
     return;
   }
   uint64_t all = 0;
-  for (size_t i = 0; i < n; i++) all |= a[i].off;
+  for (size_t i = 0; i < n; i++)
+    all |= a[i].off;
   unsigned digits = 0;
-  while (digits < 8 && (all >> (8 * digits)) != 0) digits++;
+  while (digits < 8 && (all >> (8 * digits)) != 0)
+    digits++;
   size_t count[8][256];
   memset(count, 0, digits * sizeof count[0]);
   for (size_t i = 0; i < n; i++)
-    for (unsigned d = 0; d < digits; d++) count[d][(a[i].off >> (8 * d)) & 255]++;
+    for (unsigned d = 0; d < digits; d++)
+      count[d][(a[i].off >> (8 * d)) & 255]++;
   Span *src = a, *dst = tmp;
   for (unsigned d = 0; d < digits; d++) {
     unsigned shift = 8 * d;
@@ -269,7 +280,8 @@ static void span_sort(Span *a, Span *tmp, size_t n) {
       cnt[v] = sum;
       sum += c;
     }
-    for (size_t i = 0; i < n; i++) dst[cnt[(src[i].off >> shift) & 255]++] = src[i];
+    for (size_t i = 0; i < n; i++)
+      dst[cnt[(src[i].off >> shift) & 255]++] = src[i];
     Span *t = src;
     src = dst;
     dst = t;
@@ -364,9 +376,11 @@ static int conflict_degrees(const Ctx *c, uint64_t *deg) {
     errno = ENOMEM;
     return -1;
   }
-  for (size_t k = 0; k < m; k++) keys[k] = (Key){{ukey(en[k]), 0, 0}, k};
+  for (size_t k = 0; k < m; k++)
+    keys[k] = (Key){{ukey(en[k]), 0, 0}, k};
   qsort(keys, m, sizeof *keys, key_cmp);
-  for (size_t k = 0; k < m; k++) en[k] = (int64_t)(keys[k].k[0] ^ ((uint64_t)1 << 63));
+  for (size_t k = 0; k < m; k++)
+    en[k] = (int64_t)(keys[k].k[0] ^ ((uint64_t)1 << 63));
   free(keys);
   for (size_t i = 0; i < n; i++) {
     deg[i] = 0;
@@ -374,15 +388,19 @@ static int conflict_degrees(const Ctx *c, uint64_t *deg) {
     size_t lo = 0, hi = m; /* count start_j <= end_i */
     while (lo < hi) {
       size_t mid = lo + (hi - lo) / 2;
-      if (st[mid] <= c->it[i].end) lo = mid + 1;
-      else hi = mid;
+      if (st[mid] <= c->it[i].end)
+        lo = mid + 1;
+      else
+        hi = mid;
     }
     size_t a = lo;
     lo = 0, hi = m; /* count end_j < start_i */
     while (lo < hi) {
       size_t mid = lo + (hi - lo) / 2;
-      if (en[mid] < c->it[i].start) lo = mid + 1;
-      else hi = mid;
+      if (en[mid] < c->it[i].start)
+        lo = mid + 1;
+      else
+        hi = mid;
     }
     deg[i] = (uint64_t)(a - lo - 1);
   }
@@ -431,7 +449,8 @@ static int make_order(const Ctx *c, VccDsaStrategy s, size_t *order) {
     }
   }
   qsort(keys, n, sizeof *keys, key_cmp);
-  for (size_t k = 0; k < n; k++) order[k] = keys[k].idx;
+  for (size_t k = 0; k < n; k++)
+    order[k] = keys[k].idx;
   free(keys);
   free(deg);
   return 0;
@@ -508,7 +527,7 @@ static int search(Ctx *c, size_t *order, int fit, uint64_t lb, uint64_t budget, 
     }
     uint64_t h;
     int r = greedy(c, order, fit, cur, trial, &h); /* -1 (overflow) is a rejection */
-    if (r == 0) { /* h <= cur: accept, plateau moves included */
+    if (r == 0) {                                  /* h <= cur: accept, plateau moves included */
       cur = h;
       memcpy(cur_off, trial, n * sizeof *off);
       if (h < best) best = h, memcpy(off, trial, n * sizeof *off);
@@ -561,9 +580,10 @@ static int plan_best(Ctx *c, uint64_t *offsets, uint64_t *arena_bytes) {
     }
     for (int fit = FIT_BEST; fit <= FIT_FIRST; fit++) {
       if (have && best == 0) break;
+      /* abandon a pass that cannot beat its record (ff_best >= best always) */
       uint64_t h, limit = UINT64_MAX;
-      if (have) limit = best - 1;
-      if (fit == FIT_FIRST && ff_have && ff_best > best) limit = ff_best - 1;
+      if (fit == FIT_BEST && have) limit = best - 1;
+      if (fit == FIT_FIRST && ff_have) limit = ff_best - 1;
       int r = greedy(c, order, fit, limit, off, &h);
       if (r < 0 && errno != EOVERFLOW) {
         rc = -1;
@@ -589,7 +609,8 @@ static int plan_best(Ctx *c, uint64_t *offsets, uint64_t *arena_bytes) {
     uint64_t lb = lower_bound_fp(c);
     int two = best_fit != FIT_FIRST && ff_have;
     uint64_t budget = two ? SEARCH_WORK_BUDGET / 2 : SEARCH_WORK_BUDGET;
-    unsigned tries = n < (SEARCH_MAX_TRIES - 100) / 25 ? (unsigned)(100 + 25 * n) : SEARCH_MAX_TRIES;
+    unsigned tries =
+        n < (SEARCH_MAX_TRIES - 100) / 25 ? (unsigned)(100 + 25 * n) : SEARCH_MAX_TRIES;
     if (two) tries /= 2;
     rc = search(c, best_order, best_fit, lb, budget, tries, offsets, &best);
     if (rc == 0 && two) rc = search(c, ff_order, FIT_FIRST, lb, budget, tries, offsets, &best);
@@ -661,7 +682,8 @@ static uint64_t sweep_max_load(const VccDsaItem *items, const uint64_t *fps, siz
   U128 cur = {0, 0}, best = {0, 0};
   size_t j = 0;
   for (size_t k = 0; k < n; k++) {
-    while (j < n && en[j].k[0] < st[k].k[0]) u128_sub(&cur, fps[en[j++].idx]);
+    while (j < n && en[j].k[0] < st[k].k[0])
+      u128_sub(&cur, fps[en[j++].idx]);
     u128_add(&cur, fps[st[k].idx]);
     if (u128_gt(cur, best)) best = cur;
   }
@@ -699,7 +721,8 @@ uint64_t vcc_dsa_lower_bound(const VccDsaItem *items, size_t n) {
   return lb;
 }
 
-int vcc_dsa_check(const VccDsaItem *items, size_t n, const uint64_t *offsets, size_t *a, size_t *b) {
+int vcc_dsa_check(const VccDsaItem *items, size_t n, const uint64_t *offsets, size_t *a,
+                  size_t *b) {
   if (validate(items, n) || (n > 0 && !offsets)) {
     errno = EINVAL;
     return -1;
@@ -766,8 +789,10 @@ void vcc_dsa_print_ascii(FILE *f, const VccDsaItem *items, size_t n, const uint6
     if (i == 0 || items[i].start < t0) t0 = items[i].start;
     if (i == 0 || items[i].end > t1) t1 = items[i].end;
   }
-  fprintf(f, "arena %llu bytes, %zu items, steps %lld..%lld across (%d columns), bytes down (%d rows)\n",
-          (unsigned long long)arena_bytes, n, (long long)t0, (long long)t1, width, height);
+  fprintf(
+      f,
+      "arena %llu bytes, %zu items, steps %lld..%lld across (%d columns), bytes down (%d rows)\n",
+      (unsigned long long)arena_bytes, n, (long long)t0, (long long)t1, width, height);
   if (arena_bytes == 0 || n == 0) return;
   long double tspan = (long double)((uint64_t)t1 - (uint64_t)t0) + 1.0L;
   for (int r = 0; r < height; r++) {

@@ -1,13 +1,14 @@
 /* passes/dsa.h: the arena planner as a pure function (dynamic storage allocation, "DSA").
  *
- * Input:  n items {size, align, start, end}: a buffer of `size` bytes that must start at a multiple of
- *         `align` bytes and is live over the schedule steps [start, end] (both inclusive).
- * Output: one byte offset per item inside a single arena, such that two items whose step intervals
- *         intersect never share a byte, and the arena size.
+ * Input:  n items {size, align, start, end}: a buffer of `size` bytes that must start at a multiple
+ * of `align` bytes and is live over the schedule steps [start, end] (both inclusive). Output: one
+ * byte offset per item inside a single arena, such that two items whose step intervals intersect
+ * never share a byte, and the arena size.
  *
- * Nothing here knows about graphs, tensors or passes: passes/memplan turns live intervals into items
- * and items' offsets back into the IR (the planner-interface split of TFLite Micro's MemoryPlanner,
- * tensorflow/lite/micro/memory_planner/). No global state; the only side channel is errno.
+ * Nothing here knows about graphs, tensors or passes: passes/memplan turns live intervals into
+ * items and items' offsets back into the IR (the planner-interface split of TFLite Micro's
+ * MemoryPlanner, tensorflow/lite/micro/memory_planner/). No global state; the only side channel is
+ * errno.
  *
  * Footprint.  Each item occupies footprint(i) = size rounded up to a multiple of align bytes, i.e.
  * [offset, offset + footprint) is reserved for it, and the arena size is max(offset + footprint).
@@ -40,7 +41,8 @@ typedef struct {
 /* Placement orders. Every greedy order places items one at a time, each at the best-fitting gap
  * left by the already placed items whose intervals intersect its own (best fit = the gap, or the
  * room under the current arena top, that leaves the least unused space; if none fits, directly on
- * top of the highest conflicting item). Ties are broken by item index, so plans are deterministic. */
+ * top of the highest conflicting item). Ties are broken by item index, so plans are deterministic.
+ */
 typedef enum {
   /* Runs every greedy order below, each with best fit and with first fit (lowest offset), keeps
    * the smallest arena (ties: the earlier order, best fit first), then hill-climbs over the
@@ -52,10 +54,12 @@ typedef enum {
    * GlobalDecreasingSizeBestFitHeap (spatial), TVM USMP greedy_by_size; Pisarchyk & Lee 2020,
    * "Efficient Memory Management for Deep Neural Net Inference" (greedy by size). */
   VCC_DSA_BY_SIZE,
-  /* Lifetime length descending (then size): XLA GlobalDecreasingSizeBestFitHeap's temporal order. */
+  /* Lifetime length descending (then size): the temporal counterpart that XLA's
+   * GlobalDecreasingSizeBestFitHeap runs next to its size order, keeping the better plan. */
   VCC_DSA_BY_LENGTH,
-  /* Lifetime order: start step ascending (then size descending), the order of a linear-scan
-   * allocator; Sekiyama et al. 2018, "Profile-guided memory optimization for deep neural networks". */
+  /* Lifetime order: start step ascending (then size descending), the order in which a linear-scan
+   * allocator meets the intervals (Poletto & Sarkar, "Linear scan register allocation", TOPLAS
+   * 1999), here with best-fit offsets instead of registers. */
   VCC_DSA_BY_START,
   /* Area (size x lifetime length) descending. */
   VCC_DSA_BY_AREA,
@@ -74,9 +78,9 @@ typedef enum {
  *   EOVERFLOW a footprint or an offset + footprint does not fit in uint64_t;
  *   ENOMEM    scratch memory could not be allocated.
  * Cost: one greedy pass is O(n log n + P log n) time with P the number of intersecting interval
- * pairs (about 0.05 s for a 5,000-item training schedule), O(n) memory. VCC_DSA_BEST is 10 passes
- * plus a climb capped at 4*10^7 counted steps (index nodes, bucket slots and gaps visited): about
- * 0.4 s for 5,000 items, 0.1 s for a few hundred (bench/dsa/README.md has measured figures). */
+ * pairs (about 0.05 s for a 5,000-item training schedule), O(n) memory. VCC_DSA_BEST is 12
+ * passes plus climbing moves capped at 4*10^7 counted steps (index nodes, bucket slots and gaps
+ * visited): about 0.4 s for 5,000 items, 0.1 s for a few hundred (bench/dsa/README.md). */
 int vcc_dsa_plan(const VccDsaItem *items, size_t n, VccDsaStrategy s, uint64_t *offsets,
                  uint64_t *arena_bytes);
 
@@ -95,10 +99,10 @@ uint64_t vcc_dsa_lower_bound(const VccDsaItem *items, size_t n);
  * Returns 0 when every offset is a multiple of its item's align and no two items whose step
  * intervals intersect share a byte ([offset, offset + size) ranges; size-0 items share nothing).
  * Returns 1 otherwise and writes the offending pair to *a, *b (each pointer may be NULL):
- *   an item i whose offset is misaligned or whose offset + size overflows: *a = *b = i (smallest i);
- *   else the overlapping pair with a < b that is smallest in (a, b) lexicographic order.
- * Returns -1 with errno = EINVAL on bad input (align not a power of two, end < start, NULL arrays
- * with n > 0), or -1 with errno = ENOMEM. Cost: O(n log n + P), P = intersecting interval pairs. */
+ *   an item i whose offset is misaligned or whose offset + size overflows: *a = *b = i (smallest
+ * i); else the overlapping pair with a < b that is smallest in (a, b) lexicographic order. Returns
+ * -1 with errno = EINVAL on bad input (align not a power of two, end < start, NULL arrays with n >
+ * 0), or -1 with errno = ENOMEM. Cost: O(n log n + P), P = intersecting interval pairs. */
 int vcc_dsa_check(const VccDsaItem *items, size_t n, const uint64_t *offsets, size_t *a, size_t *b);
 
 /* Writes an ASCII picture of a plan to f: schedule steps across (width columns), arena bytes down

@@ -1,11 +1,12 @@
 /* bench/dsa/dsa_bench.c: runs every vcc_dsa strategy over the DSA benchmark instances and prints a
  * Markdown table: instance, n, lower bound, published capacity, arena per strategy (and arena/LB),
- * best/capacity, and the CPU seconds of VCC_DSA_BY_SIZE (one greedy pass) and of VCC_DSA_BEST. Every plan is verified with vcc_dsa_check; a
- * failing plan is printed as FAIL and makes the exit status 1.
+ * best/capacity, and the CPU seconds of VCC_DSA_BY_SIZE (one greedy pass) and of VCC_DSA_BEST.
+ * Every plan is verified with vcc_dsa_check; a failing plan is printed as FAIL and makes the exit
+ * status 1.
  *
  * usage: dsa_bench [BENCH_DIR | FILE.csv...]
- *   BENCH_DIR (default ../shared/dsa-benchmarks) must hold minimalloc/ and idealloc/ as described in
- *   its SOURCE.md; with .csv arguments, just those files are run. Without them, a last row plans a
+ *   BENCH_DIR (default ../shared/dsa-benchmarks) must hold minimalloc/ and idealloc/ as described
+ * in its SOURCE.md; with .csv arguments, just those files are run. Without them, a last row plans a
  *   synthetic 5000-item training schedule (see synthetic_training).
  */
 #include <stdio.h>
@@ -17,12 +18,23 @@
 #include "dsa.h"
 
 static const char *const kFiles[] = {
-    "minimalloc/A.1048576.csv", "minimalloc/B.1048576.csv", "minimalloc/C.1048576.csv",
-    "minimalloc/D.1048576.csv", "minimalloc/E.1048576.csv", "minimalloc/F.1048576.csv",
-    "minimalloc/G.1048576.csv", "minimalloc/H.1048576.csv", "minimalloc/I.1048576.csv",
-    "minimalloc/J.1048576.csv", "minimalloc/K.1048576.csv", "minimalloc/input.12.csv",
-    "idealloc/somas_tensors/resnet50.csv", "idealloc/somas_tensors/pangu_2.6B.csv",
-    "idealloc/iopddl/G_1.csv", "idealloc/iopddl/S_1.csv", "idealloc/iopddl/Y_1.csv",
+    "minimalloc/A.1048576.csv",
+    "minimalloc/B.1048576.csv",
+    "minimalloc/C.1048576.csv",
+    "minimalloc/D.1048576.csv",
+    "minimalloc/E.1048576.csv",
+    "minimalloc/F.1048576.csv",
+    "minimalloc/G.1048576.csv",
+    "minimalloc/H.1048576.csv",
+    "minimalloc/I.1048576.csv",
+    "minimalloc/J.1048576.csv",
+    "minimalloc/K.1048576.csv",
+    "minimalloc/input.12.csv",
+    "idealloc/somas_tensors/resnet50.csv",
+    "idealloc/somas_tensors/pangu_2.6B.csv",
+    "idealloc/iopddl/G_1.csv",
+    "idealloc/iopddl/S_1.csv",
+    "idealloc/iopddl/Y_1.csv",
 };
 
 /* A synthetic training schedule of `layers` layers, 5 items per layer (about the size of a video
@@ -69,8 +81,10 @@ static int run_one(const char *path, const char *label) {
   uint64_t *off = malloc((n ? n : 1) * sizeof *off);
   int bad = 0;
   printf("| %s | %zu | %llu | ", label, n, (unsigned long long)lb);
-  if (cap) printf("%llu |", cap);
-  else printf("- |");
+  if (cap)
+    printf("%llu |", cap);
+  else
+    printf("- |");
   uint64_t best = 0;
   double secs = 0, size_secs = 0;
   for (int s = VCC_DSA_BY_SIZE; s <= VCC_DSA_NUM_STRATEGIES; s++) {
@@ -88,8 +102,10 @@ static int run_one(const char *path, const char *label) {
     if (st == VCC_DSA_BEST) best = arena, secs = dt;
     if (st == VCC_DSA_BY_SIZE) size_secs = dt;
   }
-  if (cap) printf(" %.4f |", (double)best / (double)cap);
-  else printf(" - |");
+  if (cap)
+    printf(" %.4f |", (double)best / (double)cap);
+  else
+    printf(" - |");
   printf(" %.3f | %.2f |\n", size_secs, secs);
   fflush(stdout);
   free(off);
@@ -105,11 +121,13 @@ int main(int argc, char **argv) {
   for (int s = VCC_DSA_BY_SIZE; s < VCC_DSA_NUM_STRATEGIES; s++)
     printf(" %s (/LB) |", vcc_dsa_strategy_name((VccDsaStrategy)s));
   printf(" best (/LB) | best/capacity | size s | best s |\n|---|---:|---:|---:|");
-  for (int s = VCC_DSA_BY_SIZE; s <= VCC_DSA_NUM_STRATEGIES; s++) printf("---:|");
+  for (int s = VCC_DSA_BY_SIZE; s <= VCC_DSA_NUM_STRATEGIES; s++)
+    printf("---:|");
   printf("---:|---:|---:|\n");
   int bad = 0;
   if (explicit_files) {
-    for (int i = 1; i < argc; i++) bad |= run_one(argv[i], argv[i]);
+    for (int i = 1; i < argc; i++)
+      bad |= run_one(argv[i], argv[i]);
   } else {
     for (size_t i = 0; i < sizeof kFiles / sizeof kFiles[0]; i++) {
       char path[4096];

@@ -20,7 +20,7 @@
 /* Reads `path`. On success returns 0 and sets *items_out (malloc'd, caller frees) and *n_out.
  * On failure returns -1 and writes "path:line: why" into err (errlen bytes). */
 static inline int dsa_csv_read(const char *path, VccDsaItem **items_out, size_t *n_out, char *err,
-                        size_t errlen) {
+                               size_t errlen) {
   FILE *f = fopen(path, "r");
   if (!f) {
     snprintf(err, errlen, "%.400s: %s", path, strerror(errno));
@@ -33,17 +33,22 @@ static inline int dsa_csv_read(const char *path, VccDsaItem **items_out, size_t 
   while (fgets(line, sizeof line, f)) {
     lineno++;
     size_t len = strlen(line);
-    while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = 0;
+    while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+      line[--len] = 0;
     if (len == 0) continue;
     if (lineno == 1) { /* header */
       char *save = line;
       for (int c = 0;; c++) {
         char *comma = strchr(save, ',');
         if (comma) *comma = 0;
-        if (!strcmp(save, "lower")) col_lower = c;
-        else if (!strcmp(save, "upper")) col_upper = c;
-        else if (!strcmp(save, "size")) col_size = c;
-        else if (!strcmp(save, "alignment")) col_align = c;
+        if (!strcmp(save, "lower"))
+          col_lower = c;
+        else if (!strcmp(save, "upper"))
+          col_upper = c;
+        else if (!strcmp(save, "size"))
+          col_size = c;
+        else if (!strcmp(save, "alignment"))
+          col_align = c;
         ncols = c + 1;
         if (!comma) break;
         save = comma + 1;
@@ -64,12 +69,16 @@ static inline int dsa_csv_read(const char *path, VccDsaItem **items_out, size_t 
         endp = p + strcspn(p, ","); /* a column we do not use (id may be text): skip it */
       } else if (c == col_size || c == col_align) {
         unsigned long long v = strtoull(p, &endp, 10);
-        if (c == col_size) size = v;
-        else align = v;
+        if (c == col_size)
+          size = v;
+        else
+          align = v;
       } else {
         long long v = strtoll(p, &endp, 10);
-        if (c == col_lower) lower = v;
-        else if (c == col_upper) upper = v;
+        if (c == col_lower)
+          lower = v;
+        else if (c == col_upper)
+          upper = v;
       }
       if (errno || (endp == p && (c == col_lower || c == col_upper || c == col_size))) {
         snprintf(err, errlen, "%.400s:%zu: bad number in column %d", path, lineno, c + 1);

@@ -62,7 +62,8 @@ static void test_alignment(void) {
   VccDsaItem it[3] = {{16, 16, 0, 1}, {16, 16, 5, 6}, {16, 8, 10, 11}};
   uint64_t off[3] = {0, 24, 8};
   size_t a = 99, b = 99;
-  EXPECT(vcc_dsa_check(it, 3, off, &a, &b) == 1 && a == 1 && b == 1, "misaligned: (%zu, %zu)", a, b);
+  EXPECT(vcc_dsa_check(it, 3, off, &a, &b) == 1 && a == 1 && b == 1, "misaligned: (%zu, %zu)", a,
+         b);
   off[1] = 32;
   EXPECT(vcc_dsa_check(it, 3, off, &a, &b) == 0, "aligned plan refused (%zu, %zu)", a, b);
   off[2] = 4;
@@ -149,7 +150,8 @@ static void test_ascii(void) {
   fputs(buf, stdout);
   /* header + 4 rows; item 2 fills one half for all 10 columns, items 0 and 1 split the other */
   int rows = 0;
-  for (char *p = buf; *p; p++) rows += *p == '\n';
+  for (char *p = buf; *p; p++)
+    rows += *p == '\n';
   EXPECT(rows == 5, "rows %d", rows);
   const char *two = off[2] == 0 ? "|2222222222|" : NULL;
   const char *zero_one = "|0000011111|";

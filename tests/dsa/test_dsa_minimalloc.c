@@ -100,7 +100,8 @@ int main(int argc, char **argv) {
       continue;
     }
     unsigned long long sum = 0;
-    for (size_t i = 0; i < n; i++) sum += it[i].size;
+    for (size_t i = 0; i < n; i++)
+      sum += it[i].size;
     uint64_t lb = vcc_dsa_lower_bound(it, n);
     EXPECT(n == in->n, "%s: %zu buffers, SOURCE.md says %zu", in->file, n, in->n);
     EXPECT(sum == in->size_sum, "%s: size sum %llu, SOURCE.md says %llu", in->file, sum,
@@ -127,8 +128,10 @@ int main(int argc, char **argv) {
       EXPECT(best == 12, "input.12: arena %llu, published capacity 12", (unsigned long long)best);
     printf("%-38s %5zu %10llu %10llu %10llu %8.4f", in->file, n, (unsigned long long)lb,
            in->capacity, (unsigned long long)best, (double)best / (double)lb);
-    if (in->capacity) printf(" %8.4f\n", (double)best / (double)in->capacity);
-    else printf(" %8s\n", "-");
+    if (in->capacity)
+      printf(" %8.4f\n", (double)best / (double)in->capacity);
+    else
+      printf(" %8s\n", "-");
     free(off);
     free(it);
   }

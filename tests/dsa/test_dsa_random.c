@@ -3,11 +3,11 @@
  * For every instance and strategy, the plan is judged by references written here, independently of
  * dsa.c:
  *   - a brute-force pairwise overlap and alignment check (not vcc_dsa_check);
- *   - the arena equals max(offset + footprint) and is >= a brute-force max-load bound, which must also
- *     equal vcc_dsa_lower_bound;
+ *   - the arena equals max(offset + footprint) and is >= a brute-force max-load bound, which must
+ * also equal vcc_dsa_lower_bound;
  *   - for n <= 8, an exhaustive optimum: the minimum over all n! placement orders of "put each item
- *     at its lowest free aligned offset". This is exact: take an optimal plan and place its items by
- *     increasing offset; each then lands at or below its optimal offset (every conflicting item
+ *     at its lowest free aligned offset". This is exact: take an optimal plan and place its items
+ * by increasing offset; each then lands at or below its optimal offset (every conflicting item
  *     placed before it lies below its optimal offset), so that order reproduces or beats it. The
  *     plan must never beat the optimum; the gap is reported.
  * Plus: VCC_DSA_BEST <= every single strategy, plans are deterministic, and bad input is refused.
@@ -37,7 +37,9 @@ static uint64_t rnd(uint64_t *s) {
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   return z ^ (z >> 31);
 }
-static uint64_t rnd_in(uint64_t *s, uint64_t lo, uint64_t hi) { return lo + rnd(s) % (hi - lo + 1); }
+static uint64_t rnd_in(uint64_t *s, uint64_t lo, uint64_t hi) {
+  return lo + rnd(s) % (hi - lo + 1);
+}
 
 static uint64_t ref_footprint(const VccDsaItem *it) {
   return (it->size + it->align - 1) / it->align * it->align; /* test sizes are small: no overflow */
@@ -46,8 +48,10 @@ static int ref_time_overlap(const VccDsaItem *a, const VccDsaItem *b) {
   return a->start <= b->end && b->start <= a->end;
 }
 
-/* Returns 1 when the plan is valid: aligned offsets, and no two time-overlapping items share a byte. */
-static int ref_valid(const VccDsaItem *it, size_t n, const uint64_t *off, char *why, size_t whylen) {
+/* Returns 1 when the plan is valid: aligned offsets, and no two time-overlapping items share a
+ * byte. */
+static int ref_valid(const VccDsaItem *it, size_t n, const uint64_t *off, char *why,
+                     size_t whylen) {
   for (size_t i = 0; i < n; i++) {
     if (off[i] % it[i].align != 0) {
       snprintf(why, whylen, "item %zu offset %llu not a multiple of %llu", i,
@@ -232,7 +236,8 @@ static void test_known(void) {
   /* MiniMalloc README example (input.12.csv), half-open [lower, upper) -> end = upper - 1:
    * optimum 12 = its lower bound. */
   VccDsaItem mm[5] = {{4, 1, 0, 2}, {4, 1, 3, 8}, {4, 1, 0, 8}, {4, 1, 9, 20}, {4, 1, 0, 20}};
-  EXPECT(vcc_dsa_lower_bound(mm, 5) == 12, "lb %llu", (unsigned long long)vcc_dsa_lower_bound(mm, 5));
+  EXPECT(vcc_dsa_lower_bound(mm, 5) == 12, "lb %llu",
+         (unsigned long long)vcc_dsa_lower_bound(mm, 5));
   for (int s = 0; s < VCC_DSA_NUM_STRATEGIES; s++) {
     EXPECT(vcc_dsa_plan(mm, 5, (VccDsaStrategy)s, off, &arena) == 0 && arena == 12,
            "strategy %s: arena %llu, want 12", vcc_dsa_strategy_name((VccDsaStrategy)s),
@@ -259,7 +264,8 @@ static void test_known(void) {
   EXPECT(vcc_dsa_plan(bf, 5, VCC_DSA_BY_SIZE, off, &arena) == 0 && arena == 240, "arena %llu",
          (unsigned long long)arena);
   /* extreme steps */
-  VccDsaItem ex[3] = {{8, 8, INT64_MIN, INT64_MAX}, {8, 8, INT64_MIN, INT64_MIN}, {8, 8, INT64_MAX, INT64_MAX}};
+  VccDsaItem ex[3] = {
+      {8, 8, INT64_MIN, INT64_MAX}, {8, 8, INT64_MIN, INT64_MIN}, {8, 8, INT64_MAX, INT64_MAX}};
   EXPECT(vcc_dsa_lower_bound(ex, 3) == 16, "extreme lb %llu",
          (unsigned long long)vcc_dsa_lower_bound(ex, 3));
   for (int s = 0; s < VCC_DSA_NUM_STRATEGIES; s++)
