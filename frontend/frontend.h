@@ -83,4 +83,52 @@ VccStatus vcc_onnx_load(VccCtx *ctx, const char *path, VccGraph **out);
 /* The ONNX name of a TensorProto.DataType value ("FLOAT", "INT64", ...), "UNKNOWN" if out of range. */
 const char *vcc_onnx_dtype_name(int onnx_data_type);
 
+/* ======================================================================== .vir reader (frontend/vir.y) */
+
+/*
+ * Read the textual IR that vcc_print_graph writes (the format is described at the top of ir/print.c;
+ * the grammar is in frontend/vir.y) and build the graph it describes. print(parse(x)) == x byte for
+ * byte for every dump vcc writes (`vcc MODEL --dump-ir=PASS`, after any pass).
+ *
+ * vcc_vir_load reads the file at path. On success it returns VCC_OK and stores a new graph in *out
+ * (free it with vcc_graph_free); on failure it returns the first problem's status, stores NULL in *out
+ * and has reported each problem through vcc_error as "path:LINE:COL: error: message" (the location of
+ * the offending token; ctx->file is replaced by that location for the message and restored). Bad input
+ * never crashes the reader. Statuses: VCC_ERR_IO (unreadable file), VCC_ERR_PARSE (syntax, undefined
+ * or duplicate names, bad numbers, inconsistent plan lines), VCC_ERR_UNSUPPORTED (an op name not in
+ * ir/ops.def, a dtype vcc does not have), VCC_ERR_SHAPE (type mismatches: a plan's bytes= that
+ * disagrees with the tensor's type, a view larger than the tensor whose bytes it uses).
+ *
+ * What the text carries, and so what the graph holds:
+ *   - opset, every tensor's name, dtype and shape (node outputs get theirs from the node line; "?[]"
+ *     is the frontend's "not inferred yet": VCC_DT_UNDEF, rank 0, every dim -1), declared tensors'
+ *     kinds, nodes (op from ops.def, forward/backward/update ops alike, phase, inputs with -1 for `_`,
+ *     outputs, attributes with their types: an integer literal is VCC_A_INT, a literal with '.',
+ *     an exponent, inf or nan is VCC_A_FLOAT; an empty list `[]` is read as VCC_A_INTS), the outputs.
+ *   - with a plan (dumps after liveness): the tensor order (plan lines list every tensor in index
+ *     order; without a plan, declared tensors come first, then node outputs in node order), live
+ *     intervals (start/end, -1 for `live=persistent`), saved (category saved_activation), offsets
+ *     (each tensor gets the printed offset, its root's), alias_of (view_of=) and inplace_of
+ *     (inplace_of=), and the arena line's five sizes.
+ *   - NO weights: declared tensors (inputs, params, buffers, consts, ...) have data == NULL and
+ *     data_bytes == 0. A .vir file describes a graph, not a model's values.
+ *   - Not in the text, so not in the graph: dim_param names, views before the plan exists (alias_of
+ *     is only known from view_of=). Reconstructed from the text's structure: the kinds of node
+ *     outputs (the plan's category when there is one; else workspace for a conv-family node's extra
+ *     last output, loss for SoftmaxCrossEntropyLoss's first output, gradient for "<param>.grad"
+ *     produced by a backward node, grad_temp for other backward outputs, act otherwise), g->inputs
+ *     (declared input and label tensors, in order), g->label, g->loss, g->data_input (the single f32
+ *     input, once a loss exists), onnx_op for forward ONNX ops, and grad/param_of links (a
+ *     SGDMomentum node's (param, grad, state) inputs, or the "<param>.grad" name).
+ */
+VccStatus vcc_vir_load(VccCtx *ctx, const char *path, VccGraph **out);
+
+/* As vcc_vir_load; also stores in *has_plan (when not NULL) whether the file has plan lines and the
+ * arena line, i.e. whether vcc_print_graph(f, g, true) reproduces it. */
+VccStatus vcc_vir_read(VccCtx *ctx, const char *path, VccGraph **out, bool *has_plan);
+
+/* Parse len bytes of .vir text held in memory; name is the file name used in error locations. */
+VccStatus vcc_vir_parse(VccCtx *ctx, const char *name, const char *text, size_t len, VccGraph **out,
+                        bool *has_plan);
+
 #endif /* VCC_FRONTEND_H */

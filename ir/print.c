@@ -13,6 +13,8 @@
  *   output "logits"
  *   plan "/conv1/Conv_output_0" saved_activation bytes=3211264 live=[0,57] offset=0
  *   arena bytes=... persistent=... planned=... lower_bound=... no_reuse=...
+ * A float attribute always reads as a float (1.0, 1e-05, inf), an int attribute as an integer, so the
+ * reader (frontend/vir.y) gives each its type back.
  */
 #include "ir.h"
 
@@ -36,11 +38,19 @@ static void print_name(FILE *f, const char *s) {
     fputc('"', f);
 }
 
+/* A float attribute value, shortest exact form (%.9g), always recognisable as a float: "1.0", not "1"
+ * (the .vir reader reads an integer literal as an int attribute). */
+static void print_float(FILE *f, float v) {
+    char buf[32];
+    snprintf(buf, sizeof buf, "%.9g", (double)v);
+    fprintf(f, strpbrk(buf, ".en") ? "%s" : "%s.0", buf);
+}
+
 static void print_attr(FILE *f, const VccAttr *a) {
     fprintf(f, "%s=", a->name);
     switch (a->type) {
     case VCC_A_INT: fprintf(f, "%" PRId64, a->i); break;
-    case VCC_A_FLOAT: fprintf(f, "%.9g", (double)a->f); break;
+    case VCC_A_FLOAT: print_float(f, a->f); break;
     case VCC_A_STRING: print_name(f, a->s); break;
     case VCC_A_INTS:
         fputc('[', f);
@@ -49,7 +59,10 @@ static void print_attr(FILE *f, const VccAttr *a) {
         break;
     case VCC_A_FLOATS:
         fputc('[', f);
-        for (int i = 0; i < a->n; i++) fprintf(f, i ? ",%.9g" : "%.9g", (double)a->floats[i]);
+        for (int i = 0; i < a->n; i++) {
+            if (i) fputc(',', f);
+            print_float(f, a->floats[i]);
+        }
         fputc(']', f);
         break;
     }
