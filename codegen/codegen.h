@@ -16,7 +16,8 @@ typedef enum { VCC_TARGET_C, VCC_TARGET_CUDA } VccTarget;
  * into buf. */
 void vcc_build_command(VccTarget target, const char *out_path, char *buf, size_t len);
 
-/* Write the self-contained trainer for a planned graph to f: first line "// build: <command>", a header
+/* Write the self-contained trainer for a planned graph to f (with ctx->forward_only, a program that
+ * evaluates the forward graph once, inputs and outputs as .npy files: runtime/vcc_forward_main.h): first line "// build: <command>", a header
  * comment with the arena breakdown, the inlined runtime, the arena layout, the step function (one kernel
  * call per scheduled node) and main(). weights_name is the default --weights path (the safetensors
  * vcc writes beside the trainer). Errors: VCC_ERR_UNSUPPORTED for a node the target cannot run. */
@@ -32,6 +33,7 @@ VccStatus vcc_write_weights(VccCtx *ctx, const VccGraph *g, const char *path);
 /* ======================================================================== runtime sources (generated) */
 
 /* The runtime headers' text, embedded at build time from runtime/ (see CMakeLists.txt). */
-extern const char vcc_rt_elem_h[], vcc_rt_io_h[], vcc_rt_cpu_h[], vcc_rt_cuda_cuh[], vcc_rt_main_h[];
+extern const char vcc_rt_elem_h[], vcc_rt_io_h[], vcc_rt_cpu_h[], vcc_rt_cuda_cuh[], vcc_rt_main_h[],
+    vcc_rt_forward_main_h[];
 
 #endif /* VCC_CODEGEN_H */

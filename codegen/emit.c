@@ -124,10 +124,19 @@ static VccStatus emit_node(Emit *e, int k) {
     case VCC_OP_BATCHNORM: {
         int64_t N, C, S;
         ncs(g, in[0], &N, &C, &S);
+        /* running statistics: updated in place where they are buffers (training; the ONNX running outputs
+         * are views of them), else copied to the running outputs and updated there (forward-only) */
+        int run[2];
+        for (int i = 0; i < 2; i++) {
+            int src = in[3 + i], dst = n->nout > 3 + i ? out[3 + i] : -1;
+            run[i] = dst >= 0 ? dst : (g->tensors[src].kind == VCC_T_BUFFER ? src : -1);
+            if (dst >= 0 && g->tensors[dst].offset != g->tensors[src].offset)
+                fprintf(f, "    copy_forward(rt, %" PRId64 ", %s, %s);\n", C, F(e, src), F(e, dst));
+        }
         fprintf(f,
                 "    batchnorm_forward_train(rt, %" PRId64 ", %" PRId64 ", %" PRId64
                 ", %s, %s, %s, %s, %s, (float)%.9g, (float)%.9g, %s, %s, %s);\n",
-                N, C, S, F(e, in[0]), F(e, in[1]), F(e, in[2]), F(e, in[3]), F(e, in[4]),
+                N, C, S, F(e, in[0]), F(e, in[1]), F(e, in[2]), F(e, run[0]), F(e, run[1]),
                 (double)vcc_attr_float(n, "momentum", 0.9f), (double)vcc_attr_float(n, "epsilon", 1e-5f),
                 F(e, out[0]), F(e, out[1]), F(e, out[2]));
         return VCC_OK;
@@ -258,8 +267,75 @@ static int state_role(const VccTensor *t) {
     case VCC_T_BUFFER: return 1;
     case VCC_T_CONST: return 2;
     case VCC_T_GRAD: return 3;
+    case VCC_T_OPT_STATE: return 4;
     default: return -1;
     }
+}
+
+static void emit_dims(FILE *f, const VccTensor *x) {
+    fputc('{', f);
+    for (int i = 0; i < x->shape.rank; i++) fprintf(f, i ? ", %" PRId64 : "%" PRId64, x->shape.dims[i]);
+    fputs(x->shape.rank ? "}" : "0}", f);
+}
+
+/* The persistent tensors the trainer loads (parameters, BN statistics, consts) or saves (gradients,
+ * momentum). Returns the count. */
+static int emit_state_table(FILE *f, const VccGraph *g) {
+    fputs("/* name, offset, bytes, rank, dims, is_i64, role (0 param, 1 buffer, 2 const, 3 gradient, 4 momentum) */\n", f);
+    fputs("static const VccStateInfo vcc_state[] = {\n", f);
+    int nstate = 0;
+    for (int t = 0; t < g->ntensors; t++) {
+        const VccTensor *x = &g->tensors[t];
+        int role = state_role(x);
+        if (role < 0 || x->alias_of >= 0 || vcc_tensor_bytes(x) == 0) continue;
+        if (role == 3 && x->param_of >= 0) {
+            /* gradients are saved under their parameter's name */
+            fputs("    {", f);
+            emit_c_string(f, g->tensors[x->param_of].name);
+        } else {
+            fputs("    {", f);
+            emit_c_string(f, x->name);
+        }
+        fprintf(f, ", %" PRId64 ", %" PRId64 ", %d, ", x->offset, vcc_tensor_bytes(x), x->shape.rank);
+        emit_dims(f, x);
+        fprintf(f, ", %d, %d},\n", x->dtype == VCC_I64, role);
+        nstate++;
+    }
+    fputs("};\n\n", f);
+    return nstate;
+}
+
+/* Forward-only programs: graph inputs, graph outputs and initializers. Returns the initializer count. */
+static int emit_forward_tables(FILE *f, const VccGraph *g) {
+    const int *lists[2] = {g->inputs, g->outputs};
+    int counts[2] = {g->ninputs, g->noutputs};
+    const char *names[2] = {"vcc_inputs", "vcc_outputs"};
+    for (int l = 0; l < 2; l++) {
+        fprintf(f, "/* name, offset, bytes, rank, dims, is_i64 */\nstatic const VccIoInfo %s[] = {\n", names[l]);
+        for (int i = 0; i < counts[l]; i++) {
+            const VccTensor *x = &g->tensors[lists[l][i]];
+            fputs("    {", f);
+            emit_c_string(f, x->name);
+            fprintf(f, ", %" PRId64 ", %" PRId64 ", %d, ", x->offset, vcc_tensor_bytes(x), x->shape.rank);
+            emit_dims(f, x);
+            fprintf(f, ", %d},\n", x->dtype == VCC_I64);
+        }
+        if (!counts[l]) fputs("    {NULL, 0, 0, 0, {0}, 0},\n", f);
+        fputs("};\n", f);
+    }
+    fputs("static const VccInitInfo vcc_inits[] = {\n", f);
+    int n = 0;
+    for (int t = 0; t < g->ntensors; t++) {
+        const VccTensor *x = &g->tensors[t];
+        if (!x->data || x->alias_of >= 0 || vcc_tensor_bytes(x) == 0) continue;
+        fputs("    {", f);
+        emit_c_string(f, x->name);
+        fprintf(f, ", %" PRId64 ", %" PRId64 "},\n", x->offset, vcc_tensor_bytes(x));
+        n++;
+    }
+    if (!n) fputs("    {NULL, 0, 0},\n", f);
+    fputs("};\n\n", f);
+    return n;
 }
 
 VccStatus vcc_emit_trainer(VccCtx *ctx, const VccGraph *g, VccTarget target, const char *build_cmd,
@@ -306,7 +382,7 @@ VccStatus vcc_emit_trainer(VccCtx *ctx, const VccGraph *g, VccTarget target, con
     put_runtime(f, vcc_rt_elem_h);
     put_runtime(f, vcc_rt_io_h);
     put_runtime(f, target == VCC_TARGET_CUDA ? vcc_rt_cuda_cuh : vcc_rt_cpu_h);
-    put_runtime(f, vcc_rt_main_h);
+    put_runtime(f, ctx->forward_only ? vcc_rt_forward_main_h : vcc_rt_main_h);
     if (target == VCC_TARGET_CUDA) fputs("#pragma nv_diagnostic pop\n", f);
 
     fprintf(f, "\n/* ---- generated: arena layout, conv descriptors, persistent state ---- */\n\n");
@@ -335,33 +411,21 @@ VccStatus vcc_emit_trainer(VccCtx *ctx, const VccGraph *g, VccTarget target, con
         }
         fputs("};\n\n", f);
     }
-    fputs("/* name, offset, bytes, rank, dims, is_i64, role (0 param, 1 buffer, 2 const, 3 gradient) */\n", f);
-    fputs("static const VccStateInfo vcc_state[] = {\n", f);
-    int nstate = 0;
-    for (int t = 0; t < g->ntensors; t++) {
-        const VccTensor *x = &g->tensors[t];
-        int role = state_role(x);
-        if (role < 0 || x->alias_of >= 0 || vcc_tensor_bytes(x) == 0) continue;
-        if (role == 3 && x->param_of >= 0) {
-            /* gradients are saved under their parameter's name */
-            fputs("    {", f);
-            emit_c_string(f, g->tensors[x->param_of].name);
-        } else {
-            fputs("    {", f);
-            emit_c_string(f, x->name);
-        }
-        fprintf(f, ", %" PRId64 ", %" PRId64 ", %d, {", x->offset, vcc_tensor_bytes(x), x->shape.rank);
-        for (int i = 0; i < x->shape.rank; i++) fprintf(f, i ? ", %" PRId64 : "%" PRId64, x->shape.dims[i]);
-        fprintf(f, "%s}, %d, %d},\n", x->shape.rank ? "" : "0", x->dtype == VCC_I64, role);
-        nstate++;
-    }
-    fputs("};\n\n", f);
+    int nstate = ctx->forward_only ? emit_forward_tables(f, g) : emit_state_table(f, g);
     fputs("static void vcc_step(VccRt *rt, unsigned char *A, float lr, float momentum, float wd) {\n", f);
     fputs("    (void)lr; (void)momentum; (void)wd;\n", f);
     fwrite(body, 1, body_len, f);
     fputs("}\n\n", f);
     free(body);
 
+    if (ctx->forward_only) {
+        fputs("int main(int argc, char **argv) {\n    static const VccForwardModel m = {\n        VCC_ARENA_BYTES, ", f);
+        emit_c_string(f, weights_name);
+        fprintf(f, ", vcc_inputs, vcc_outputs, %d, %d, vcc_inits, %d, vcc_step};\n", g->ninputs, g->noutputs, nstate);
+        fputs("    return vcc_forward_main(argc, argv, &m);\n}\n", f);
+        free(e.convs);
+        return VCC_OK;
+    }
     const VccTensor *in = &g->tensors[g->data_input];
     const VccTensor *logits = &g->tensors[g->nodes[g->tensors[g->loss].producer].in[0]];
     fputs("int main(int argc, char **argv) {\n    static const VccModel m = {\n", f);

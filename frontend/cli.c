@@ -2,7 +2,7 @@
  * cli.c — the vcc command line.
  *
  *   vcc MODEL.onnx [-o train.c | -o train.cu] [--shape NAME=2x3x8x112x112 ...] [--dump-ir=PASS]
- *       [--plan-json FILE] [--momentum M]
+ *       [--plan-json FILE] [--momentum M] [--forward-only]
  *
  * Reads the model, runs the pass pipeline, and writes the trainer, its initial weights
  * (<output without extension>.safetensors) and the plan JSON. Every output is written to a temporary
@@ -34,6 +34,8 @@ static void usage(FILE *f) {
           "                     liveness inplace memplan (memplan shows live intervals, offsets, arena size)\n"
           "  --plan-json FILE   write the memory plan as JSON\n"
           "  --momentum M       default SGD momentum baked into the trainer (default 0.9)\n"
+          "  --forward-only     compile the forward graph alone: a program that evaluates the model once,\n"
+          "                     ./fwd IN.npy... -o OUT.npy... (used by the ONNX conformance tests)\n"
           "  --version, --help\n",
           f);
 }
@@ -86,6 +88,7 @@ int main(int argc, char **argv) {
     VccShapeBinding shapes[32];
     int nshapes = 0;
     float momentum = 0.9f;
+    bool forward_only = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -98,6 +101,8 @@ int main(int argc, char **argv) {
             out = argv[++i];
         } else if (!strcmp(a, "--plan-json") && i + 1 < argc) {
             plan_json = argv[++i];
+        } else if (!strcmp(a, "--forward-only")) {
+            forward_only = true;
         } else if (!strncmp(a, "--dump-ir=", 10)) {
             dump = a + 10;
         } else if (!strcmp(a, "--momentum") && i + 1 < argc) {
@@ -152,6 +157,7 @@ int main(int argc, char **argv) {
     ctx.nshapes = nshapes;
     ctx.momentum = momentum;
     ctx.dump_after = dump;
+    ctx.forward_only = forward_only;
     VccGraph *g = NULL;
     int rc = 1;
     char tmp[4096], wpath[4096], cmd[4096];

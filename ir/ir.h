@@ -46,6 +46,7 @@ typedef struct VccCtx {
     int nshapes;
     /* training options baked into the graph (defaults: PyTorch SGD, see passes/optimizer.c) */
     float momentum;        /* SGD momentum (default 0.9); lr and weight decay are runtime arguments */
+    bool forward_only;     /* compile the forward graph alone (no loss, backward or update): --forward-only */
     const char *dump_after;/* --dump-ir=PASS, or NULL */
     FILE *dump;            /* where dumps go (stdout) */
 } VccCtx;

@@ -4,8 +4,10 @@
  * Requires: the forward graph from frontend/onnx.c.
  * Produces:
  *   - BatchNormalization (training_mode=1, ONNX opset 14/15 form): inputs (X, scale, B, input_mean,
- *     input_var), outputs (Y, saved_mean, saved_invstd); input_mean/input_var are BUFFER tensors updated
- *     in place each step; the ONNX running_mean/running_var outputs become views of those buffers.
+ *     input_var), outputs (Y, saved_mean, saved_invstd, running_mean, running_var) (absent running
+ *     outputs are -1). Training: input_mean/input_var are BUFFER tensors updated in place each step and
+ *     the running outputs are views of them. Forward-only (ctx->forward_only): the statistics may be
+ *     graph inputs and the running outputs are tensors of their own (the kernel copies, then updates).
  *   - Flatten, Reshape, Identity outputs are views (alias_of) of their data input; Reshape's shape input
  *     is a CONST.
  */
@@ -31,21 +33,21 @@ static VccStatus canonical_bn(VccCtx *ctx, VccGraph *g, int k) {
         vcc_error(ctx, "node '%s' (BatchNormalization): expected 5 inputs and an output Y", n->name);
         return VCC_ERR_SHAPE;
     }
-    for (int i = 1; i < 5; i++)
+    for (int i = 1; i < 5 && !ctx->forward_only; i++)
         if (!is_initializer(g, n->in[i])) {
             vcc_error(ctx, "node '%s' (BatchNormalization): input %d must be an initializer", n->name, i);
             return VCC_ERR_UNSUPPORTED;
         }
-    g->tensors[n->in[3]].kind = VCC_T_BUFFER;
-    g->tensors[n->in[4]].kind = VCC_T_BUFFER;
-    for (int i = 1; i < n->nout && i < 3; i++) {
-        int t = n->out[i];
+    int running[2] = {n->nout > 1 ? n->out[1] : -1, n->nout > 2 ? n->out[2] : -1};
+    for (int i = 0; i < 2; i++) {
+        int t = running[i];
+        if (ctx->forward_only) continue;
+        g->tensors[n->in[3 + i]].kind = VCC_T_BUFFER;
         if (t < 0) continue;
         VccTensor *o = &g->tensors[t];
-        o->alias_of = n->in[2 + i];
-        o->producer = -1;
+        o->alias_of = n->in[3 + i];
         o->dtype = VCC_F32;
-        o->shape = g->tensors[n->in[2 + i]].shape;
+        o->shape = g->tensors[n->in[3 + i]].shape;
         o->kind = VCC_T_BUFFER;
     }
     char name[512];
@@ -54,10 +56,12 @@ static VccStatus canonical_bn(VccCtx *ctx, VccGraph *g, int k) {
     snprintf(name, sizeof name, "%s.saved_invstd", g->nodes[k].name);
     int si = vcc_tensor_add(g, name, VCC_DT_UNDEF, NULL, VCC_T_ACT);
     n = &g->nodes[k];
-    n->out = vcc_realloc(n->out, 3 * sizeof(int));
-    n->nout = 3;
+    n->out = vcc_realloc(n->out, 5 * sizeof(int));
+    n->nout = 5;
     n->out[1] = sm;
     n->out[2] = si;
+    n->out[3] = running[0];
+    n->out[4] = running[1];
     g->tensors[sm].producer = g->tensors[si].producer = k;
     return VCC_OK;
 }

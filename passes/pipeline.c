@@ -1,7 +1,8 @@
 /*
  * pipeline.c — the pass list, the verifier between passes, and --dump-ir.
  *
- * Requires: a forward graph from the frontend. Produces: the planned training graph.
+ * Requires: a forward graph from the frontend. Produces: the planned training graph (with
+ * ctx->forward_only, the planned forward graph: loss, autodiff and optimizer are skipped).
  */
 #include "passes.h"
 
@@ -17,7 +18,8 @@ static const VccPass passes[] = {NULL,         vcc_canonicalize, vcc_infer_shape
 
 VccStatus vcc_run_pipeline(VccCtx *ctx, VccGraph *g) {
     for (int i = 0; vcc_pass_names[i]; i++) {
-        if (passes[i]) {
+        bool training_pass = passes[i] == vcc_add_loss || passes[i] == vcc_autodiff || passes[i] == vcc_optimizer;
+        if (passes[i] && !(ctx->forward_only && training_pass)) {
             VccStatus st = passes[i](ctx, g);
             if (st) return st;
             st = vcc_verify(ctx, g, vcc_pass_names[i]);

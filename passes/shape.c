@@ -96,8 +96,7 @@ static VccStatus infer_node(VccCtx *ctx, VccGraph *g, int k) {
         }
         set_out(g, n->out[0], VCC_F32, &x->shape);
         VccShape c = {1, {x->shape.dims[1]}};
-        set_out(g, n->out[1], VCC_F32, &c);
-        set_out(g, n->out[2], VCC_F32, &c);
+        for (int i = 1; i < n->nout; i++) set_out(g, n->out[i], VCC_F32, &c);
         return VCC_OK;
     }
     case VCC_OP_RELU:

@@ -1088,4 +1088,49 @@ wfail:
     return 1;
 }
 
+/* ======================================================================== */
+/* .npy writer                                                              */
+/* ======================================================================== */
+
+/* vcc_npy_save: write a little-endian .npy (format 1.0) of dtype "f4" or "i8" with the given shape
+ * (rank 0..8, dims in elements) from host memory holding prod(dims) elements; written to path.tmp and
+ * renamed. Returns 0, or nonzero with a one-line message naming the file in err. */
+VCC_IO_FN int vcc_npy_save(const char *path, const char *dtype, int rank, const int64_t *dims, const void *data,
+                           char *err, size_t errlen)
+{
+    char hdr[512], tmp[4096];
+    size_t len, pad, nbytes = strcmp(dtype, "i8") == 0 ? 8 : 4;
+    int i, n;
+    FILE *f;
+    if ((strcmp(dtype, "f4") && strcmp(dtype, "i8")) || rank < 0 || rank > 8)
+        return vcc_io_errf(err, errlen, path, "cannot write dtype '%s' with rank %d", dtype, rank);
+    n = snprintf(hdr, sizeof hdr, "{'descr': '<%s', 'fortran_order': False, 'shape': (", dtype);
+    for (i = 0; i < rank; i++) {
+        n += snprintf(hdr + n, sizeof hdr - (size_t)n, "%lld,%s", (long long)dims[i], (i + 1 < rank) ? " " : "");
+        nbytes *= (size_t)dims[i];
+    }
+    n += snprintf(hdr + n, sizeof hdr - (size_t)n, "), }");
+    len = 10 + (size_t)n + 1;           /* magic(6) + version(2) + header length(2) + header + '\n' */
+    pad = (64 - len % 64) % 64;         /* the data starts on a 64-byte boundary */
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    f = fopen(tmp, "wb");
+    if (!f) return vcc_io_errf(err, errlen, path, "cannot write: %s", strerror(errno));
+    {
+        unsigned hl = (unsigned)((size_t)n + pad + 1);
+        unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, 0, 0};
+        pre[8] = (unsigned char)(hl & 0xff);
+        pre[9] = (unsigned char)(hl >> 8);
+        fwrite(pre, 1, 10, f);
+        fwrite(hdr, 1, (size_t)n, f);
+        for (i = 0; i < (int)pad; i++) fputc(' ', f);
+        fputc('\n', f);
+    }
+    if (nbytes) fwrite(data, 1, nbytes, f);
+    if (ferror(f) | fclose(f) || rename(tmp, path)) {
+        remove(tmp);
+        return vcc_io_errf(err, errlen, path, "cannot write: %s", strerror(errno));
+    }
+    return 0;
+}
+
 #endif /* VCC_IO_H */

@@ -1,0 +1,188 @@
+"""ONNX backend conformance: vcc against the ONNX project's own node test data.
+
+    run_node_tests.py --vcc BUILD/vcc --data DIR --work DIR [--only SUBSTRING]
+
+DIR is ../shared/onnx-node-tests (model.onnx + test_data_set_*/{input,output}_*.pb per test, from
+onnx/backend/test/data). For every test model (top level, pytorch-converted/, pytorch-operator/,
+simple/, and light/'s whole networks):
+
+  - vcc --forward-only either compiles it or refuses it. A refusal must be clean: exit status 1, every
+    line on stderr naming the model file, no output left behind, never a crash.
+  - What vcc compiles is built with the command vcc printed and run on every test_data_set; each output
+    must match the expected one: |got - want| <= 1e-5 + 1e-4 * |want| (shapes and dtypes exact).
+  - The tests in SUPPORTED must compile: they are the ONNX forms of the ops vcc trains.
+
+Harness adaptations, each stated here: vcc needs static shapes, so a Reshape shape that a test feeds as
+a graph input is baked into the model as an initializer (its value is the test's input). ONNX's
+BatchNormalization training mode updates running_var with the biased batch variance; vcc follows
+PyTorch (unbiased, which training parity with PyTorch requires), so that one output is compared against
+the PyTorch formula applied to the test's inputs instead (both are printed).
+Exits 77 (skipped) when DIR does not exist, except under CI=true, where that is a failure.
+"""
+
+import argparse
+import glob
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+# ONNX node tests of the forms vcc supports; each must compile, run and match.
+SUPPORTED = [
+    "test_basic_conv_with_padding", "test_basic_conv_without_padding", "test_conv_with_autopad_same",
+    "test_conv_with_strides_and_asymmetric_padding", "test_conv_with_strides_no_padding",
+    "test_conv_with_strides_padding",
+    "test_batchnorm_epsilon_training_mode", "test_batchnorm_example_training_mode",
+    "test_relu", "test_add",
+    "test_globalaveragepool", "test_globalaveragepool_precomputed",
+    "test_flatten_axis0", "test_flatten_axis1", "test_flatten_axis2", "test_flatten_axis3",
+    "test_flatten_default_axis", "test_flatten_negative_axis1", "test_flatten_negative_axis2",
+    "test_flatten_negative_axis3", "test_flatten_negative_axis4",
+    "test_gemm_all_attributes", "test_gemm_alpha", "test_gemm_beta", "test_gemm_default_matrix_bias",
+    "test_gemm_default_no_bias", "test_gemm_default_scalar_bias", "test_gemm_default_single_elem_vector_bias",
+    "test_gemm_default_vector_bias", "test_gemm_default_zero_bias", "test_gemm_transposeA", "test_gemm_transposeB",
+    "test_identity",
+    "test_reshape_extended_dims", "test_reshape_negative_dim", "test_reshape_negative_extended_dims",
+    "test_reshape_one_dim", "test_reshape_reduced_dims", "test_reshape_reordered_all_dims",
+    "test_reshape_reordered_last_dims", "test_reshape_zero_and_negative_dim", "test_reshape_zero_dim",
+]
+
+
+def bake_shape_inputs(model, inputs):
+    """Turn graph inputs that feed a Reshape's shape into initializers holding the test's values."""
+    shape_inputs = {n.input[1] for n in model.graph.node if n.op_type == "Reshape" and len(n.input) > 1}
+    names = [i.name for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}]
+    kept = []
+    for name, arr in zip(names, inputs):
+        if name in shape_inputs:
+            model.graph.initializer.append(numpy_helper.from_array(arr, name))
+            for i, vi in enumerate(model.graph.input):
+                if vi.name == name:
+                    del model.graph.input[i]
+                    break
+        else:
+            kept.append(arr)
+    return kept
+
+
+def bn_running_var_pytorch(model, inputs):
+    """running_var as PyTorch updates it: input_var*momentum + unbiased_batch_var*(1-momentum)."""
+    node = next(n for n in model.graph.node if n.op_type == "BatchNormalization")
+    momentum = next((a.f for a in node.attribute if a.name == "momentum"), 0.9)
+    x, var = inputs[0].astype(np.float64), inputs[4].astype(np.float64)
+    axes = (0,) + tuple(range(2, x.ndim))
+    m = x.size // x.shape[1]
+    batch_var = x.var(axis=axes) * m / (m - 1)
+    return (var * momentum + batch_var * (1 - momentum)).astype(np.float32)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--vcc", required=True)
+    ap.add_argument("--data", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--only", default="")
+    args = ap.parse_args()
+    if not os.path.isdir(args.data):
+        if os.environ.get("CI") == "true":  # CI has the data: its absence there is a failure, not a skip
+            sys.exit("FAIL: %s not found (CI=true)" % args.data)
+        print("skip: %s not found" % args.data)
+        sys.exit(77)
+    vcc = os.path.abspath(args.vcc)
+    shutil.rmtree(args.work, ignore_errors=True)
+    os.makedirs(args.work)
+    tests = sorted(glob.glob(os.path.join(args.data, "test_*")))
+    for sub in ("pytorch-converted", "pytorch-operator", "simple"):
+        tests += sorted(glob.glob(os.path.join(args.data, sub, "test_*")))
+    models = [(t, os.path.join(t, "model.onnx")) for t in tests]
+    models += [(None, m) for m in sorted(glob.glob(os.path.join(args.data, "light", "*.onnx")))]
+    models = [(t, m) for t, m in models if args.only in m]
+
+    failures, passed, refused = [], [], 0
+    for tdir, path in models:
+        name = os.path.basename(tdir) if tdir else os.path.basename(path)[:-5]
+        work = os.path.join(args.work, name)
+        os.makedirs(work, exist_ok=True)
+        sets = sorted(glob.glob(os.path.join(tdir, "test_data_set_*"))) if tdir else []
+        model = onnx.load(path)
+        src = path
+        feeds = []
+        if sets:
+            feeds = [[numpy_helper.to_array(onnx.load_tensor(p))
+                      for p in sorted(glob.glob(os.path.join(s, "input_*.pb")),
+                                      key=lambda p: int(p.rsplit("_", 1)[1][:-3]))] for s in sets]
+            if any(n.op_type == "Reshape" for n in model.graph.node):
+                feeds = [bake_shape_inputs(onnx.load(path), f) for f in feeds]
+                bake_shape_inputs(model, [numpy_helper.to_array(onnx.load_tensor(p)) for p in sorted(
+                    glob.glob(os.path.join(sets[0], "input_*.pb")), key=lambda p: int(p.rsplit("_", 1)[1][:-3]))])
+                src = os.path.join(work, "model.onnx")
+                onnx.save(model, src)
+        p = subprocess.run([vcc, src, "--forward-only", "-o", "fwd.c"], cwd=work, capture_output=True, text=True)
+        if p.returncode != 0:
+            lines = p.stderr.strip().splitlines()
+            clean = (p.returncode == 1 and lines and all(l.startswith(src) for l in lines)
+                     and not set(os.listdir(work)) - {"model.onnx"})
+            if not clean:
+                failures.append("%s: unclean refusal (rc %d): %s" % (name, p.returncode, p.stderr.strip()[:300]))
+            elif name in SUPPORTED:
+                failures.append("%s: supported but refused: %s" % (name, lines[0]))
+            refused += 1
+            continue
+        if not sets:
+            passed.append(name)  # compiled; light/ nets store no input, nothing to compare
+            continue
+        build = p.stdout.strip()
+        b = subprocess.run(build, cwd=work, shell=True, capture_output=True, text=True)
+        if b.returncode:
+            failures.append("%s: build failed: %s" % (name, b.stderr.strip()[:300]))
+            continue
+        ok = True
+        for s, inputs in zip(sets, feeds):
+            want = [numpy_helper.to_array(onnx.load_tensor(q)) for q in sorted(
+                glob.glob(os.path.join(s, "output_*.pb")), key=lambda q: int(q.rsplit("_", 1)[1][:-3]))]
+            ins, outs = [], []
+            for i, arr in enumerate(inputs):
+                ins.append(os.path.join(work, "in%d.npy" % i))
+                np.save(ins[-1], arr)
+            for i in range(len(want)):
+                outs.append(os.path.join(work, "out%d.npy" % i))
+            r = subprocess.run(["./fwd"] + ins + ["-o"] + outs, cwd=work, capture_output=True, text=True)
+            if r.returncode:
+                failures.append("%s: run failed: %s" % (name, r.stderr.strip()[:300]))
+                ok = False
+                break
+            bn_train = any(n.op_type == "BatchNormalization" and any(
+                a.name == "training_mode" and a.i == 1 for a in n.attribute) for n in model.graph.node)
+            for i, w in enumerate(want):
+                got = np.load(outs[i])
+                if bn_train and i == 2:
+                    print("  %s: running_var ONNX (biased) %s, vcc %s" % (name, np.array2string(w.ravel()[:3]),
+                                                                         np.array2string(got.ravel()[:3])))
+                    w = bn_running_var_pytorch(model, inputs)
+                if got.shape != w.shape or got.dtype != w.dtype:
+                    failures.append("%s: output %d is %s %s, expected %s %s" % (name, i, got.dtype, got.shape,
+                                                                                w.dtype, w.shape))
+                    ok = False
+                elif not np.allclose(got, w, rtol=1e-4, atol=1e-5):
+                    failures.append("%s: output %d differs by up to %.3e" % (
+                        name, i, float(np.abs(got.astype(np.float64) - w).max())))
+                    ok = False
+        if ok:
+            passed.append(name)
+    missing = [t for t in SUPPORTED if t not in passed and any(t == os.path.basename(x or "") for x, _ in models)]
+    print("%d models: %d compiled and matched, %d refused cleanly, %d failures" % (
+        len(models), len(passed), refused, len(failures)))
+    print("matched: " + " ".join(passed))
+    for f in failures:
+        print("FAIL " + f)
+    if failures or missing:
+        sys.exit(1)
+    print("PASS")
+
+
+if __name__ == "__main__":
+    main()
