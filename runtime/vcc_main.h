@@ -7,9 +7,13 @@
  *
  *   ./train --data X.npy --labels Y.npy [--steps S] [--lr LR] [--momentum M] [--weight-decay WD]
  *           [--weights W.safetensors] [--out trained.safetensors] [--save-grads grads.safetensors]
+ *           [--checkpoint-dir DIR]
  *
  * X is float32 (S, C, T, H, W) with (C, T, H, W) as compiled, Y int64 (S,) with values in [0, K).
  * Step k (1-based) trains on samples (k-1)*N + i mod S, i < N, and prints "step <k> loss <value>".
+ * --out saves parameters and BN running statistics after the last step; --save-grads the last step's
+ * parameter gradients (named as their parameters); --checkpoint-dir writes DIR/step<k>.safetensors after
+ * every step with parameters, BN running statistics and momentum buffers ("<param>.momentum").
  * Errors print one line "train: <file>: <problem>" and exit with status 1.
  */
 #ifndef VCC_MAIN_H
@@ -37,7 +41,7 @@ typedef struct {
     int role;        /* VCC_ROLE_* */
 } VccStateInfo;
 
-enum { VCC_ROLE_PARAM = 0, VCC_ROLE_BUFFER = 1, VCC_ROLE_CONST = 2, VCC_ROLE_GRAD = 3 };
+enum { VCC_ROLE_PARAM = 0, VCC_ROLE_BUFFER = 1, VCC_ROLE_CONST = 2, VCC_ROLE_GRAD = 3, VCC_ROLE_OPT_STATE = 4 };
 
 /* What the generated file tells main() about the compiled model. */
 typedef struct {
@@ -68,7 +72,8 @@ static int vcc_parse_float(const char *s, float *out) {
 
 static void vcc_usage(FILE *f) {
     fputs("usage: train --data X.npy --labels Y.npy [--steps S] [--lr LR] [--momentum M] [--weight-decay WD]\n"
-          "             [--weights W.safetensors] [--out trained.safetensors] [--save-grads grads.safetensors]\n",
+          "             [--weights W.safetensors] [--out trained.safetensors] [--save-grads grads.safetensors]\n"
+          "             [--checkpoint-dir DIR]\n",
           f);
 }
 
@@ -109,6 +114,7 @@ static int vcc_save_state(VccRt *rt, const VccModel *m, const unsigned char *are
 
 static int vcc_trainer_main(int argc, char **argv, const VccModel *m) {
     const char *data_path = NULL, *label_path = NULL, *weights = m->default_weights, *out = NULL, *grads = NULL;
+    const char *ckpt_dir = NULL;
     long steps = 1;
     float lr = 0.01f, momentum = m->default_momentum, wd = 0.0f;
     char err[1024];
@@ -129,6 +135,7 @@ static int vcc_trainer_main(int argc, char **argv, const VccModel *m) {
         else if (!strcmp(a, "--weights")) weights = v;
         else if (!strcmp(a, "--out")) out = v;
         else if (!strcmp(a, "--save-grads")) grads = v;
+        else if (!strcmp(a, "--checkpoint-dir")) ckpt_dir = v;
         else if (!strcmp(a, "--steps")) {
             char *end;
             steps = strtol(v, &end, 10);
@@ -202,7 +209,7 @@ static int vcc_trainer_main(int argc, char **argv, const VccModel *m) {
     if (vcc_st_load(weights, &st, err, sizeof err)) vcc_die(err);
     for (int i = 0; i < m->nstate; i++) {
         const VccStateInfo *s = &m->state[i];
-        if (s->role == VCC_ROLE_GRAD) continue;
+        if (s->role == VCC_ROLE_GRAD || s->role == VCC_ROLE_OPT_STATE) continue;
         const VccStEntry *e = vcc_st_find(&st, s->name);
         if (!e) {
             snprintf(err, sizeof err, "%s: tensor '%s' is missing", weights, s->name);
@@ -237,6 +244,14 @@ static int vcc_trainer_main(int argc, char **argv, const VccModel *m) {
         float loss = vcc_read_scalar(&rt, (const float *)(arena + m->loss_offset));
         printf("step %ld loss %.7g\n", k + 1, (double)loss);
         fflush(stdout);
+        if (ckpt_dir) {
+            char path[4096];
+            snprintf(path, sizeof path, "%s/step%ld.safetensors", ckpt_dir, k + 1);
+            if (vcc_save_state(&rt, m, arena, path,
+                               (1 << VCC_ROLE_PARAM) | (1 << VCC_ROLE_BUFFER) | (1 << VCC_ROLE_OPT_STATE), err,
+                               sizeof err))
+                vcc_die(err);
+        }
         if (progress) {
             clock_gettime(CLOCK_MONOTONIC, &t1);
             double el = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
