@@ -5,7 +5,8 @@
  *       [--plan-json FILE] [--momentum M] [--forward-only]
  *
  * Reads the model, runs the pass pipeline, and writes the trainer, its initial weights
- * (<output without extension>.safetensors) and the plan JSON. Every output is written to a temporary
+ * (<output without extension>.safetensors) and the plan JSON; with none of -o, --plan-json and
+ * --dump-ir it prints a one-line summary of the plan. Every output is written to a temporary
  * file and renamed, so a failure leaves no half-written output. Exit status 0 on success, 1 on any error
  * (the message names the file, node and op), 2 on a usage error.
  */
@@ -200,6 +201,10 @@ int main(int argc, char **argv) {
         }
         printf("%s\n", cmd);
     }
+    if (!out && !plan_json && !dump)
+        printf("%s: %d steps, arena %lld bytes (persistent %lld, planned %lld), lower bound %lld, no reuse %lld\n",
+               model, g->nnodes, (long long)g->arena_bytes, (long long)g->persistent_bytes,
+               (long long)g->planned_bytes, (long long)g->lower_bound_bytes, (long long)g->no_reuse_bytes);
     rc = 0;
 done:
     vcc_graph_free(g);
