@@ -41,24 +41,25 @@ static void usage(FILE *f) {
           f);
 }
 
+/* NAME=D1xD2x...: every Di a positive decimal integer below 2^31. Returns 0, or 1 (nothing allocated). */
 static int parse_shape(const char *arg, VccShapeBinding *b) {
     const char *eq = strchr(arg, '=');
     if (!eq || eq == arg || !eq[1]) return 1;
-    b->name = vcc_malloc((size_t)(eq - arg) + 1);
-    memcpy(b->name, arg, (size_t)(eq - arg));
-    b->name[eq - arg] = 0;
     b->rank = 0;
-    const char *p = eq + 1;
-    while (*p) {
+    for (const char *p = eq + 1;;) {
+        if (*p < '0' || *p > '9' || b->rank == VCC_MAX_RANK) return 1;
         char *end;
         errno = 0;
         long long v = strtoll(p, &end, 10);
-        if (end == p || v <= 0 || errno || b->rank == VCC_MAX_RANK) return 1;
+        if (v <= 0 || v >= (1LL << 31) || errno) return 1;
         b->dims[b->rank++] = v;
-        if (*end == 'x') end++;
-        else if (*end) return 1;
-        p = end;
+        if (*end == 0) break;
+        if (*end != 'x') return 1;
+        p = end + 1;
     }
+    b->name = vcc_malloc((size_t)(eq - arg) + 1);
+    memcpy(b->name, arg, (size_t)(eq - arg));
+    b->name[eq - arg] = 0;
     return 0;
 }
 
@@ -109,20 +110,32 @@ int main(int argc, char **argv) {
         } else if (!strcmp(a, "--momentum") && i + 1 < argc) {
             char *end;
             momentum = strtof(argv[++i], &end);
-            if (*end || end == argv[i]) {
-                fprintf(stderr, "vcc: --momentum needs a number, got '%s'\n", argv[i]);
+            if (*end || end == argv[i] || !(momentum >= 0.0f && momentum < 1e30f)) {
+                fprintf(stderr, "vcc: --momentum needs a finite number >= 0, got '%s'\n", argv[i]);
                 return 2;
             }
         } else if (!strcmp(a, "--shape") && i + 1 < argc) {
-            if (nshapes == 32 || parse_shape(argv[++i], &shapes[nshapes])) {
-                fprintf(stderr, "vcc: --shape needs NAME=DIMS with positive dims like input=2x3x8x112x112, got '%s'\n",
-                        argv[i]);
+            int bad = nshapes == 32 || parse_shape(argv[++i], &shapes[nshapes]);
+            for (int j = 0; !bad && j < nshapes; j++)
+                if (!strcmp(shapes[j].name, shapes[nshapes].name)) {
+                    fprintf(stderr, "vcc: --shape %s is given twice\n", shapes[j].name);
+                    free(shapes[nshapes].name);
+                    bad = 2;
+                }
+            if (bad) {
+                if (bad == 1)
+                    fprintf(stderr, "vcc: --shape needs NAME=DIMS with dims from 1 to 2^31-1, like "
+                                    "input=2x3x8x112x112 or batch=2; got '%s'\n", argv[i]);
+                for (int j = 0; j < nshapes; j++) free(shapes[j].name);
                 return 2;
             }
             nshapes++;
+        } else if (!strcmp(a, "-o") || !strcmp(a, "--plan-json") || !strcmp(a, "--momentum") ||
+                   !strcmp(a, "--shape")) {
+            fprintf(stderr, "vcc: option %s needs a value\n", a);
+            return 2;
         } else if (a[0] == '-') {
-            fprintf(stderr, "vcc: unknown option '%s' (or it needs a value)\n", a);
-            usage(stderr);
+            fprintf(stderr, "vcc: unknown option '%s' (see vcc --help)\n", a);
             return 2;
         } else if (!model) {
             model = a;
@@ -148,6 +161,18 @@ int main(int argc, char **argv) {
         if (has_suffix(out, ".cu")) target = VCC_TARGET_CUDA;
         else if (!has_suffix(out, ".c")) {
             fprintf(stderr, "vcc: output '%s' must end in .c (CPU trainer) or .cu (CUDA trainer)\n", out);
+            return 2;
+        }
+        /* the file name becomes part of the printed build command and the file's first line */
+        const char *base = strrchr(out, '/');
+        base = base ? base + 1 : out;
+        bool safe = base[0] != '.' && base[0] != '-';
+        for (const char *c = base; *c; c++)
+            safe &= (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+                    *c == '.' || *c == '_' || *c == '-' || *c == '+';
+        if (!safe) {
+            fprintf(stderr, "vcc: output name '%s' must start with a letter or digit and use only letters, digits "
+                            "and . _ - + (it becomes part of the build command)\n", base);
             return 2;
         }
     }

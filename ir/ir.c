@@ -97,6 +97,17 @@ int64_t vcc_shape_numel(const VccShape *s) {
     return n;
 }
 
+bool vcc_shape_checked_bytes(const VccShape *s, VccDType dt, int64_t *bytes) {
+    int64_t n = (int64_t)vcc_dtype_size(dt);
+    for (int i = 0; i < s->rank; i++) {
+        if (s->dims[i] < 0) return false;
+        if (s->dims[i] && n > VCC_MAX_TENSOR_BYTES / s->dims[i]) return false;
+        n *= s->dims[i];
+    }
+    *bytes = n;
+    return n <= VCC_MAX_TENSOR_BYTES;
+}
+
 size_t vcc_dtype_size(VccDType dt) {
     switch (dt) {
     case VCC_F32: return 4;

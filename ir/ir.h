@@ -180,6 +180,11 @@ int64_t vcc_shape_numel(const VccShape *s);
 /* Bytes of one element of dt (4 for F32, 8 for I64). */
 size_t vcc_dtype_size(VccDType dt);
 const char *vcc_dtype_name(VccDType dt);
+#define VCC_MAX_TENSOR_BYTES ((int64_t)1 << 47) /* 128 TiB: larger tensors are refused, sizes never overflow */
+
+/* Byte size of a dt tensor of shape s into *bytes, with overflow checks. Returns false when a dim is
+ * negative (unknown) or the size exceeds VCC_MAX_TENSOR_BYTES. */
+bool vcc_shape_checked_bytes(const VccShape *s, VccDType dt, int64_t *bytes);
 /* Bytes of a tensor: numel * element size (0 if unknown). */
 int64_t vcc_tensor_bytes(const VccTensor *t);
 /* The tensor whose bytes t uses: follows alias_of and inplace_of to the root. */

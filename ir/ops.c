@@ -10,6 +10,16 @@
 
 #include <string.h>
 
+#define VCC_CONV_ATTR_MAX (((int64_t)1 << 31) - 1) /* bound on sizes, strides, dilations, pads: no overflow below */
+
+/* ONNX: pads must not be used together with auto_pad (all-zero pads are tolerated). */
+static bool has_nonzero_pads(const VccNode *node) {
+    const VccAttr *a = vcc_attr_get(node, "pads");
+    for (int i = 0; a && a->type == VCC_A_INTS && i < a->n; i++)
+        if (a->ints[i]) return true;
+    return false;
+}
+
 VccStatus vcc_conv_params(VccCtx *ctx, const VccNode *node, const VccShape *x, const VccShape *w,
                           VccConvParams *p) {
     memset(p, 0, sizeof *p);
@@ -36,7 +46,7 @@ VccStatus vcc_conv_params(VccCtx *ctx, const VccNode *node, const VccShape *x, c
                   (long long)w->dims[1]);
         return VCC_ERR_SHAPE;
     }
-    int64_t v[6];
+    int64_t v[6] = {0};
     int cnt;
     for (int i = 0; i < n; i++) {
         p->in[i] = x->dims[2 + i];
@@ -67,8 +77,10 @@ VccStatus vcc_conv_params(VccCtx *ctx, const VccNode *node, const VccShape *x, c
         for (int i = 0; i < n; i++) p->dilation[i] = v[i];
     }
     for (int i = 0; i < n; i++)
-        if (p->stride[i] < 1 || p->dilation[i] < 1 || p->kernel[i] < 1) {
-            vcc_error(ctx, "node '%s' (%s): strides, dilations and kernel sizes must be >= 1", node->name, op);
+        if (p->stride[i] < 1 || p->dilation[i] < 1 || p->kernel[i] < 1 || p->stride[i] > VCC_CONV_ATTR_MAX ||
+            p->dilation[i] > VCC_CONV_ATTR_MAX || p->kernel[i] > VCC_CONV_ATTR_MAX || p->in[i] > VCC_CONV_ATTR_MAX) {
+            vcc_error(ctx, "node '%s' (%s): strides, dilations, kernel and input sizes must be from 1 to 2^31-1",
+                      node->name, op);
             return VCC_ERR_SHAPE;
         }
     const char *auto_pad = vcc_attr_string(node, "auto_pad", "NOTSET");
@@ -81,12 +93,15 @@ VccStatus vcc_conv_params(VccCtx *ctx, const VccNode *node, const VccShape *x, c
             for (int i = 0; i < n; i++) {
                 p->pad_begin[i] = v[i];
                 p->pad_end[i] = v[n + i];
-                if (v[i] < 0 || v[n + i] < 0) {
-                    vcc_error(ctx, "node '%s' (%s): negative pads", node->name, op);
+                if (v[i] < 0 || v[n + i] < 0 || v[i] > VCC_CONV_ATTR_MAX || v[n + i] > VCC_CONV_ATTR_MAX) {
+                    vcc_error(ctx, "node '%s' (%s): pads must be from 0 to 2^31-1", node->name, op);
                     return VCC_ERR_SHAPE;
                 }
             }
         }
+    } else if (has_nonzero_pads(node)) {
+        vcc_error(ctx, "node '%s' (%s): auto_pad=%s and explicit pads are given together", node->name, op, auto_pad);
+        return VCC_ERR_SHAPE;
     } else if (strcmp(auto_pad, "VALID") == 0) {
         /* all pads zero */
     } else if (strcmp(auto_pad, "SAME_UPPER") == 0 || strcmp(auto_pad, "SAME_LOWER") == 0) {

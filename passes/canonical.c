@@ -2,6 +2,7 @@
  * canonical.c — bring ONNX variants to one internal form.
  *
  * Requires: the forward graph from frontend/onnx.c.
+ * Checks: nodes in topological order; every attribute known to vcc for its op, with its ONNX type.
  * Produces:
  *   - BatchNormalization (training_mode=1, ONNX opset 14/15 form): inputs (X, scale, B, input_mean,
  *     input_var), outputs (Y, saved_mean, saved_invstd, running_mean, running_var) (absent running
@@ -66,8 +67,71 @@ static VccStatus canonical_bn(VccCtx *ctx, VccGraph *g, int k) {
     return VCC_OK;
 }
 
-VccStatus vcc_canonicalize(VccCtx *ctx, VccGraph *g) {
+/* The attributes vcc knows for each forward op and their ONNX types (ONNX Operators, opset 17). An
+ * attribute of another type, or one vcc does not know (its meaning would be ignored), is an error. */
+static const struct {
+    VccOp op;
+    const char *name;
+    VccAttrType type;
+} known_attrs[] = {
+    {VCC_OP_CONV, "auto_pad", VCC_A_STRING},        {VCC_OP_CONV, "dilations", VCC_A_INTS},
+    {VCC_OP_CONV, "group", VCC_A_INT},              {VCC_OP_CONV, "kernel_shape", VCC_A_INTS},
+    {VCC_OP_CONV, "pads", VCC_A_INTS},              {VCC_OP_CONV, "strides", VCC_A_INTS},
+    {VCC_OP_BATCHNORM, "epsilon", VCC_A_FLOAT},     {VCC_OP_BATCHNORM, "momentum", VCC_A_FLOAT},
+    {VCC_OP_BATCHNORM, "training_mode", VCC_A_INT}, {VCC_OP_FLATTEN, "axis", VCC_A_INT},
+    {VCC_OP_RESHAPE, "allowzero", VCC_A_INT},       {VCC_OP_GEMM, "alpha", VCC_A_FLOAT},
+    {VCC_OP_GEMM, "beta", VCC_A_FLOAT},             {VCC_OP_GEMM, "transA", VCC_A_INT},
+    {VCC_OP_GEMM, "transB", VCC_A_INT},
+    {VCC_OP_GEMM, "broadcast", VCC_A_INT}, /* Gemm before opset 7; C is always broadcast from opset 7 on */
+};
+
+static const char *attr_type_name(VccAttrType t) {
+    static const char *names[] = {"INT", "FLOAT", "INTS", "FLOATS", "STRING"};
+    return names[t];
+}
+
+static VccStatus check_attrs(VccCtx *ctx, const VccNode *n) {
     VccStatus st = VCC_OK;
+    for (int a = 0; a < n->nattrs; a++) {
+        const VccAttr *at = &n->attrs[a];
+        int found = -1;
+        for (size_t i = 0; i < sizeof known_attrs / sizeof known_attrs[0]; i++)
+            if (known_attrs[i].op == n->op && !strcmp(known_attrs[i].name, at->name)) found = (int)i;
+        if (found < 0) {
+            vcc_error(ctx, "node '%s' (%s): attribute '%s' is not supported", n->name, vcc_op_name(n->op), at->name);
+            st = VCC_ERR_UNSUPPORTED;
+        } else if (known_attrs[found].type != at->type) {
+            vcc_error(ctx, "node '%s' (%s): attribute '%s' has type %s, expected %s", n->name, vcc_op_name(n->op),
+                      at->name, attr_type_name(at->type), attr_type_name(known_attrs[found].type));
+            st = VCC_ERR_SHAPE;
+        }
+    }
+    return st;
+}
+
+/* ONNX requires nodes in topological order; a node reading a value that a later node produces means a
+ * cycle or an unsorted file. */
+static VccStatus check_order(VccCtx *ctx, const VccGraph *g) {
+    for (int k = 0; k < g->nnodes; k++) {
+        const VccNode *n = &g->nodes[k];
+        for (int i = 0; i < n->nin; i++)
+            if (n->in[i] >= 0 && g->tensors[n->in[i]].producer >= k) {
+                vcc_error(ctx, "node '%s' (%s) reads '%s', which node '%s' produces later: the graph has a cycle or "
+                          "its nodes are not topologically sorted as ONNX requires",
+                          n->name, n->onnx_op ? n->onnx_op : vcc_op_name(n->op), g->tensors[n->in[i]].name,
+                          g->nodes[g->tensors[n->in[i]].producer].name);
+                return VCC_ERR_PARSE;
+            }
+    }
+    return VCC_OK;
+}
+
+VccStatus vcc_canonicalize(VccCtx *ctx, VccGraph *g) {
+    VccStatus st = check_order(ctx, g);
+    if (st) return st;
+    for (int k = 0; k < g->nnodes; k++)
+        if (check_attrs(ctx, &g->nodes[k]) != VCC_OK) st = VCC_ERR_UNSUPPORTED;
+    if (st) return st;
     for (int k = 0; k < g->nnodes; k++) {
         VccNode *n = &g->nodes[k];
         switch (n->op) {

@@ -156,10 +156,13 @@ void vcc_plan_write_json(FILE *f, const VccGraph *g) {
         else fputs("\"start\": null, \"end\": null, ", f);
         fputs("\"category\": ", f);
         json_str(f, vcc_tensor_category(x));
-        fputs(", \"inplace_of\": ", f);
-        int src = x->alias_of >= 0 ? x->alias_of : x->inplace_of;
-        if (src >= 0) json_str(f, g->tensors[src].name);
-        else fputs("null", f);
+        const char *keys[2] = {", \"inplace_of\": ", ", \"view_of\": "};
+        int src[2] = {x->inplace_of, x->alias_of};
+        for (int i = 0; i < 2; i++) {
+            fputs(keys[i], f);
+            if (src[i] >= 0) json_str(f, g->tensors[src[i]].name);
+            else fputs("null", f);
+        }
         fputc('}', f);
     }
     fputs("\n  ]\n}\n", f);

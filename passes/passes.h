@@ -81,8 +81,10 @@ VccStatus vcc_memplan(VccCtx *ctx, VccGraph *g);
  * through views or in-place are one buffer). Returns VCC_OK or VCC_ERR_INTERNAL with a message. */
 VccStatus vcc_plan_check(VccCtx *ctx, const VccGraph *g);
 
-/* Write the plan as JSON: {"arena_bytes", "lower_bound_bytes", "no_reuse_bytes", "tensors": [{"name",
- * "bytes", "offset", "start", "end", "category", "inplace_of"}]}; start/end null for persistent tensors. */
+/* Write the plan as JSON: {"arena_bytes", "lower_bound_bytes", "no_reuse_bytes", "persistent_bytes",
+ * "tensors": [{"name", "bytes", "offset", "start", "end", "category", "inplace_of", "view_of"}]}; start/end
+ * null for persistent tensors; inplace_of names the input whose bytes an in-place output took, view_of
+ * the tensor a view (Flatten/Reshape/Identity, BN running outputs) shares; both null otherwise. */
 void vcc_plan_write_json(FILE *f, const VccGraph *g);
 
 /* ======================================================================== passes/pipeline.c */

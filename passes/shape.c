@@ -211,10 +211,38 @@ static VccStatus infer_node(VccCtx *ctx, VccGraph *g, int k) {
 }
 
 VccStatus vcc_infer_shapes(VccCtx *ctx, VccGraph *g) {
+    int64_t bytes;
+    /* graph inputs: every dim at least 1; all sizes within VCC_MAX_TENSOR_BYTES, so no later size overflows */
+    for (int i = 0; i < g->ninputs; i++) {
+        const VccTensor *t = &g->tensors[g->inputs[i]];
+        for (int d = 0; d < t->shape.rank; d++)
+            if (t->shape.dims[d] < 1) {
+                vcc_error(ctx, "input '%s': dim %d is %lld; vcc needs every input dim to be at least 1", t->name, d,
+                          (long long)t->shape.dims[d]);
+                return VCC_ERR_SHAPE;
+            }
+    }
+    for (int i = 0; i < g->ntensors; i++) {
+        const VccTensor *t = &g->tensors[i];
+        if (t->producer < 0 && t->alias_of < 0 && t->dtype != VCC_DT_UNDEF &&
+            !vcc_shape_checked_bytes(&t->shape, t->dtype, &bytes)) {
+            vcc_error(ctx, "tensor '%s' is larger than vcc's limit of 2^47 bytes", t->name);
+            return VCC_ERR_SHAPE;
+        }
+    }
     for (int k = 0; k < g->nnodes; k++) {
         if (g->nodes[k].phase != VCC_PHASE_FORWARD) continue;
         VccStatus st = infer_node(ctx, g, k);
         if (st) return st;
+        const VccNode *n = &g->nodes[k];
+        for (int i = 0; i < n->nout; i++) {
+            const VccTensor *t = n->out[i] >= 0 ? &g->tensors[n->out[i]] : NULL;
+            if (t && t->dtype != VCC_DT_UNDEF && !vcc_shape_checked_bytes(&t->shape, t->dtype, &bytes)) {
+                vcc_error(ctx, "node '%s' (%s): output '%s' would be larger than vcc's limit of 2^47 bytes", n->name,
+                          vcc_op_name(n->op), t->name);
+                return VCC_ERR_SHAPE;
+            }
+        }
     }
     /* views created by canonical (BN running outputs) already carry shapes; check all outputs known */
     for (int i = 0; i < g->ntensors; i++) {

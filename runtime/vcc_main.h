@@ -11,19 +11,23 @@
  *
  * X is float32 (S, C, T, H, W) with (C, T, H, W) as compiled, Y int64 (S,) with values in [0, K).
  * Step k (1-based) trains on samples (k-1)*N + i mod S, i < N, and prints "step <k> loss <value>".
- * --out saves parameters and BN running statistics after the last step; --save-grads the last step's
- * parameter gradients (named as their parameters); --checkpoint-dir writes DIR/step<k>.safetensors after
- * every step with parameters, BN running statistics and momentum buffers ("<param>.momentum").
+ * Defaults: --steps 1, --lr 0.01, --momentum as compiled (0.9), --weight-decay 0, --weights the
+ * safetensors vcc wrote beside the trainer. --out saves parameters, BN running statistics and constants
+ * after the last step (a complete --weights file); --save-grads the last step's parameter gradients
+ * (named as their parameters); --checkpoint-dir (created if missing) writes DIR/step<k>.safetensors after
+ * every step with the same plus the momentum buffers ("<param>.momentum"), which --weights restores.
  * Errors print one line "train: <file>: <problem>" and exit with status 1.
  */
 #ifndef VCC_MAIN_H
 #define VCC_MAIN_H
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #if defined(__unix__) || defined(__APPLE__)
+#include <sys/stat.h>
 #include <unistd.h>
 #define VCC_ISATTY(fd) isatty(fd)
 #else
@@ -62,12 +66,26 @@ static void vcc_die(const char *msg) {
     exit(1);
 }
 
+/* A finite number >= 0 (PyTorch's SGD refuses negative lr, momentum and weight decay). */
 static int vcc_parse_float(const char *s, float *out) {
     char *end;
     double v = strtod(s, &end);
-    if (end == s || *end) return 1;
+    if (end == s || *end || !(v >= 0.0 && v <= 3.0e38)) return 1;
     *out = (float)v;
     return 0;
+}
+
+/* Fail now, not after training, when an output file cannot be written. */
+static void vcc_check_writable(const char *path) {
+    char tmp[4096], err[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "wb");
+    if (!f) {
+        snprintf(err, sizeof err, "%s: cannot write: %s", path, strerror(errno));
+        vcc_die(err);
+    }
+    fclose(f);
+    remove(tmp);
 }
 
 static void vcc_usage(FILE *f) {
@@ -138,14 +156,15 @@ static int vcc_trainer_main(int argc, char **argv, const VccModel *m) {
         else if (!strcmp(a, "--checkpoint-dir")) ckpt_dir = v;
         else if (!strcmp(a, "--steps")) {
             char *end;
+            errno = 0;
             steps = strtol(v, &end, 10);
-            if (end == v || *end || steps < 0) vcc_die("--steps needs a non-negative integer");
+            if (end == v || *end || steps < 0 || errno) vcc_die("--steps needs a non-negative integer");
         } else if (!strcmp(a, "--lr")) {
-            if (vcc_parse_float(v, &lr)) vcc_die("--lr needs a number");
+            if (vcc_parse_float(v, &lr)) vcc_die("--lr needs a finite number >= 0");
         } else if (!strcmp(a, "--momentum")) {
-            if (vcc_parse_float(v, &momentum)) vcc_die("--momentum needs a number");
+            if (vcc_parse_float(v, &momentum)) vcc_die("--momentum needs a finite number >= 0");
         } else if (!strcmp(a, "--weight-decay")) {
-            if (vcc_parse_float(v, &wd)) vcc_die("--weight-decay needs a number");
+            if (vcc_parse_float(v, &wd)) vcc_die("--weight-decay needs a finite number >= 0");
         } else {
             vcc_usage(stderr);
             snprintf(err, sizeof err, "unknown option %s", a);
@@ -155,6 +174,15 @@ static int vcc_trainer_main(int argc, char **argv, const VccModel *m) {
     if (!data_path || !label_path) {
         vcc_usage(stderr);
         vcc_die("--data and --labels are required");
+    }
+    if (out) vcc_check_writable(out);
+    if (grads) vcc_check_writable(grads);
+    if (ckpt_dir) {
+        char probe[4096];
+        struct stat sb;
+        if (stat(ckpt_dir, &sb) != 0) mkdir(ckpt_dir, 0777);
+        snprintf(probe, sizeof probe, "%s/step0.safetensors", ckpt_dir);
+        vcc_check_writable(probe);
     }
 
     /* data (S, C, T, H, W) float32 and labels (S,) int64, checked against the compiled shapes */
@@ -209,8 +237,9 @@ static int vcc_trainer_main(int argc, char **argv, const VccModel *m) {
     if (vcc_st_load(weights, &st, err, sizeof err)) vcc_die(err);
     for (int i = 0; i < m->nstate; i++) {
         const VccStateInfo *s = &m->state[i];
-        if (s->role == VCC_ROLE_GRAD || s->role == VCC_ROLE_OPT_STATE) continue;
+        if (s->role == VCC_ROLE_GRAD) continue;
         const VccStEntry *e = vcc_st_find(&st, s->name);
+        if (!e && s->role == VCC_ROLE_OPT_STATE) continue; /* momentum restored from a checkpoint, else zero */
         if (!e) {
             snprintf(err, sizeof err, "%s: tensor '%s' is missing", weights, s->name);
             vcc_die(err);
@@ -242,13 +271,15 @@ static int vcc_trainer_main(int argc, char **argv, const VccModel *m) {
         vcc_upload(&rt, arena + m->label_offset, batch_labels, sizeof(int64_t) * (size_t)N);
         m->step(&rt, arena, lr, momentum, wd);
         float loss = vcc_read_scalar(&rt, (const float *)(arena + m->loss_offset));
+        if (progress) fputs("\r\033[K", stderr); /* clear the progress line before the step line */
         printf("step %ld loss %.7g\n", k + 1, (double)loss);
         fflush(stdout);
         if (ckpt_dir) {
             char path[4096];
             snprintf(path, sizeof path, "%s/step%ld.safetensors", ckpt_dir, k + 1);
             if (vcc_save_state(&rt, m, arena, path,
-                               (1 << VCC_ROLE_PARAM) | (1 << VCC_ROLE_BUFFER) | (1 << VCC_ROLE_OPT_STATE), err,
+                               (1 << VCC_ROLE_PARAM) | (1 << VCC_ROLE_BUFFER) | (1 << VCC_ROLE_CONST) |
+                                   (1 << VCC_ROLE_OPT_STATE), err,
                                sizeof err))
                 vcc_die(err);
         }
@@ -263,7 +294,8 @@ static int vcc_trainer_main(int argc, char **argv, const VccModel *m) {
     }
     vcc_rt_sync(&rt);
     if (grads && vcc_save_state(&rt, m, arena, grads, 1 << VCC_ROLE_GRAD, err, sizeof err)) vcc_die(err);
-    if (out && vcc_save_state(&rt, m, arena, out, (1 << VCC_ROLE_PARAM) | (1 << VCC_ROLE_BUFFER), err, sizeof err))
+    if (out && vcc_save_state(&rt, m, arena, out, (1 << VCC_ROLE_PARAM) | (1 << VCC_ROLE_BUFFER) | (1 << VCC_ROLE_CONST), err,
+                              sizeof err))
         vcc_die(err);
     free(batch_labels);
     vcc_npy_free(&x);

@@ -6,7 +6,9 @@
 #   sh scripts/setup.sh            everything (needs network access to Debian's archive and PyPI)
 #   VCC_SKIP_INSTALL=1 sh scripts/setup.sh    build and run only
 #
-# Outputs: build/vcc, and in build/quickstart/: mc3_18.onnx, train.c, train.safetensors, train, plan.json.
+# Outputs: build/vcc, and in build/quickstart/: the export (mc3_18.onnx, mc3_18.pt, data.npy, labels.npy,
+# export_info.json), the trainer (train.c, train.safetensors, train, plan.json; train.cu with nvcc) and
+# trained.safetensors after the 5 steps.
 set -eu
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -36,7 +38,7 @@ echo "\$ vcc mc3_18.onnx -o train.c --plan-json plan.json"
 BUILD=$("$ROOT/build/vcc" mc3_18.onnx -o train.c --plan-json plan.json)
 echo "$BUILD"
 sh -c "$BUILD"
-grep -m1 -A5 'VCC_ARENA_BYTES =' train.c | sed 's/^ \*/  /'
+sed -n '/VCC_ARENA_BYTES =/,/no reuse:/s/^ \*/  /p' train.c
 if command -v nvcc >/dev/null 2>&1; then
     echo "\$ vcc mc3_18.onnx -o train.cu"
     CUDA_BUILD=$("$ROOT/build/vcc" mc3_18.onnx -o train.cu)

@@ -4,8 +4,8 @@
 
 Runs `vcc MODEL --dump-ir=memplan --plan-json plan.json` and checks:
   - the dump's per-tensor lines (bytes, live interval, offset) and arena line agree with the JSON;
-  - no two buffers that are live at the same step share a byte (tensors joined by inplace_of share one
-    buffer; persistent tensors are live at every step), every offset is 256-byte aligned and inside
+  - no two buffers that are live at the same step share a byte (tensors joined by inplace_of or view_of
+    share one buffer; persistent tensors are live at every step), every offset is 256-byte aligned and inside
     the arena — an overlap check written here, independent of vcc's own checker;
   - lower_bound_bytes equals this script's own sweep (persistent bytes + the largest sum of live planned
     buffer sizes, each rounded up to 256 bytes, at any step) and arena_bytes >= lower_bound_bytes.
@@ -64,11 +64,13 @@ def main():
 
     def root(name):
         seen = 0
-        while by[name]["inplace_of"] is not None and by[name]["inplace_of"] in by:
-            name = by[name]["inplace_of"]
+        while True:
+            nxt = by[name]["inplace_of"] or by[name]["view_of"]
+            if nxt is None or nxt not in by:
+                return name
+            name = nxt
             seen += 1
-            assert seen < len(by), "inplace_of cycle"
-        return name
+            assert seen < len(by), "inplace_of/view_of cycle"
 
     bufs = {}
     for t in plan["tensors"]:

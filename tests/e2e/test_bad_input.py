@@ -7,9 +7,16 @@ vcc cases (each run with -o train.c in an empty folder; afterwards the folder mu
   truncated .onnx, a text file named .onnx, a missing file, a model with two unsupported ops (both listed
   in one line), an unbound symbolic batch dim (the message names the input and the dim), an unwritable
   output folder.
+  Also: dims whose byte size passes 2^47 (no overflow), a zero batch, an attribute of the wrong type,
+  auto_pad with pads, a cycle; and, as usage errors (status 2), malformed --shape values, a repeated
+  --shape, --momentum nan, an output name that is not a plain file name, -o without a value.
 trainer cases (train.c built from the good model): data .npy of the wrong shape, of the wrong dtype,
   labels of the wrong dtype, labels out of range, a missing data file, a truncated .npy, a missing
-  weights file. Each must exit 1 with one line on stderr naming the file.
+  weights file, a NaN/negative/infinite hyperparameter, --steps past LONG_MAX, --out into a missing
+  folder (refused before training). Each must exit 1 with one line on stderr naming the file or flag.
+Round trips: --out and --checkpoint-dir files load again with --weights. Names from the model (a node
+name closing a comment, a tensor name with a quote, a trigraph and a newline) reach the generated C
+escaped: the trainer builds with -Werror and runs unchanged.
 """
 
 import argparse
@@ -71,12 +78,43 @@ def main():
     sym.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "batch"
     onnx.save(sym, os.path.join(inputs, "symbolic.onnx"))
 
+    # sizes that overflow int64 if multiplied unchecked; an empty batch
+    big = onnx.load(good)
+    big.graph.input[0].type.tensor_type.shape.dim[0].dim_value = 1 << 40
+    onnx.save(big, os.path.join(inputs, "huge_batch.onnx"))
+    zero = onnx.load(good)
+    zero.graph.input[0].type.tensor_type.shape.dim[0].dim_value = 0
+    onnx.save(zero, os.path.join(inputs, "zero_batch.onnx"))
+    # an attribute of the wrong type, auto_pad with pads, a cycle
+    bad_attr = onnx.load(good)
+    conv = next(n for n in bad_attr.graph.node if n.op_type == "Conv")
+    for i, a in enumerate(conv.attribute):
+        if a.name == "kernel_shape":
+            del conv.attribute[i]
+            break
+    conv.attribute.append(helper.make_attribute("kernel_shape", [3.0, 3.0, 3.0]))
+    onnx.save(bad_attr, os.path.join(inputs, "attr_type.onnx"))
+    both = onnx.load(good)
+    next(n for n in both.graph.node if n.op_type == "Conv").attribute.append(
+        helper.make_attribute("auto_pad", "SAME_UPPER"))
+    onnx.save(both, os.path.join(inputs, "autopad_pads.onnx"))
+    cyc = onnx.load(good)
+    relu = next(n for n in cyc.graph.node if n.op_type == "Relu")
+    conv = next(n for n in cyc.graph.node if n.op_type == "Conv")
+    conv.input[0] = relu.output[0]  # the first conv now reads a value computed after it
+    onnx.save(cyc, os.path.join(inputs, "cycle.onnx"))
+
     cases = [("truncated .onnx", "truncated.onnx", ["truncated.onnx"]),
              ("not an ONNX file", "text.onnx", ["text.onnx"]),
              ("missing file", "missing.onnx", ["missing.onnx"]),
              ("unsupported ops", "unsupported.onnx", ["unsupported.onnx", "/pool/MaxPool", "MaxPool",
                                                       "/head/Softmax", "Softmax"]),
-             ("unbound symbolic dim", "symbolic.onnx", ["symbolic.onnx", "input", "batch", "--shape"])]
+             ("unbound symbolic dim", "symbolic.onnx", ["symbolic.onnx", "input", "batch", "--shape"]),
+             ("dims past 2^47 bytes", "huge_batch.onnx", ["huge_batch.onnx", "input", "2^47"]),
+             ("zero batch", "zero_batch.onnx", ["zero_batch.onnx", "input", "dim 0"]),
+             ("attribute of the wrong type", "attr_type.onnx", ["attr_type.onnx", "kernel_shape", "FLOATS", "INTS"]),
+             ("auto_pad with pads", "autopad_pads.onnx", ["autopad_pads.onnx", "auto_pad", "pads"]),
+             ("cycle", "cycle.onnx", ["cycle.onnx", "Conv", "topologically"])]
     for label, name, must in cases:
         out = os.path.join(work, "out_" + name.replace(".", "_"))
         os.makedirs(out)
@@ -90,6 +128,17 @@ def main():
     print("%-4s %-34s rc=%d" % ("ok" if p.returncode == 0 else "FAIL", "vcc: symbolic dim bound", p.returncode))
     if p.returncode != 0:
         failures.append("symbolic dim bound: " + p.stderr.strip())
+    # command-line values vcc must refuse (usage errors: status 2)
+    for label, extra in (("bad --shape 'batch=2x'", ["--shape", "batch=2x"]),
+                         ("bad --shape 'batch= 2'", ["--shape", "batch= 2"]),
+                         ("bad --shape 'batch=0'", ["--shape", "batch=0"]),
+                         ("--shape given twice", ["--shape", "batch=2", "--shape", "batch=3"]),
+                         ("--momentum nan", ["--momentum", "nan"]),
+                         ("output name with a space", ["-o", "my train.c"]),
+                         ("-o without a value", ["-o"])):
+        out = os.path.join(work, "out_flags")
+        os.makedirs(out, exist_ok=True)
+        check("vcc: " + label, [vcc, good] + extra, out, [], expect_rc=2, clean_dir=out)
     # an output folder that does not exist: nothing written anywhere
     check("vcc: unwritable output", [vcc, good, "-o", os.path.join(work, "no", "such", "dir", "train.c")], work,
           ["train.c"], expect_rc=1)
@@ -120,6 +169,52 @@ def main():
         check(label, [train, "--data", d, "--labels", lab, "--steps", "1"], t, must, expect_rc=1)
     check("train: missing weights", [train, "--data", "data.npy", "--labels", "labels.npy", "--weights", "nope.st"],
           t, ["nope.st"], expect_rc=1)
+    for label, extra, must in (("train: --lr nan", ["--lr", "nan"], ["--lr"]),
+                               ("train: --lr -1", ["--lr", "-1"], ["--lr"]),
+                               ("train: --weight-decay inf", ["--weight-decay", "inf"], ["--weight-decay"]),
+                               ("train: --steps past LONG_MAX", ["--steps", "99999999999999999999"], ["--steps"]),
+                               ("train: --out in a missing folder", ["--out", "no/such/out.safetensors"], ["no/such"])):
+        p = subprocess.run([train, "--data", "data.npy", "--labels", "labels.npy", "--steps", "1"] + extra, cwd=t,
+                           capture_output=True, text=True)
+        if "step 1" in p.stdout:  # refused before training, not after
+            failures.append(label + " (trained first)")
+        check(label, [train, "--data", "data.npy", "--labels", "labels.npy", "--steps", "1"] + extra, t, must,
+              expect_rc=1)
+    # what --out and --checkpoint-dir write is a complete --weights file (momentum included for checkpoints)
+    for label, cmd in (("train: --out file reloads", ["--out", "trained.safetensors"]),
+                       ("train: checkpoint reloads", ["--checkpoint-dir", "ckpt"])):
+        p1 = subprocess.run([train, "--data", "data.npy", "--labels", "labels.npy", "--steps", "2"] + cmd, cwd=t,
+                            capture_output=True, text=True)
+        w = "trained.safetensors" if "--out" in cmd else os.path.join("ckpt", "step2.safetensors")
+        p2 = subprocess.run([train, "--data", "data.npy", "--labels", "labels.npy", "--weights", w], cwd=t,
+                            capture_output=True, text=True)
+        ok = p1.returncode == 0 and p2.returncode == 0 and p2.stdout.startswith("step 1 loss")
+        print("%-4s %-34s %s" % ("ok" if ok else "FAIL", label, (p1.stderr + p2.stderr).strip()))
+        if not ok:
+            failures.append(label)
+
+    # names from the model reach the generated C only escaped: a node name that closes a comment and a
+    # tensor name with a quote, a "??/" trigraph and a newline must not change the program
+    inj = onnx.load(good)
+    inj.graph.node[0].name = '*/ puts("INJECTED"); /*'
+    old = inj.graph.node[0].output[0]
+    new = 'x"??/\n); puts("INJECTED'
+    for n in inj.graph.node:
+        n.input[:] = [new if v == old else v for v in n.input]
+        n.output[:] = [new if v == old else v for v in n.output]
+    onnx.save(inj, os.path.join(inputs, "inject.onnx"))
+    ij = os.path.join(work, "inject")
+    os.makedirs(ij)
+    p = subprocess.run([vcc, os.path.join(inputs, "inject.onnx"), "-o", "train.c"], cwd=ij, capture_output=True,
+                       text=True)
+    b = subprocess.run(p.stdout.strip() + " -Wall -Werror", cwd=ij, shell=True, capture_output=True, text=True)
+    r = subprocess.run(["./train", "--data", os.path.join(t, "data.npy"), "--labels", os.path.join(t, "labels.npy")],
+                       cwd=ij, capture_output=True, text=True) if b.returncode == 0 else None
+    ok = p.returncode == 0 and b.returncode == 0 and r is not None and r.returncode == 0 \
+        and "INJECTED" not in r.stdout and r.stdout.startswith("step 1 loss")
+    print("%-4s %-34s %s" % ("ok" if ok else "FAIL", "names escaped in generated C", (p.stderr + b.stderr).strip()[:200]))
+    if not ok:
+        failures.append("names escaped in generated C")
     if failures:
         sys.exit("FAIL: %d case(s): %s" % (len(failures), ", ".join(failures)))
     print("PASS")
