@@ -156,6 +156,30 @@ int vcc_tensor_root(const VccGraph *g, int t) {
     return t;
 }
 
+int *vcc_tensor_roots(const VccGraph *g) {
+    int n = g->ntensors;
+    int *root = vcc_malloc(sizeof(int) * (size_t)(n ? n : 1));
+    int *path = vcc_malloc(sizeof(int) * (size_t)(n ? n : 1));
+    for (int t = 0; t < n; t++) root[t] = -1;
+    for (int t = 0; t < n; t++) {
+        int len = 0, x = t;
+        while (root[x] < 0) { /* walk to a tensor whose root is known, or that owns its bytes */
+            const VccTensor *v = &g->tensors[x];
+            int next = v->alias_of >= 0 ? v->alias_of : v->inplace_of;
+            VCC_ASSERT(len < n);
+            path[len++] = x;
+            if (next < 0) {
+                root[x] = x;
+                break;
+            }
+            x = next;
+        }
+        for (int i = 0; i < len; i++) root[path[i]] = root[x];
+    }
+    free(path);
+    return root;
+}
+
 VccGraph *vcc_graph_new(void) {
     VccGraph *g = vcc_calloc(1, sizeof *g);
     g->data_input = g->label = g->loss = -1;
@@ -185,15 +209,46 @@ void vcc_graph_free(VccGraph *g) {
         free(n->attrs);
     }
     free(g->tensors);
+    free(g->name_index);
     free(g->nodes);
     free(g->inputs);
     free(g->outputs);
     free(g);
 }
 
+/* FNV-1a */
+static uint32_t name_hash(const char *s) {
+    uint32_t h = 2166136261u;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
+static void name_insert(VccGraph *g, int id) {
+    uint32_t mask = (uint32_t)g->name_cap - 1;
+    for (uint32_t i = name_hash(g->tensors[id].name) & mask;; i = (i + 1) & mask)
+        if (!g->name_index[i]) {
+            g->name_index[i] = id + 1;
+            return;
+        }
+}
+
+/* Keep the table at most half full: grow to a power of two and re-insert every name (returns true then). */
+static bool name_reserve(VccGraph *g, int n) {
+    if (2 * n <= g->name_cap) return false;
+    int cap = g->name_cap ? g->name_cap : 128;
+    while (2 * n > cap) cap *= 2;
+    free(g->name_index);
+    g->name_index = vcc_calloc((size_t)cap, sizeof(int));
+    g->name_cap = cap;
+    for (int i = 0; i < g->ntensors; i++) name_insert(g, i);
+    return true;
+}
+
 int vcc_tensor_find(const VccGraph *g, const char *name) {
-    for (int i = 0; i < g->ntensors; i++)
-        if (strcmp(g->tensors[i].name, name) == 0) return i;
+    if (!g->name_cap) return -1;
+    uint32_t mask = (uint32_t)g->name_cap - 1;
+    for (uint32_t i = name_hash(name) & mask; g->name_index[i]; i = (i + 1) & mask)
+        if (strcmp(g->tensors[g->name_index[i] - 1].name, name) == 0) return g->name_index[i] - 1;
     return -1;
 }
 
@@ -218,6 +273,8 @@ int vcc_tensor_add(VccGraph *g, const char *name, VccDType dt, const VccShape *s
     t->producer = t->grad = t->param_of = t->alias_of = t->inplace_of = -1;
     t->start = t->end = -1;
     t->offset = -1;
+    VCC_ASSERT(vcc_tensor_find(g, t->name) < 0);
+    if (!name_reserve(g, g->ntensors)) name_insert(g, id);
     return id;
 }
 

@@ -153,6 +153,7 @@ typedef struct {
     int ntensors, cap_tensors;
     VccNode *nodes;           /* after passes/schedule: the schedule, step k = nodes[k] */
     int nnodes, cap_nodes;
+    int *name_index, name_cap;/* open-addressing hash of tensor names -> index + 1 (0 = empty); ir/ir.c */
     int *inputs, ninputs;     /* graph inputs that are not initializers */
     int *outputs, noutputs;   /* graph outputs (ONNX), then the loss after passes/loss */
     int64_t opset;            /* ai.onnx opset version */
@@ -173,7 +174,7 @@ void vcc_graph_free(VccGraph *g);
 
 /* Add a tensor; name NULL gives "t<index>". Names must be unique (asserted). Returns the index. */
 int vcc_tensor_add(VccGraph *g, const char *name, VccDType dt, const VccShape *shape, VccTensorKind kind);
-/* Index of the tensor named name, or -1 (linear scan). */
+/* Index of the tensor named name, or -1 (a hash lookup; tensor names never change after vcc_tensor_add). */
 int vcc_tensor_find(const VccGraph *g, const char *name);
 /* Number of elements (product of dims; 1 for rank 0); -1 if any dim is unknown. */
 int64_t vcc_shape_numel(const VccShape *s);
@@ -189,6 +190,9 @@ bool vcc_shape_checked_bytes(const VccShape *s, VccDType dt, int64_t *bytes);
 int64_t vcc_tensor_bytes(const VccTensor *t);
 /* The tensor whose bytes t uses: follows alias_of and inplace_of to the root. */
 int vcc_tensor_root(const VccGraph *g, int t);
+/* vcc_tensor_root of every tensor at once, in O(ntensors) however long the chains (a malloc'd array of
+ * g->ntensors indices; the caller frees it). */
+int *vcc_tensor_roots(const VccGraph *g);
 /* True for tensors in the persistent region (PARAM, BUFFER, CONST, GRAD, OPT_STATE). */
 bool vcc_tensor_is_persistent(const VccTensor *t);
 const char *vcc_tensor_kind_name(VccTensorKind k);

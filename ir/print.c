@@ -146,6 +146,7 @@ void vcc_print_graph(FILE *f, const VccGraph *g, bool with_plan) {
         fputc('\n', f);
     }
     if (!with_plan) return;
+    int *roots = vcc_tensor_roots(g);
     for (int i = 0; i < g->ntensors; i++) {
         const VccTensor *t = &g->tensors[i];
         fputs("plan ", f);
@@ -153,8 +154,7 @@ void vcc_print_graph(FILE *f, const VccGraph *g, bool with_plan) {
         fprintf(f, " %s bytes=%" PRId64, vcc_tensor_category(t), vcc_tensor_bytes(t));
         if (t->start >= 0) fprintf(f, " live=[%d,%d]", t->start, t->end);
         else fputs(" live=persistent", f);
-        int root = vcc_tensor_root(g, i);
-        fprintf(f, " offset=%" PRId64, g->tensors[root].offset);
+        fprintf(f, " offset=%" PRId64, g->tensors[roots[i]].offset);
         if (t->alias_of >= 0) {
             fputs(" view_of=", f);
             print_name(f, g->tensors[t->alias_of].name);
@@ -165,6 +165,7 @@ void vcc_print_graph(FILE *f, const VccGraph *g, bool with_plan) {
         }
         fputc('\n', f);
     }
+    free(roots);
     fprintf(f,
             "arena bytes=%" PRId64 " persistent=%" PRId64 " planned=%" PRId64 " lower_bound=%" PRId64
             " no_reuse=%" PRId64 "\n",

@@ -18,13 +18,24 @@ static bool eligible(const VccTensor *t) {
            t->kind != VCC_T_LOSS && t->alias_of < 0 && t->start >= 0;
 }
 
+/* The tensor owning t's bytes: parent[] starts as vcc_tensor_roots and is re-pointed when an output
+ * joins an input's buffer (union-find with path halving). */
+static int find(int *parent, int t) {
+    while (parent[t] != t) {
+        parent[t] = parent[parent[t]];
+        t = parent[t];
+    }
+    return t;
+}
+
 VccStatus vcc_inplace(VccCtx *ctx, VccGraph *g) {
     (void)ctx;
+    int *parent = vcc_tensor_roots(g);
     /* group_end[r]: the last step any tensor sharing root r's bytes is live */
     int *group_end = vcc_malloc(sizeof(int) * (size_t)(g->ntensors ? g->ntensors : 1));
     for (int t = 0; t < g->ntensors; t++) group_end[t] = -1;
     for (int t = 0; t < g->ntensors; t++) {
-        int r = vcc_tensor_root(g, t);
+        int r = parent[t];
         if (g->tensors[t].end > group_end[r]) group_end[r] = g->tensors[t].end;
     }
     for (int k = 0; k < g->nnodes; k++) {
@@ -37,18 +48,20 @@ VccStatus vcc_inplace(VccCtx *ctx, VccGraph *g) {
         for (int i = 0; i < n->nin; i++) {
             int x = n->in[i];
             if (x < 0) continue;
-            int r = vcc_tensor_root(g, x);
+            int r = find(parent, x);
             const VccTensor *rt = &g->tensors[r];
             if (!eligible(rt) || group_end[r] != k || vcc_tensor_bytes(rt) != vcc_tensor_bytes(ot)) continue;
             bool dup = false; /* the same buffer read twice by this node (Add(x, x)) is fine, but skip */
             for (int j = 0; j < n->nin; j++)
-                if (j != i && n->in[j] >= 0 && vcc_tensor_root(g, n->in[j]) == r) dup = true;
+                if (j != i && n->in[j] >= 0 && find(parent, n->in[j]) == r) dup = true;
             if (dup) continue;
             ot->inplace_of = x;
+            parent[o] = r;
             if (group_end[o] > group_end[r]) group_end[r] = group_end[o];
             break;
         }
     }
     free(group_end);
+    free(parent);
     return VCC_OK;
 }

@@ -19,12 +19,12 @@
 static int64_t align_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 
 /* Union interval of the buffer rooted at r (tensors whose vcc_tensor_root is r). */
-static void group_intervals(const VccGraph *g, int *gs, int *ge) {
+static void group_intervals(const VccGraph *g, const int *roots, int *gs, int *ge) {
     for (int t = 0; t < g->ntensors; t++) gs[t] = ge[t] = -1;
     for (int t = 0; t < g->ntensors; t++) {
         const VccTensor *x = &g->tensors[t];
         if (x->start < 0) continue;
-        int r = vcc_tensor_root(g, t);
+        int r = roots[t];
         if (gs[r] < 0 || x->start < gs[r]) gs[r] = x->start;
         if (x->end > ge[r]) ge[r] = x->end;
     }
@@ -53,7 +53,8 @@ VccStatus vcc_memplan(VccCtx *ctx, VccGraph *g) {
 
     int *gs = vcc_malloc(sizeof(int) * (size_t)(nt ? nt : 1));
     int *ge = vcc_malloc(sizeof(int) * (size_t)(nt ? nt : 1));
-    group_intervals(g, gs, ge);
+    int *roots = vcc_tensor_roots(g);
+    group_intervals(g, roots, gs, ge);
     int *ids = vcc_malloc(sizeof(int) * (size_t)(nt ? nt : 1));
     VccDsaItem *items = vcc_malloc(sizeof(VccDsaItem) * (size_t)(nt ? nt : 1));
     size_t n = 0;
@@ -78,30 +79,42 @@ VccStatus vcc_memplan(VccCtx *ctx, VccGraph *g) {
         g->planned_bytes = align_up((int64_t)planned, VCC_ARENA_ALIGN);
         g->arena_bytes = g->persistent_bytes + g->planned_bytes;
         g->lower_bound_bytes = g->persistent_bytes + (int64_t)(n ? vcc_dsa_lower_bound(items, n) : 0);
-        for (int t = 0; t < nt; t++) {
-            int r = vcc_tensor_root(g, t);
-            g->tensors[t].offset = g->tensors[r].offset;
-        }
+        for (int t = 0; t < nt; t++) g->tensors[t].offset = g->tensors[roots[t]].offset;
         st = vcc_plan_check(ctx, g);
     }
     free(gs);
     free(ge);
+    free(roots);
     free(ids);
     free(items);
     free(offsets);
     return st;
 }
 
+typedef struct {
+    int64_t offset;
+    int t;
+} OffsetRef;
+
+static int by_offset(const void *a, const void *b) {
+    const OffsetRef *x = a, *y = b;
+    if (x->offset != y->offset) return x->offset < y->offset ? -1 : 1;
+    return x->t - y->t;
+}
+
 VccStatus vcc_plan_check(VccCtx *ctx, const VccGraph *g) {
     int nt = g->ntensors;
     int *gs = vcc_malloc(sizeof(int) * (size_t)(nt ? nt : 1));
     int *ge = vcc_malloc(sizeof(int) * (size_t)(nt ? nt : 1));
-    group_intervals(g, gs, ge);
+    OffsetRef *bufs = vcc_malloc(sizeof(OffsetRef) * (size_t)(nt ? nt : 1));
+    int *roots = vcc_tensor_roots(g);
+    group_intervals(g, roots, gs, ge);
     VccStatus st = VCC_OK;
-    /* every tensor inside the arena, aligned; roots pairwise disjoint in bytes or in time */
-    for (int a = 0; a < nt && !st; a++) {
+    /* the buffers: root tensors that hold bytes and are live (persistent, or used) */
+    int nb = 0;
+    for (int a = 0; a < nt; a++) {
         const VccTensor *x = &g->tensors[a];
-        if (vcc_tensor_root(g, a) != a || vcc_tensor_bytes(x) == 0) continue;
+        if (roots[a] != a || vcc_tensor_bytes(x) == 0) continue;
         if (!vcc_tensor_is_persistent(x) && gs[a] < 0) continue; /* never live (unused) */
         if (x->offset < 0 || x->offset % VCC_ARENA_ALIGN || x->offset + vcc_tensor_bytes(x) > g->arena_bytes) {
             vcc_error(ctx, "internal: plan check: '%s' at offset %" PRId64 " is outside the arena or misaligned",
@@ -109,23 +122,30 @@ VccStatus vcc_plan_check(VccCtx *ctx, const VccGraph *g) {
             st = VCC_ERR_INTERNAL;
             break;
         }
-        for (int b = a + 1; b < nt; b++) {
+        bufs[nb].offset = x->offset;
+        bufs[nb++].t = a;
+    }
+    /* in offset order, a buffer can only share bytes with the buffers that start before it ends */
+    qsort(bufs, (size_t)nb, sizeof(OffsetRef), by_offset);
+    for (int i = 0; i < nb && !st; i++) {
+        int a = bufs[i].t;
+        const VccTensor *x = &g->tensors[a];
+        for (int j = i + 1; j < nb && !st; j++) {
+            int b = bufs[j].t;
             const VccTensor *y = &g->tensors[b];
-            if (vcc_tensor_root(g, b) != b || vcc_tensor_bytes(y) == 0) continue;
-            bool px = vcc_tensor_is_persistent(x), py = vcc_tensor_is_persistent(y);
-            if (!py && gs[b] < 0) continue;
-            bool time = px || py || !(ge[a] < gs[b] || ge[b] < gs[a]);
-            bool space = x->offset < y->offset + vcc_tensor_bytes(y) && y->offset < x->offset + vcc_tensor_bytes(x);
-            if (time && space) {
+            if (y->offset >= x->offset + vcc_tensor_bytes(x)) break;
+            bool time = vcc_tensor_is_persistent(x) || vcc_tensor_is_persistent(y) || !(ge[a] < gs[b] || ge[b] < gs[a]);
+            if (time) {
                 vcc_error(ctx, "internal: plan check: '%s' and '%s' are live together and share arena bytes",
                           x->name, y->name);
                 st = VCC_ERR_INTERNAL;
-                break;
             }
         }
     }
     free(gs);
     free(ge);
+    free(roots);
+    free(bufs);
     return st;
 }
 

@@ -47,28 +47,43 @@ VccStatus vcc_schedule(VccCtx *ctx, VccGraph *g) {
         }
     }
     free(writer);
-    /* Kahn, lowest index first (a simple O(n^2) selection: graphs have thousands of nodes at most) */
+    /* Kahn, lowest index first: ready nodes in a binary min-heap, O(E + n log n) */
     int *order = vcc_malloc(sizeof(int) * (size_t)(n ? n : 1));
-    char *done = vcc_calloc((size_t)n + 1, 1);
+    int *heap = vcc_malloc(sizeof(int) * (size_t)(n ? n : 1));
     int *start = vcc_calloc((size_t)n + 1, sizeof(int));
     int *adj = vcc_malloc(sizeof(int) * (size_t)(ne ? ne : 1));
     for (int e = 0; e < ne; e++) start[eu[e] + 1]++;
     for (int k = 0; k < n; k++) start[k + 1] += start[k];
     int *fill = vcc_calloc((size_t)n + 1, sizeof(int));
     for (int e = 0; e < ne; e++) adj[start[eu[e]] + fill[eu[e]]++] = ev[e];
-    int cnt = 0;
-    for (int lo = 0; cnt < n;) {
-        int pick = -1;
-        for (int k = lo; k < n; k++)
-            if (!done[k] && indeg[k] == 0) {
-                pick = k;
-                break;
-            }
-        if (pick < 0) break;
-        done[pick] = 1;
+    int cnt = 0, hn = 0;
+    for (int k = 0; k < n; k++)
+        if (indeg[k] == 0) heap[hn++] = k; /* ascending: already a heap */
+    while (hn > 0) {
+        int pick = heap[0];
+        heap[0] = heap[--hn];
+        for (int i = 0;;) { /* sift down */
+            int l = 2 * i + 1, m = i;
+            if (l < hn && heap[l] < heap[m]) m = l;
+            if (l + 1 < hn && heap[l + 1] < heap[m]) m = l + 1;
+            if (m == i) break;
+            int tmp = heap[i];
+            heap[i] = heap[m];
+            heap[m] = tmp;
+            i = m;
+        }
         order[cnt++] = pick;
-        for (int e = start[pick]; e < start[pick + 1]; e++) indeg[adj[e]]--;
-        while (lo < n && done[lo]) lo++;
+        for (int e = start[pick]; e < start[pick + 1]; e++)
+            if (--indeg[adj[e]] == 0) {
+                int i = hn++;
+                heap[i] = adj[e];
+                while (i > 0 && heap[(i - 1) / 2] > heap[i]) { /* sift up */
+                    int p = (i - 1) / 2, tmp = heap[i];
+                    heap[i] = heap[p];
+                    heap[p] = tmp;
+                    i = p;
+                }
+            }
     }
     VccStatus st = VCC_OK;
     if (cnt < n) {
@@ -84,7 +99,7 @@ VccStatus vcc_schedule(VccCtx *ctx, VccGraph *g) {
                 if (g->nodes[k].out[i] >= 0) g->tensors[g->nodes[k].out[i]].producer = k;
     }
     free(order);
-    free(done);
+    free(heap);
     free(start);
     free(adj);
     free(fill);
