@@ -22,18 +22,9 @@ import statistics
 import sys
 import time
 
+from clipshape import parse_shape
+
 MODELS = ("r3d_18", "mc3_18", "r2plus1d_18")
-
-
-def parse_shape(text):
-    parts = text.lower().split("x")
-    try:
-        dims = [int(p) for p in parts]
-    except ValueError:
-        dims = []
-    if len(dims) != 5 or any(d <= 0 for d in dims):
-        raise argparse.ArgumentTypeError(f"{text!r}: expected N x C x T x H x W, e.g. 2x3x8x112x112")
-    return dims
 
 
 def main(argv=None):

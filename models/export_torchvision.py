@@ -35,19 +35,9 @@ import os
 import sys
 import warnings
 
+from clipshape import parse_shape
+
 MODELS = ("r3d_18", "mc3_18", "r2plus1d_18")
-
-
-def parse_shape(text):
-    """'2x3x8x56x56' -> (2, 3, 8, 56, 56); raises ValueError with a readable message."""
-    parts = text.lower().split("x")
-    try:
-        dims = tuple(int(p) for p in parts)
-    except ValueError:
-        raise ValueError(f"--shape {text!r}: expected five positive integers like 2x3x8x56x56")
-    if len(dims) != 5 or any(d <= 0 for d in dims):
-        raise ValueError(f"--shape {text!r}: expected N x C x T x H x W, five positive integers")
-    return dims
 
 
 def make_data(seed, samples, c, t, h, w, num_classes):

@@ -41,6 +41,10 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                                "models"))
+from clipshape import parse_shape  # noqa: E402
+
 HERE = Path(__file__).resolve().parent
 DEFAULT_MODELS_DIR = HERE.parent.parent / "models"
 STEP_RE = re.compile(r"^\s*step\s+(\d+)\s+loss\s+(\S+)\s*$")
@@ -91,17 +95,6 @@ def run(stage, cmd, cwd, logdir, timeout, env=None, shell=False):
         raise Failure(msg)
     log(f"[{stage}] ok, {dt:.1f} s")
     return p.stdout, dt
-
-
-def parse_shape(text):
-    parts = text.lower().split("x")
-    try:
-        dims = [int(p) for p in parts]
-    except ValueError:
-        dims = []
-    if len(dims) != 5 or any(d <= 0 for d in dims):
-        raise argparse.ArgumentTypeError(f"{text!r}: expected N x C x T x H x W, e.g. 2x3x8x56x56")
-    return dims
 
 
 def fmt_num(x):
