@@ -113,7 +113,8 @@ typedef struct {
     /* filled by passes/liveness and passes/memplan */
     int start, end;                 /* live interval, inclusive schedule steps; -1 for persistent tensors */
     bool saved;                     /* forward value read by a backward node (a saved tensor) */
-    int64_t offset;                 /* byte offset in the arena; -1 when the tensor owns no bytes (alias) */
+    int64_t offset;                 /* byte offset in the arena of the bytes it uses (its root's for views and
+                                       in-place outputs); -1 before memplan and for tensors never live */
 } VccTensor;
 
 typedef enum { VCC_A_INT, VCC_A_FLOAT, VCC_A_INTS, VCC_A_FLOATS, VCC_A_STRING } VccAttrType;
