@@ -23,7 +23,7 @@ if [ "${VCC_SKIP_INSTALL:-0}" != 1 ]; then
         cmake make gcc libc6-dev pkg-config protobuf-c-compiler libprotobuf-c-dev flex bison \
         libopenblas-dev python3 python3-pip python3-numpy python3-torch python3-torchvision valgrind >/dev/null
     # pinned PyPI packages for the reference tools (Debian's python3 is externally managed)
-    $PY -m pip install -q --break-system-packages onnx==1.17.0 safetensors==0.4.5
+    $PY -m pip install -q --root-user-action=ignore --break-system-packages onnx==1.17.0 safetensors==0.4.5
 fi
 
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
