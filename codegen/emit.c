@@ -30,6 +30,8 @@ void vcc_build_command(VccTarget target, const char *out_path, char *buf, size_t
         snprintf(buf, len, "cc -O2 -march=native -std=c11 %s -o %s -lopenblas -lm", base, exe);
 }
 
+#define VCC_STEP_CHUNK 128 /* scheduled nodes per generated step function */
+
 typedef struct {
     VccCtx *ctx;
     const VccGraph *g;
@@ -367,8 +369,19 @@ VccStatus vcc_emit_trainer(VccCtx *ctx, const VccGraph *g, VccTarget target, con
         vcc_error(ctx, "cannot open a memory stream");
         return VCC_ERR_IO;
     }
+    /* the step is split into functions of VCC_STEP_CHUNK nodes: C compilers take time superlinear in a
+     * function's length, and a long graph would otherwise be one function of thousands of calls */
     VccStatus st = VCC_OK;
-    for (int k = 0; k < g->nnodes && !st; k++) st = emit_node(&e, k);
+    int nparts = 0;
+    for (int k = 0; k < g->nnodes && !st; k++) {
+        if (k % VCC_STEP_CHUNK == 0) {
+            if (k) fputs("}\n\n", e.f);
+            fprintf(e.f, "static void vcc_step_%d(VccRt *rt, unsigned char *A, float lr, float momentum, float wd) {\n"
+                         "    (void)rt; (void)A; (void)lr; (void)momentum; (void)wd;\n", nparts++);
+        }
+        st = emit_node(&e, k);
+    }
+    if (nparts) fputs("}\n\n", e.f);
     fclose(e.f);
     if (st) {
         free(body);
@@ -429,11 +442,12 @@ VccStatus vcc_emit_trainer(VccCtx *ctx, const VccGraph *g, VccTarget target, con
         fputs("};\n\n", f);
     }
     int nstate = ctx->forward_only ? emit_forward_tables(f, g) : emit_state_table(f, g);
-    fputs("static void vcc_step(VccRt *rt, unsigned char *A, float lr, float momentum, float wd) {\n", f);
-    fputs("    (void)lr; (void)momentum; (void)wd;\n", f);
     fwrite(body, 1, body_len, f);
-    fputs("}\n\n", f);
     free(body);
+    fputs("static void vcc_step(VccRt *rt, unsigned char *A, float lr, float momentum, float wd) {\n", f);
+    fputs("    (void)rt; (void)A; (void)lr; (void)momentum; (void)wd;\n", f);
+    for (int i = 0; i < nparts; i++) fprintf(f, "    vcc_step_%d(rt, A, lr, momentum, wd);\n", i);
+    fputs("}\n\n", f);
 
     if (ctx->forward_only) {
         fputs("int main(int argc, char **argv) {\n    static const VccForwardModel m = {\n        VCC_ARENA_BYTES, ", f);
