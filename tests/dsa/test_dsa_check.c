@@ -7,16 +7,7 @@
 
 #include "dsa.h"
 
-static int failures;
-#define EXPECT(cond, ...)                                                                          \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      failures++;                                                                                  \
-      fprintf(stderr, "%s:%d: FAILED %s: ", __FILE__, __LINE__, #cond);                            \
-      fprintf(stderr, __VA_ARGS__);                                                                \
-      fputc('\n', stderr);                                                                         \
-    }                                                                                              \
-  } while (0)
+#include "expect.h"
 
 static void test_overlap(void) {
   /* items 1 and 3 overlap in time ([2,6] and [6,8], inclusive) and in bytes ([64,128) and

@@ -19,16 +19,7 @@
 
 #include "dsa.h"
 
-static int failures;
-#define EXPECT(cond, ...)                                                                          \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      failures++;                                                                                  \
-      fprintf(stderr, "%s:%d: FAILED %s: ", __FILE__, __LINE__, #cond);                            \
-      fprintf(stderr, __VA_ARGS__);                                                                \
-      fputc('\n', stderr);                                                                         \
-    }                                                                                              \
-  } while (0)
+#include "expect.h"
 
 /* splitmix64 */
 static uint64_t rnd(uint64_t *s) {
