@@ -34,6 +34,6 @@ VccStatus vcc_write_weights(VccCtx *ctx, const VccGraph *g, const char *path);
 
 /* The runtime headers' text, embedded at build time from runtime/ (see CMakeLists.txt). */
 extern const char vcc_rt_elem_h[], vcc_rt_io_h[], vcc_rt_cpu_h[], vcc_rt_cuda_cuh[], vcc_rt_main_h[],
-    vcc_rt_forward_main_h[];
+    vcc_rt_forward_main_h[], vcc_rt_state_h[];
 
 #endif /* VCC_CODEGEN_H */

@@ -6,7 +6,8 @@
  * Produces: one self-contained .c or .cu file:
  *   // build: <command>
  *   header comment (model, arena breakdown)
- *   inlined runtime: vcc_elem.h, vcc_io.h, vcc_cpu.h | vcc_cuda.cuh, vcc_main.h
+ *   inlined runtime: vcc_elem.h, vcc_io.h, vcc_cpu.h | vcc_cuda.cuh, vcc_state.h,
+ *   vcc_main.h | vcc_forward_main.h
  *   conv descriptors, the persistent-state table, vcc_step() with one kernel call per scheduled node,
  *   main() -> vcc_trainer_main().
  * Every tensor is an arena address A + offset; views emit no code (they share their base's bytes).
@@ -317,12 +318,13 @@ static int emit_state_table(FILE *f, const VccGraph *g) {
         fprintf(f, ", %d, %d},\n", x->dtype == VCC_I64, role);
         nstate++;
     }
+    if (!nstate) fputs("    {NULL, 0, 0, 0, {0}, 0, 0},\n", f); /* C has no empty initializer lists */
     fputs("};\n\n", f);
     return nstate;
 }
 
-/* Forward-only programs: graph inputs, graph outputs and initializers. Returns the initializer count. */
-static int emit_forward_tables(FILE *f, const VccGraph *g) {
+/* Forward-only programs: the graph inputs and outputs (read from and written to .npy files). */
+static void emit_io_tables(FILE *f, const VccGraph *g) {
     const int *lists[2] = {g->inputs, g->outputs};
     int counts[2] = {g->ninputs, g->noutputs};
     const char *names[2] = {"vcc_inputs", "vcc_outputs"};
@@ -339,19 +341,7 @@ static int emit_forward_tables(FILE *f, const VccGraph *g) {
         if (!counts[l]) fputs("    {NULL, 0, 0, 0, {0}, 0},\n", f);
         fputs("};\n", f);
     }
-    fputs("static const VccInitInfo vcc_inits[] = {\n", f);
-    int n = 0;
-    for (int t = 0; t < g->ntensors; t++) {
-        const VccTensor *x = &g->tensors[t];
-        if (!x->data || x->alias_of >= 0 || vcc_tensor_bytes(x) == 0) continue;
-        fputs("    {", f);
-        emit_c_string(f, x->name);
-        fprintf(f, ", %" PRId64 ", %" PRId64 "},\n", x->offset, vcc_tensor_bytes(x));
-        n++;
-    }
-    if (!n) fputs("    {NULL, 0, 0},\n", f);
-    fputs("};\n\n", f);
-    return n;
+    fputs("\n", f);
 }
 
 VccStatus vcc_emit_trainer(VccCtx *ctx, const VccGraph *g, VccTarget target, const char *build_cmd,
@@ -405,6 +395,8 @@ VccStatus vcc_emit_trainer(VccCtx *ctx, const VccGraph *g, VccTarget target, con
             g->nnodes, g->arena_bytes, (double)g->arena_bytes / 1048576.0, g->persistent_bytes, g->planned_bytes,
             g->lower_bound_bytes, g->no_reuse_bytes);
     fputs("#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\n", f);
+    fprintf(f, "#define VCC_PROGRAM \"%s\" /* prefix of the program's error lines */\n\n",
+            ctx->forward_only ? "fwd" : "train");
     /* nvcc reports runtime functions this model does not call (#177); the C compilers do not warn
      * about unused static inline functions. The suppression covers the runtime section only. */
     if (target == VCC_TARGET_CUDA)
@@ -412,6 +404,7 @@ VccStatus vcc_emit_trainer(VccCtx *ctx, const VccGraph *g, VccTarget target, con
     put_runtime(f, vcc_rt_elem_h);
     put_runtime(f, vcc_rt_io_h);
     put_runtime(f, target == VCC_TARGET_CUDA ? vcc_rt_cuda_cuh : vcc_rt_cpu_h);
+    put_runtime(f, vcc_rt_state_h);
     put_runtime(f, ctx->forward_only ? vcc_rt_forward_main_h : vcc_rt_main_h);
     if (target == VCC_TARGET_CUDA) fputs("#pragma nv_diagnostic pop\n", f);
 
@@ -441,7 +434,8 @@ VccStatus vcc_emit_trainer(VccCtx *ctx, const VccGraph *g, VccTarget target, con
         }
         fputs("};\n\n", f);
     }
-    int nstate = ctx->forward_only ? emit_forward_tables(f, g) : emit_state_table(f, g);
+    if (ctx->forward_only) emit_io_tables(f, g);
+    int nstate = emit_state_table(f, g);
     fwrite(body, 1, body_len, f);
     free(body);
     fputs("static void vcc_step(VccRt *rt, unsigned char *A, float lr, float momentum, float wd) {\n", f);
@@ -452,7 +446,7 @@ VccStatus vcc_emit_trainer(VccCtx *ctx, const VccGraph *g, VccTarget target, con
     if (ctx->forward_only) {
         fputs("int main(int argc, char **argv) {\n    static const VccForwardModel m = {\n        VCC_ARENA_BYTES, ", f);
         emit_c_string(f, weights_name);
-        fprintf(f, ", vcc_inputs, vcc_outputs, %d, %d, vcc_inits, %d, vcc_step};\n", g->ninputs, g->noutputs, nstate);
+        fprintf(f, ", vcc_inputs, vcc_outputs, %d, %d, vcc_state, %d, vcc_step};\n", g->ninputs, g->noutputs, nstate);
         fputs("    return vcc_forward_main(argc, argv, &m);\n}\n", f);
         free(e.convs);
         return VCC_OK;

@@ -1,7 +1,7 @@
 /*
  * vcc_main.h — the trainer's main(): command line, data loading, the step loop, checkpoints.
- * Inlined into every generated trainer after vcc_elem.h, vcc_io.h and the target runtime
- * (vcc_cpu.h or vcc_cuda.cuh); it only calls the VccRt interface, so one main serves both targets.
+ * Inlined into every generated trainer after vcc_elem.h, vcc_io.h, the target runtime
+ * (vcc_cpu.h or vcc_cuda.cuh) and vcc_state.h; it only calls the VccRt interface, so one main serves both targets.
  *
  * Letter legend: N batch, C channels, T frames, H height, W width, S samples in the data file.
  *
@@ -34,19 +34,6 @@
 #define VCC_ISATTY(fd) 0
 #endif
 
-/* A persistent tensor the trainer loads or saves by name. */
-typedef struct {
-    const char *name;
-    size_t offset;   /* bytes into the arena */
-    size_t bytes;
-    int rank;
-    int64_t dims[8];
-    int is_i64;      /* dtype int64 (else float32) */
-    int role;        /* VCC_ROLE_* */
-} VccStateInfo;
-
-enum { VCC_ROLE_PARAM = 0, VCC_ROLE_BUFFER = 1, VCC_ROLE_CONST = 2, VCC_ROLE_GRAD = 3, VCC_ROLE_OPT_STATE = 4 };
-
 /* What the generated file tells main() about the compiled model. */
 typedef struct {
     size_t arena_bytes;
@@ -60,11 +47,6 @@ typedef struct {
     int nstate;
     void (*step)(VccRt *rt, unsigned char *arena, float lr, float momentum, float wd);
 } VccModel;
-
-static void vcc_die(const char *msg) {
-    fprintf(stderr, "train: %s\n", msg);
-    exit(1);
-}
 
 /* A finite number >= 0 (PyTorch's SGD refuses negative lr, momentum and weight decay). */
 static int vcc_parse_float(const char *s, float *out) {
@@ -93,41 +75,6 @@ static void vcc_usage(FILE *f) {
           "             [--weights W.safetensors] [--out trained.safetensors] [--save-grads grads.safetensors]\n"
           "             [--checkpoint-dir DIR]\n",
           f);
-}
-
-/* Save every state tensor whose role is in roles_mask (bit per role) from the arena. */
-static int vcc_save_state(VccRt *rt, const VccModel *m, const unsigned char *arena, const char *path, int roles_mask,
-                          char *err, size_t errlen) {
-    VccStWrite *w = (VccStWrite *)calloc((size_t)m->nstate + 1, sizeof *w);
-    void **bufs = (void **)calloc((size_t)m->nstate + 1, sizeof *bufs);
-    int n = 0, rc = 0;
-    if (!w || !bufs) {
-        snprintf(err, errlen, "%s: out of memory", path);
-        rc = 1;
-    }
-    for (int i = 0; i < m->nstate && !rc; i++) {
-        const VccStateInfo *s = &m->state[i];
-        if (!(roles_mask & (1 << s->role))) continue;
-        bufs[n] = malloc(s->bytes ? s->bytes : 1);
-        if (!bufs[n]) {
-            snprintf(err, errlen, "%s: out of memory", path);
-            rc = 1;
-            break;
-        }
-        vcc_download(rt, bufs[n], arena + s->offset, s->bytes);
-        w[n].name = s->name;
-        w[n].dtype = s->is_i64 ? "I64" : "F32";
-        w[n].rank = s->rank;
-        w[n].dims = s->dims;
-        w[n].data = bufs[n];
-        w[n].nbytes = s->bytes;
-        n++;
-    }
-    if (!rc) rc = vcc_st_save(path, w, n, err, errlen);
-    for (int i = 0; i < n; i++) free(bufs[i]);
-    free(bufs);
-    free(w);
-    return rc;
 }
 
 static int vcc_trainer_main(int argc, char **argv, const VccModel *m) {
@@ -233,26 +180,7 @@ static int vcc_trainer_main(int argc, char **argv, const VccModel *m) {
         snprintf(err, sizeof err, "cannot allocate the %zu-byte arena", m->arena_bytes);
         vcc_die(err);
     }
-    VccSafetensors st;
-    if (vcc_st_load(weights, &st, err, sizeof err)) vcc_die(err);
-    for (int i = 0; i < m->nstate; i++) {
-        const VccStateInfo *s = &m->state[i];
-        if (s->role == VCC_ROLE_GRAD) continue;
-        const VccStEntry *e = vcc_st_find(&st, s->name);
-        if (!e && s->role == VCC_ROLE_OPT_STATE) continue; /* momentum restored from a checkpoint, else zero */
-        if (!e) {
-            snprintf(err, sizeof err, "%s: tensor '%s' is missing", weights, s->name);
-            vcc_die(err);
-        }
-        int same = e->rank == s->rank && !strcmp(e->dtype, s->is_i64 ? "I64" : "F32") && e->end - e->begin == s->bytes;
-        for (int d = 0; same && d < s->rank; d++) same = e->dims[d] == s->dims[d];
-        if (!same) {
-            snprintf(err, sizeof err, "%s: tensor '%s' has the wrong dtype or shape", weights, s->name);
-            vcc_die(err);
-        }
-        vcc_upload(&rt, arena + s->offset, st.buf + e->begin, s->bytes);
-    }
-    vcc_st_free(&st);
+    vcc_load_state(&rt, m->state, m->nstate, arena, weights);
 
     int64_t N = m->input_dims[0], S = x.dims[0];
     size_t sample_bytes = (size_t)(x.nbytes / (size_t)S);
@@ -277,7 +205,7 @@ static int vcc_trainer_main(int argc, char **argv, const VccModel *m) {
         if (ckpt_dir) {
             char path[4096];
             snprintf(path, sizeof path, "%s/step%ld.safetensors", ckpt_dir, k + 1);
-            if (vcc_save_state(&rt, m, arena, path,
+            if (vcc_save_state(&rt, m->state, m->nstate, arena, path,
                                (1 << VCC_ROLE_PARAM) | (1 << VCC_ROLE_BUFFER) | (1 << VCC_ROLE_CONST) |
                                    (1 << VCC_ROLE_OPT_STATE), err,
                                sizeof err))
@@ -293,8 +221,8 @@ static int vcc_trainer_main(int argc, char **argv, const VccModel *m) {
         }
     }
     vcc_rt_sync(&rt);
-    if (grads && vcc_save_state(&rt, m, arena, grads, 1 << VCC_ROLE_GRAD, err, sizeof err)) vcc_die(err);
-    if (out && vcc_save_state(&rt, m, arena, out, (1 << VCC_ROLE_PARAM) | (1 << VCC_ROLE_BUFFER) | (1 << VCC_ROLE_CONST), err,
+    if (grads && vcc_save_state(&rt, m->state, m->nstate, arena, grads, 1 << VCC_ROLE_GRAD, err, sizeof err)) vcc_die(err);
+    if (out && vcc_save_state(&rt, m->state, m->nstate, arena, out, (1 << VCC_ROLE_PARAM) | (1 << VCC_ROLE_BUFFER) | (1 << VCC_ROLE_CONST), err,
                               sizeof err))
         vcc_die(err);
     free(batch_labels);
