@@ -300,8 +300,50 @@ static void emit_dims(FILE *f, const VccTensor *x) {
     fputs(x->shape.rank ? "}" : "0}", f);
 }
 
-/* The persistent tensors the trainer loads (parameters, BN statistics, consts) or saves (gradients,
- * momentum). Returns the count. */
+/* A constant with a value known at compile time is part of the program, not of its state: it is
+ * emitted as data and uploaded by vcc_init(), so weights and checkpoint files hold what PyTorch's
+ * state_dict holds (parameters and buffers) and nothing else. */
+static bool compiled_in(const VccTensor *x) { return x->kind == VCC_T_CONST && x->data != NULL; }
+
+/* The compiled-in constants (words in host order, so the values survive any byte order) and
+ * vcc_init(), which uploads them into the arena once, before the state is loaded. */
+static void emit_consts(FILE *f, const VccGraph *g) {
+    int nc = 0;
+    for (int t = 0; t < g->ntensors; t++) {
+        const VccTensor *x = &g->tensors[t];
+        if (!compiled_in(x) || x->alias_of >= 0 || x->offset < 0 || x->data_bytes == 0) continue;
+        bool i64 = x->dtype == VCC_I64;
+        size_t n = x->data_bytes / (i64 ? 8 : 4);
+        fprintf(f, "static const %s vcc_const_%d[%zu] = { /* ", i64 ? "uint64_t" : "uint32_t", t, n);
+        emit_comment_text(f, x->name);
+        fputs(" */", f);
+        for (size_t i = 0; i < n; i++) {
+            if (i % 8 == 0) fputs("\n   ", f);
+            if (i64) {
+                uint64_t v;
+                memcpy(&v, (const unsigned char *)x->data + 8 * i, 8);
+                fprintf(f, " 0x%016" PRIx64 "u,", v);
+            } else {
+                uint32_t v;
+                memcpy(&v, (const unsigned char *)x->data + 4 * i, 4);
+                fprintf(f, " 0x%08" PRIx32 "u,", v);
+            }
+        }
+        fputs("\n};\n", f);
+        nc++;
+    }
+    fputs("static void vcc_init(VccRt *rt, unsigned char *A) {\n    (void)rt; (void)A;\n", f);
+    for (int t = 0; t < g->ntensors; t++) {
+        const VccTensor *x = &g->tensors[t];
+        if (!compiled_in(x) || x->alias_of >= 0 || x->offset < 0 || x->data_bytes == 0) continue;
+        fprintf(f, "    vcc_upload(rt, A + %" PRId64 ", vcc_const_%d, %zu);\n", x->offset, t, x->data_bytes);
+    }
+    fputs("}\n\n", f);
+    (void)nc;
+}
+
+/* The persistent tensors the program loads (parameters, BN statistics, constants whose value is not
+ * compiled in) or saves (gradients, momentum). Returns the count. */
 static int emit_state_table(FILE *f, const VccGraph *g) {
     fputs("/* name, offset, bytes, rank, dims, is_i64, role (0 param, 1 buffer, 2 const, 3 gradient, 4 momentum) */\n", f);
     fputs("static const VccStateInfo vcc_state[] = {\n", f);
@@ -309,7 +351,7 @@ static int emit_state_table(FILE *f, const VccGraph *g) {
     for (int t = 0; t < g->ntensors; t++) {
         const VccTensor *x = &g->tensors[t];
         int role = state_role(x);
-        if (role < 0 || x->alias_of >= 0 || vcc_tensor_bytes(x) == 0) continue;
+        if (role < 0 || compiled_in(x) || x->alias_of >= 0 || vcc_tensor_bytes(x) == 0) continue;
         /* gradients are saved under their parameter's name */
         fputs("    {", f);
         emit_c_string(f, role == 3 && x->param_of >= 0 ? g->tensors[x->param_of].name : x->name);
@@ -435,6 +477,7 @@ VccStatus vcc_emit_trainer(VccCtx *ctx, const VccGraph *g, VccTarget target, con
         fputs("};\n\n", f);
     }
     if (ctx->forward_only) emit_io_tables(f, g);
+    emit_consts(f, g);
     int nstate = emit_state_table(f, g);
     fwrite(body, 1, body_len, f);
     free(body);
@@ -446,7 +489,8 @@ VccStatus vcc_emit_trainer(VccCtx *ctx, const VccGraph *g, VccTarget target, con
     if (ctx->forward_only) {
         fputs("int main(int argc, char **argv) {\n    static const VccForwardModel m = {\n        VCC_ARENA_BYTES, ", f);
         emit_c_string(f, weights_name);
-        fprintf(f, ", vcc_inputs, vcc_outputs, %d, %d, vcc_state, %d, vcc_step};\n", g->ninputs, g->noutputs, nstate);
+        fprintf(f, ", vcc_inputs, vcc_outputs, %d, %d, vcc_state, %d, vcc_init, vcc_step};\n", g->ninputs, g->noutputs,
+                nstate);
         fputs("    return vcc_forward_main(argc, argv, &m);\n}\n", f);
         free(e.convs);
         return VCC_OK;
@@ -460,7 +504,7 @@ VccStatus vcc_emit_trainer(VccCtx *ctx, const VccGraph *g, VccTarget target, con
     for (int i = 0; i < in->shape.rank; i++) fprintf(f, i ? ", %" PRId64 : "%" PRId64, in->shape.dims[i]);
     fprintf(f, "},\n        %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", (float)%.9g,\n", in->offset,
             g->tensors[g->label].offset, g->tensors[g->loss].offset, logits->shape.dims[1], (double)ctx->momentum);
-    fprintf(f, "        vcc_state, %d, vcc_step};\n", nstate);
+    fprintf(f, "        vcc_state, %d, vcc_init, vcc_step};\n", nstate);
     fputs("    return vcc_trainer_main(argc, argv, &m);\n}\n", f);
     free(e.convs);
     return VCC_OK;

@@ -2,8 +2,9 @@
  * weights.c — the initial weights file written beside the trainer.
  *
  * Requires: a graph whose initializers carry data. Produces: a safetensors file (format: 8-byte
- * little-endian header length, JSON header, raw little-endian data) holding every PARAM, BUFFER and
- * CONST tensor with data, named as in the ONNX model; written to path.tmp and renamed.
+ * little-endian header length, JSON header, raw little-endian data) holding every PARAM and BUFFER
+ * tensor with data, named as in the ONNX model (constants are compiled into the program, see
+ * codegen/emit.c); written to path.tmp and renamed.
  */
 #include "codegen.h"
 
@@ -18,7 +19,7 @@ VccStatus vcc_write_weights(VccCtx *ctx, const VccGraph *g, const char *path) {
     for (int t = 0; t < g->ntensors; t++) {
         const VccTensor *x = &g->tensors[t];
         if (!x->data || x->alias_of >= 0) continue;
-        if (x->kind != VCC_T_PARAM && x->kind != VCC_T_BUFFER && x->kind != VCC_T_CONST) continue;
+        if (x->kind != VCC_T_PARAM && x->kind != VCC_T_BUFFER) continue; /* constants are compiled in */
         w[n].name = x->name;
         w[n].dtype = x->dtype == VCC_I64 ? "I64" : "F32";
         w[n].rank = x->shape.rank;

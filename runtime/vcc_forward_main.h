@@ -32,6 +32,7 @@ typedef struct {
     int ninputs, noutputs;
     const VccStateInfo *state;               /* initializers, loaded from the weights file */
     int nstate;
+    void (*init)(VccRt *rt, unsigned char *arena); /* uploads the compiled-in constants */
     void (*step)(VccRt *rt, unsigned char *arena, float lr, float momentum, float wd);
 } VccForwardModel;
 
@@ -56,6 +57,7 @@ static int vcc_forward_main(int argc, char **argv, const VccForwardModel *m) {
     vcc_rt_init(&rt);
     unsigned char *arena = (unsigned char *)vcc_arena_alloc(&rt, m->arena_bytes);
     if (!arena) vcc_die("cannot allocate the arena");
+    m->init(&rt, arena);
     if (m->nstate) vcc_load_state(&rt, m->state, m->nstate, arena, weights);
     for (int i = 0; i < m->ninputs; i++) {
         const VccIoInfo *d = &m->inputs[i];

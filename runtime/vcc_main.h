@@ -45,6 +45,7 @@ typedef struct {
     float default_momentum;
     const VccStateInfo *state;
     int nstate;
+    void (*init)(VccRt *rt, unsigned char *arena); /* uploads the compiled-in constants */
     void (*step)(VccRt *rt, unsigned char *arena, float lr, float momentum, float wd);
 } VccModel;
 
@@ -180,6 +181,7 @@ static int vcc_trainer_main(int argc, char **argv, const VccModel *m) {
         snprintf(err, sizeof err, "cannot allocate the %zu-byte arena", m->arena_bytes);
         vcc_die(err);
     }
+    m->init(&rt, arena);
     vcc_load_state(&rt, m->state, m->nstate, arena, weights);
 
     int64_t N = m->input_dims[0], S = x.dims[0];
