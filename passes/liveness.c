@@ -3,9 +3,10 @@
  *
  * Requires: schedule (step k = node k).
  * Produces: per non-persistent tensor its own interval [start, end] in inclusive steps: start = the step
- *   producing it (0 for graph inputs), end = the last step reading it or any view of it. The loss and
- *   the graph outputs live to the last step (the host reads them after the step). Persistent tensors
- *   and their views get -1.
+ *   producing it (0 for graph inputs), end = the last step reading it or any view of it. Values the host
+ *   reads after the step (the loss, the graph outputs, and the tensors those are views of) end at
+ *   g->nnodes, the host's read one step past the last node: no node may reuse their bytes, in place or
+ *   otherwise. Persistent tensors and their views get -1.
  *   saved = true for forward/loss values (and their views' bases) read by a backward node: saved tensors
  *   are what make training memory-bound, e.g. every conv input lives until its ConvGradFilter.
  */
@@ -43,10 +44,9 @@ VccStatus vcc_liveness(VccCtx *ctx, VccGraph *g) {
             }
         }
     }
-    /* the host reads the loss and the graph outputs after the step */
-    if (g->loss >= 0 && g->nnodes > 0) g->tensors[g->loss].end = g->nnodes - 1;
-    for (int i = 0; i < g->noutputs && g->nnodes > 0; i++)
-        for (int t = g->outputs[i]; t >= 0 && g->tensors[t].start >= 0; t = g->tensors[t].alias_of)
-            g->tensors[t].end = g->nnodes - 1;
+    /* the host reads the loss and the graph outputs after the step: at step g->nnodes */
+    for (int i = -1; i < g->noutputs; i++)
+        for (int t = i < 0 ? g->loss : g->outputs[i]; t >= 0 && g->tensors[t].start >= 0; t = g->tensors[t].alias_of)
+            g->tensors[t].end = g->nnodes;
     return VCC_OK;
 }

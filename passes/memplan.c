@@ -102,6 +102,87 @@ static int by_offset(const void *a, const void *b) {
     return x->t - y->t;
 }
 
+/* True if node n reads tensor t or a view of it (views of t reach t through alias_of). */
+static bool node_reads(const VccGraph *g, const VccNode *n, int t) {
+    for (int i = 0; i < n->nin; i++)
+        for (int x = n->in[i]; x >= 0; x = g->tensors[x].alias_of)
+            if (x == t) return true;
+    return false;
+}
+
+/* Every live interval covers its tensor's uses: written at its producer's step, read at each reader's
+ * step (a read of a view reads everything it views), read by the host at step g->nnodes when it is the
+ * loss, a graph output or what one of those views. */
+static VccStatus check_intervals(VccCtx *ctx, const VccGraph *g, const int *roots) {
+    for (int k = 0; k <= g->nnodes; k++) {
+        const VccNode *n = k < g->nnodes ? &g->nodes[k] : NULL;
+        int nuse = n ? n->nin + n->nout : g->noutputs + 1;
+        for (int u = 0; u < nuse; u++) {
+            int t = !n ? (u == 0 ? g->loss : g->outputs[u - 1]) : u < n->nin ? n->in[u] : n->out[u - n->nin];
+            bool write = n && u >= n->nin;
+            for (int x = t; x >= 0; x = write ? -1 : g->tensors[x].alias_of) {
+                const VccTensor *v = &g->tensors[x];
+                if (vcc_tensor_is_persistent(&g->tensors[roots[x]])) break; /* live at every step */
+                if (v->start <= k && k <= v->end) continue;
+                if (n)
+                    vcc_error(ctx, "internal: plan check: '%s' has live=[%d,%d] but step %d ('%s') %s it", v->name,
+                              v->start, v->end, k, n->name, write ? "writes" : "reads");
+                else
+                    vcc_error(ctx, "internal: plan check: '%s' has live=[%d,%d] but the host reads it after the last "
+                              "step (step %d)", v->name, v->start, v->end, k);
+                return VCC_ERR_INTERNAL;
+            }
+        }
+    }
+    return VCC_OK;
+}
+
+typedef struct {
+    int root, start, end, t;
+} Member;
+
+static int by_root_start(const void *a, const void *b) {
+    const Member *x = a, *y = b;
+    if (x->root != y->root) return x->root < y->root ? -1 : 1;
+    if (x->start != y->start) return x->start < y->start ? -1 : 1;
+    return x->t - y->t;
+}
+
+/* Tensors that share one buffer in place hold it one after another: a member's interval starts no
+ * earlier than every earlier member's ends, and where they touch, the node of that step reads the old
+ * value and writes the new one (an elementwise op updating its input). Views are the same value as
+ * their base and take no part. */
+static VccStatus check_inplace(VccCtx *ctx, const VccGraph *g, const int *roots) {
+    Member *m = vcc_malloc(sizeof *m * (size_t)(g->ntensors ? g->ntensors : 1));
+    int n = 0;
+    for (int t = 0; t < g->ntensors; t++) {
+        const VccTensor *x = &g->tensors[t];
+        if (x->alias_of >= 0 || x->start < 0 || vcc_tensor_is_persistent(&g->tensors[roots[t]])) continue;
+        m[n++] = (Member){roots[t], x->start, x->end, t};
+    }
+    qsort(m, (size_t)n, sizeof *m, by_root_start);
+    VccStatus st = VCC_OK;
+    int prev = 0; /* the member of m[i]'s group with the latest end so far: it holds the bytes before m[i] */
+    for (int i = 1; i < n && !st; i++) {
+        if (m[i].root != m[i - 1].root) {
+            prev = i;
+            continue;
+        }
+        const VccTensor *a = &g->tensors[m[prev].t], *b = &g->tensors[m[i].t];
+        bool handoff = m[prev].end == m[i].start && m[i].start < g->nnodes &&
+                       g->tensors[m[i].t].producer == m[i].start && node_reads(g, &g->nodes[m[i].start], m[prev].t);
+        if (m[prev].end > m[i].start || (m[prev].end == m[i].start && !handoff)) {
+            vcc_error(ctx, "internal: plan check: '%s' (live=[%d,%d]) is written over '%s' (live=[%d,%d]), which is "
+                      "still %s", b->name, b->start, b->end, a->name, a->start, a->end,
+                      a->end >= g->nnodes ? "read by the host after the step" : "read later");
+            st = VCC_ERR_INTERNAL;
+        }
+        if (m[i].end > m[prev].end) prev = i;
+    }
+    free(m);
+    return st;
+}
+
 VccStatus vcc_plan_check(VccCtx *ctx, const VccGraph *g) {
     int nt = g->ntensors;
     int *gs = vcc_malloc(sizeof(int) * (size_t)(nt ? nt : 1));
@@ -109,10 +190,11 @@ VccStatus vcc_plan_check(VccCtx *ctx, const VccGraph *g) {
     OffsetRef *bufs = vcc_malloc(sizeof(OffsetRef) * (size_t)(nt ? nt : 1));
     int *roots = vcc_tensor_roots(g);
     group_intervals(g, roots, gs, ge);
-    VccStatus st = VCC_OK;
+    VccStatus st = check_intervals(ctx, g, roots);
+    if (!st) st = check_inplace(ctx, g, roots);
     /* the buffers: root tensors that hold bytes and are live (persistent, or used) */
     int nb = 0;
-    for (int a = 0; a < nt; a++) {
+    for (int a = 0; a < nt && !st; a++) {
         const VccTensor *x = &g->tensors[a];
         if (roots[a] != a || vcc_tensor_bytes(x) == 0) continue;
         if (!vcc_tensor_is_persistent(x) && gs[a] < 0) continue; /* never live (unused) */
@@ -162,8 +244,9 @@ static void json_str(FILE *f, const char *s) {
 
 void vcc_plan_write_json(FILE *f, const VccGraph *g) {
     fprintf(f, "{\n  \"arena_bytes\": %" PRId64 ",\n  \"lower_bound_bytes\": %" PRId64
-               ",\n  \"no_reuse_bytes\": %" PRId64 ",\n  \"persistent_bytes\": %" PRId64 ",\n  \"tensors\": [",
-            g->arena_bytes, g->lower_bound_bytes, g->no_reuse_bytes, g->persistent_bytes);
+               ",\n  \"no_reuse_bytes\": %" PRId64 ",\n  \"persistent_bytes\": %" PRId64 ",\n  \"steps\": %d"
+               ",\n  \"tensors\": [",
+            g->arena_bytes, g->lower_bound_bytes, g->no_reuse_bytes, g->persistent_bytes, g->nnodes);
     bool first = true;
     for (int t = 0; t < g->ntensors; t++) {
         const VccTensor *x = &g->tensors[t];

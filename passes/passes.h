@@ -56,7 +56,8 @@ VccStatus vcc_schedule(VccCtx *ctx, VccGraph *g);
 /* ======================================================================== passes/liveness.c */
 
 /* Live interval [start, end] (inclusive steps) per tensor: start = producing step (0 for inputs), end =
- * last step reading it (through views too); the loss lives to the last step (the host reads it).
+ * last step reading it (through views too). Host-read values (the loss, graph outputs and what they are
+ * views of) end at g->nnodes: the host reads them after the last node, so nothing may take their bytes.
  * Persistent tensors get -1. Marks saved tensors (forward values read by backward nodes). */
 VccStatus vcc_liveness(VccCtx *ctx, VccGraph *g);
 
@@ -77,12 +78,20 @@ VccStatus vcc_inplace(VccCtx *ctx, VccGraph *g);
  * Verifies the result with the overlap checker. */
 VccStatus vcc_memplan(VccCtx *ctx, VccGraph *g);
 
-/* Check that no two tensors with overlapping live intervals share arena bytes (tensors sharing bytes
- * through views or in-place are one buffer). Returns VCC_OK or VCC_ERR_INTERNAL with a message. */
+/* Check a plan against the graph, independently of how liveness, inplace and memplan made it:
+ *   - every live interval covers its tensor's uses: the producing step, each step reading it or a view
+ *     of it, and step g->nnodes for host-read values (loss, graph outputs and what they view);
+ *   - tensors sharing bytes in place (inplace_of chains) hold them one after another: each one's interval
+ *     ends where the next begins, at the node that reads the old value and writes the new one, so a
+ *     value still needed (a graph output, a saved tensor) is never overwritten;
+ *   - no two buffers whose (union) intervals overlap share arena bytes; offsets are aligned and inside
+ *     the arena.
+ * Returns VCC_OK, or VCC_ERR_INTERNAL with a message naming the tensors (a plan read from a hand-edited
+ * .vir file gets the same check). */
 VccStatus vcc_plan_check(VccCtx *ctx, const VccGraph *g);
 
 /* Write the plan as JSON: {"arena_bytes", "lower_bound_bytes", "no_reuse_bytes", "persistent_bytes",
- * "tensors": [{"name", "bytes", "offset", "start", "end", "category", "inplace_of", "view_of"}]}; start/end
+ * "steps" (node count; an interval ending there is read by the host after the step), "tensors": [{"name", "bytes", "offset", "start", "end", "category", "inplace_of", "view_of"}]}; start/end
  * null for persistent tensors; inplace_of names the input whose bytes an in-place output took, view_of
  * the tensor a view (Flatten/Reshape/Identity, BN running outputs) shares; both null otherwise. */
 void vcc_plan_write_json(FILE *f, const VccGraph *g);

@@ -1,12 +1,16 @@
 """The memory plan is consistent and safe, checked outside vcc.
 
     check_plan.py --vcc BUILD/vcc MODEL.onnx [--shape NAME=DIMS ...] [--work DIR]
+    check_plan.py --plan plan.json          (a plan JSON as it is, e.g. hand-made; no dump comparison)
 
 Runs `vcc MODEL --dump-ir=memplan --plan-json plan.json` and checks:
   - the dump's per-tensor lines (bytes, live interval, offset) and arena line agree with the JSON;
   - no two buffers that are live at the same step share a byte (tensors joined by inplace_of or view_of
     share one buffer; persistent tensors are live at every step), every offset is 256-byte aligned and inside
     the arena — an overlap check written here, independent of vcc's own checker;
+  - within a buffer shared in place (inplace_of), the tensors hold it one after another: each interval
+    starts no earlier than the previous holder's ends, so a value read later — above all one the host
+    reads after the step (interval end == "steps": graph outputs, the loss) — is never written over;
   - lower_bound_bytes equals this script's own sweep (persistent bytes + the largest sum of live planned
     buffer sizes, each rounded up to 256 bytes, at any step) and arena_bytes >= lower_bound_bytes.
 Prints arena, lower bound, no-reuse sum and their ratios.
@@ -28,21 +32,34 @@ def up(x):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--vcc", required=True)
-    ap.add_argument("model")
+    ap.add_argument("--vcc")
+    ap.add_argument("model", nargs="?")
     ap.add_argument("--shape", action="append", default=[])
     ap.add_argument("--work", default=".")
+    ap.add_argument("--plan", help="check this plan JSON instead of running vcc")
     args = ap.parse_args()
-    os.makedirs(args.work, exist_ok=True)
-    plan_path = os.path.join(args.work, "plan.json")
-    cmd = [args.vcc, args.model, "--dump-ir=memplan", "--plan-json", plan_path]
-    for s in args.shape:
-        cmd += ["--shape", s]
-    dump = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-    plan = json.load(open(plan_path))
+    if args.plan:
+        plan, dump = json.load(open(args.plan)), None
+    else:
+        if not args.vcc or not args.model:
+            ap.error("--vcc and MODEL are needed unless --plan is given")
+        os.makedirs(args.work, exist_ok=True)
+        plan_path = os.path.join(args.work, "plan.json")
+        cmd = [args.vcc, args.model, "--dump-ir=memplan", "--plan-json", plan_path]
+        for s in args.shape:
+            cmd += ["--shape", s]
+        dump = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+        plan = json.load(open(plan_path))
     fails = []
+    if dump is not None:
+        fails += dump_agrees(dump, plan)
+    fails += check(plan)
+    report(plan, args.plan or args.model, fails)
 
-    # --- the dump agrees with the JSON
+
+def dump_agrees(dump, plan):
+    """The dump's plan lines and arena line say what the JSON says."""
+    fails = []
     lines = {}
     for m in re.finditer(r'^plan "((?:[^"\\]|\\.)*)" (\w+) bytes=(\d+) live=(\S+) offset=(-?\d+)', dump, re.M):
         name = m.group(1).replace('\\"', '"').replace("\\\\", "\\")
@@ -58,7 +75,12 @@ def main():
             fails.append("tensor %r: dump %s, JSON %s" % (t["name"], d, (t["category"], t["bytes"], live, t["offset"])))
     if len(fails) > 5:
         fails = fails[:5] + ["..."]
+    return fails
 
+
+def check(plan):
+    """Overlaps, in-place order, alignment and the lower bound; returns the failures."""
+    fails = []
     # --- buffers: follow inplace_of to the tensor that owns the bytes
     by = {t["name"]: t for t in plan["tensors"]}
 
@@ -96,6 +118,21 @@ def main():
             if both_live:
                 fails.append("buffers %r and %r are live together and share bytes" % (na, nb))
 
+    # --- in-place order: the holders of one buffer (views excluded: they are their base's value) in
+    # interval order; each must start at or after the previous holder's end, and a holder the host
+    # reads after the step (end == steps) can have no successor
+    holders = {}
+    for t in plan["tensors"]:
+        if t["view_of"] is None and t["start"] is not None:
+            holders.setdefault(root(t["name"]), []).append(t)
+    for r, ts in holders.items():
+        ts.sort(key=lambda t: (t["start"], t["end"]))
+        for a, b in zip(ts, ts[1:]):
+            if b["start"] < a["end"] or (b["start"] == a["end"] and a["end"] >= plan["steps"]):
+                what = "read by the host after the step" if a["end"] >= plan["steps"] else "still live"
+                fails.append("%r (live [%d,%d]) is written over %r (live [%d,%d]), which is %s"
+                             % (b["name"], b["start"], b["end"], a["name"], a["start"], a["end"], what))
+
     # --- lower bound, computed here
     pers = sum(up(b["bytes"]) for b in persistent.values())
     steps = max((b["end"] for b in planned.values()), default=-1) + 1
@@ -112,9 +149,14 @@ def main():
         fails.append("lower bound: vcc says %d, this sweep %d" % (plan["lower_bound_bytes"], lb))
     if plan["arena_bytes"] < lb:
         fails.append("arena below the lower bound")
+    plan["_summary"] = (len(bufs), steps, lb, pers, peak)
+    return fails
 
+
+def report(plan, what, fails):
+    nbufs, steps, lb, pers, peak = plan.get("_summary", (0, 0, 1, 0, 0))
     mib = 1 << 20
-    print("%s: %d tensors, %d buffers, %d steps" % (os.path.basename(args.model), len(plan["tensors"]), len(bufs), steps))
+    print("%s: %d tensors, %d buffers, %d steps" % (os.path.basename(what), len(plan["tensors"]), nbufs, steps))
     print("  arena        %10.1f MiB" % (plan["arena_bytes"] / mib))
     print("  lower bound  %10.1f MiB   arena/LB      %.4f" % (lb / mib, plan["arena_bytes"] / lb))
     print("  no reuse     %10.1f MiB   arena/noreuse %.4f" % (plan["no_reuse_bytes"] / mib,
