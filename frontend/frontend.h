@@ -111,7 +111,9 @@ const char *vcc_onnx_dtype_name(int onnx_data_type);
  *     (each tensor gets the printed offset, its root's), alias_of (view_of=) and inplace_of
  *     (inplace_of=), and the arena line's five sizes.
  *   - NO weights: declared tensors (inputs, params, buffers, consts, ...) have data == NULL and
- *     data_bytes == 0. A .vir file describes a graph, not a model's values.
+ *     data_bytes == 0. A .vir file describes a graph, not a model's values. The one exception is the
+ *     seed of the loss gradient (the constant third input of SoftmaxCrossEntropyLossGrad), which is 1 by
+ *     definition and gets that value.
  *   - Not in the text, so not in the graph: dim_param names, views before the plan exists (alias_of
  *     is only known from view_of=). Reconstructed from the text's structure: the kinds of node
  *     outputs (the plan's category when there is one; else workspace for a conv-family node's extra

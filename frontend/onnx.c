@@ -56,8 +56,7 @@ typedef struct {
     bool *binding_used; /* ctx->nshapes entries */
 } Loader;
 
-/* Report one problem. The message is formatted here so that control characters coming from names in
- * the file can be replaced (a name must not be able to forge diagnostic lines). */
+/* Report one problem (vcc_error escapes what names from the file could carry). */
 #if defined(__GNUC__)
 __attribute__((format(printf, 3, 4)))
 #endif
@@ -71,8 +70,6 @@ static void fail(Loader *L, VccStatus st, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, (size_t)n + 1, fmt, ap);
     va_end(ap);
-    for (char *p = msg; *p; p++)
-        if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
     vcc_error(L->ctx, "%s", msg);
     free(msg);
     if (L->status == VCC_OK) L->status = st;

@@ -640,6 +640,7 @@ static void reorder_tensors(VirParser *p) {
     }
     for (int i = 0; i < g->noutputs; i++) g->outputs[i] = newid[g->outputs[i]];
     free(newid);
+    vcc_graph_rehash(g);
 }
 
 static void finish(VirParser *p, bool has_plan) {
@@ -705,6 +706,18 @@ static void finish(VirParser *p, bool has_plan) {
     }
     for (int k = 0; k < g->nnodes; k++)
         if (g->nodes[k].op == VCC_OP_SOFTMAXXENT && g->nodes[k].nout > 0) g->loss = g->nodes[k].out[0];
+    /* the seed of the loss's gradient (d loss / d loss) is 1 by definition: the one constant whose value
+     * the text implies */
+    for (int k = 0; k < g->nnodes; k++) {
+        const VccNode *n = &g->nodes[k];
+        if (n->op != VCC_OP_SOFTMAXXENT_GRAD || n->nin < 3 || n->in[2] < 0) continue;
+        VccTensor *seed = &g->tensors[n->in[2]];
+        if (seed->kind != VCC_T_CONST || seed->data || seed->dtype != VCC_F32 || vcc_shape_numel(&seed->shape) != 1)
+            continue;
+        seed->data = vcc_malloc(4);
+        seed->data_bytes = 4;
+        *(float *)seed->data = 1.0f;
+    }
     if (g->loss >= 0 && ndata == 1) g->data_input = data;
 }
 

@@ -1,5 +1,6 @@
 /*
- * ir.c — context, diagnostics, allocation helpers, graph builder and attribute access.
+ * ir.c — allocation helpers, graph builder, checked shape arithmetic and attribute access (the context
+ * and diagnostics are in ir/diag.c).
  *
  * Requires: nothing. Produces: the VccGraph building blocks every layer uses (see ir.h).
  */
@@ -7,32 +8,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-
-/* ------------------------------------------------------------------ context and diagnostics */
-
-void vcc_ctx_init(VccCtx *ctx, const char *file) {
-    memset(ctx, 0, sizeof *ctx);
-    ctx->diag = stderr;
-    ctx->dump = stdout;
-    ctx->file = file;
-    ctx->momentum = 0.9f;
-}
-
-void vcc_error(VccCtx *ctx, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    if (ctx->file) fprintf(ctx->diag, "%s: ", ctx->file);
-    fprintf(ctx->diag, "error: ");
-    vfprintf(ctx->diag, fmt, ap);
-    fputc('\n', ctx->diag);
-    va_end(ap);
-    ctx->nerrors++;
-}
-
-void vcc_assert_fail(const char *expr, const char *file, int line) {
-    fprintf(stderr, "%s:%d: internal error: assertion '%s' failed\n", file, line, expr);
-    abort();
-}
 
 static void oom(void) {
     fputs("vcc: out of memory\n", stderr);
@@ -88,11 +63,14 @@ VccOp vcc_op_from_onnx(const char *op_type) {
 
 /* ------------------------------------------------------------------ tensors */
 
+bool vcc_mul_i64(int64_t a, int64_t b, int64_t *out) { return !__builtin_mul_overflow(a, b, out); }
+
+bool vcc_add_i64(int64_t a, int64_t b, int64_t *out) { return !__builtin_add_overflow(a, b, out); }
+
 int64_t vcc_shape_numel(const VccShape *s) {
     int64_t n = 1;
     for (int i = 0; i < s->rank; i++) {
-        if (s->dims[i] < 0) return -1;
-        n *= s->dims[i];
+        if (s->dims[i] < 0 || !vcc_mul_i64(n, s->dims[i], &n)) return -1;
     }
     return n;
 }
@@ -252,6 +230,35 @@ int vcc_tensor_find(const VccGraph *g, const char *name) {
     return -1;
 }
 
+/* base if no tensor has that name, else base_<n> for the smallest n >= 1 that is free (malloc'd). */
+static char *unique_name(const VccGraph *g, const char *base) {
+    if (vcc_tensor_find(g, base) < 0) return vcc_strdup(base);
+    for (int i = 1;; i++) {
+        char *s = vcc_strfmt("%s_%d", base, i);
+        if (vcc_tensor_find(g, s) < 0) return s;
+        free(s);
+    }
+}
+
+int vcc_tensor_add_unique(VccGraph *g, VccDType dt, const VccShape *shape, VccTensorKind kind, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char *base = vcc_vstrfmt(fmt, ap);
+    va_end(ap);
+    char *name = unique_name(g, base);
+    int t = vcc_tensor_add(g, name, dt, shape, kind);
+    free(name);
+    free(base);
+    return t;
+}
+
+void vcc_graph_rehash(VccGraph *g) {
+    free(g->name_index);
+    g->name_index = NULL;
+    g->name_cap = 0;
+    name_reserve(g, g->ntensors);
+}
+
 int vcc_tensor_add(VccGraph *g, const char *name, VccDType dt, const VccShape *shape, VccTensorKind kind) {
     if (g->ntensors == g->cap_tensors) {
         g->cap_tensors = g->cap_tensors ? 2 * g->cap_tensors : 64;
@@ -263,9 +270,9 @@ int vcc_tensor_add(VccGraph *g, const char *name, VccDType dt, const VccShape *s
     if (name) {
         t->name = vcc_strdup(name);
     } else {
-        char buf[32];
-        snprintf(buf, sizeof buf, "t%d", id);
-        t->name = vcc_strdup(buf);
+        char *base = vcc_strfmt("t%d", id);
+        t->name = unique_name(g, base);
+        free(base);
     }
     t->dtype = dt;
     if (shape) t->shape = *shape;
@@ -291,13 +298,7 @@ int vcc_node_add(VccGraph *g, VccOp op, const char *name, const int *in, int nin
     memset(n, 0, sizeof *n);
     n->op = op;
     n->phase = phase;
-    if (name) {
-        n->name = vcc_strdup(name);
-    } else {
-        char buf[64];
-        snprintf(buf, sizeof buf, "%s_%d", vcc_op_name(op), id);
-        n->name = vcc_strdup(buf);
-    }
+    n->name = name ? vcc_strdup(name) : vcc_strfmt("%s_%d", vcc_op_name(op), id);
     n->nin = nin;
     n->in = vcc_malloc(sizeof(int) * (size_t)(nin ? nin : 1));
     if (nin) memcpy(n->in, in, sizeof(int) * (size_t)nin);

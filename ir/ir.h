@@ -17,7 +17,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* ======================================================================== status, context (ir/ctx.c) */
+/* ======================================================================== status, context, diagnostics (ir/diag.c) */
 
 typedef enum {
     VCC_OK = 0,
@@ -37,11 +37,33 @@ typedef struct {
     int64_t dims[8];
 } VccShapeBinding;
 
+/* The kinds of unsupported constructs the one report of a model groups (vcc_unsupported). */
+typedef enum {
+    VCC_PROB_OP,            /* an op type vcc does not have (or not in this domain) */
+    VCC_PROB_DTYPE,         /* an element type of an initializer, Constant or input */
+    VCC_PROB_ATTR,          /* an attribute vcc does not know, of the wrong type, or with an unsupported value */
+    VCC_PROB_TRAINING_FORM, /* a sign of an inference-form export while compiling a trainer */
+    VCC_PROB_COUNT
+} VccProblemKind;
+
+/* One unsupported construct: grouped by (kind, group) in the report; item names where it is. */
+typedef struct {
+    VccProblemKind kind;
+    char *group; /* e.g. "MaxPool", "BOOL", "BatchNormalization training_mode=0" */
+    char *item;  /* e.g. "'/features/MaxPool'", "Constant '/c' (read by Dropout '/drop')" */
+} VccProblem;
+
+#define VCC_MAX_ERRORS 20 /* error lines printed before the rest are only counted (vcc_diag_finish) */
+
 /* Everything a pass needs besides the graph: diagnostics and options. No global mutable state. */
 typedef struct VccCtx {
     FILE *diag;            /* where errors go (stderr in the CLI, a memstream in tests) */
     const char *file;      /* the input file name, prefixed to every error */
-    int nerrors;
+    int nerrors;           /* errors reported (printed or not) */
+    int max_errors;        /* error lines printed at most (VCC_MAX_ERRORS; <= 0: no cap) */
+    int suppressed;        /* errors past max_errors, counted by vcc_diag_finish */
+    VccProblem *problems;  /* unsupported constructs collected for one report (vcc_report_problems) */
+    int nproblems, cap_problems;
     VccShapeBinding *shapes;
     int nshapes;
     /* training options baked into the graph (defaults: PyTorch SGD, see passes/optimizer.c) */
@@ -51,15 +73,53 @@ typedef struct VccCtx {
     FILE *dump;            /* where dumps go (stdout) */
 } VccCtx;
 
-/* Initialise ctx with defaults: diag=stderr, dump=stdout, momentum 0.9. */
+/* Initialise ctx with defaults: diag=stderr, dump=stdout, momentum 0.9, at most VCC_MAX_ERRORS lines. */
 void vcc_ctx_init(VccCtx *ctx, const char *file);
 
-/* Report an error: writes "<ctx->file>: <message>\n" to ctx->diag and counts it. printf-style. */
+/* Report an error: writes "<ctx->file>: error: <message>\n" to ctx->diag and counts it. printf-style.
+ * The line is escaped (vcc_fputs_escaped): names from a model cannot forge lines or reach the terminal as
+ * control sequences. Past ctx->max_errors errors, lines are only counted. */
 void vcc_error(VccCtx *ctx, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+
+/* After the last error: print "<file>: N more errors not shown" when the cap hid some. */
+void vcc_diag_finish(VccCtx *ctx);
+
+/* Write s to f with every byte that is not printable text escaped the way C writes it: \n, \t, \r
+ * and \xNN for other control characters, DEL and bytes that are not valid UTF-8 (RFC 3629). Valid
+ * multi-byte UTF-8 characters pass unchanged. */
+void vcc_fputs_escaped(FILE *f, const char *s);
+
+/* Collect one unsupported construct for the model's report (nothing is printed yet). group names the
+ * construct (an op type, an ONNX element type, "Op attribute=value"); the printf-style item says where
+ * it is. */
+void vcc_unsupported(VccCtx *ctx, VccProblemKind kind, const char *group, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+/* Print every collected problem in one report (grouped by kind and group, counts, at most a few items
+ * per group, lines wrapped at 80 columns, an export hint for inference-form signs), count them as
+ * errors and clear them. Returns VCC_OK when there were none, else VCC_ERR_UNSUPPORTED. */
+VccStatus vcc_report_problems(VccCtx *ctx);
+/* Drop the collected problems without printing them. */
+void vcc_problems_clear(VccCtx *ctx);
+
+/* name, or when it is longer than len-1 bytes its head and tail around "..." written into buf (len >= 16):
+ * model names in one-line messages stay readable. */
+const char *vcc_short_name(const char *name, char *buf, size_t len);
+
+/* printf into a new malloc'd string (no length limit). */
+char *vcc_strfmt(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+char *vcc_vstrfmt(const char *fmt, va_list ap);
 
 /* Internal invariant check: on failure prints file:line and the expression, then abort(). */
 #define VCC_ASSERT(e) ((e) ? (void)0 : vcc_assert_fail(#e, __FILE__, __LINE__))
@@ -173,12 +233,27 @@ VccOp vcc_op_from_onnx(const char *op_type);
 VccGraph *vcc_graph_new(void);
 void vcc_graph_free(VccGraph *g);
 
-/* Add a tensor; name NULL gives "t<index>". Names must be unique (asserted). Returns the index. */
+/* Add a tensor; name NULL gives "t<index>" (made unique). Names must be unique (asserted): names a pass
+ * makes up go through vcc_tensor_add_unique. Returns the index. */
 int vcc_tensor_add(VccGraph *g, const char *name, VccDType dt, const VccShape *shape, VccTensorKind kind);
+/* Add a tensor named by the printf-style fmt, made unique against every name in g (the model's own
+ * included): a taken name gets "_1", "_2", ... appended. No length limit. Returns the index. */
+int vcc_tensor_add_unique(VccGraph *g, VccDType dt, const VccShape *shape, VccTensorKind kind, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 5, 6)))
+#endif
+    ;
+/* Rebuild the name index after the tensor array was permuted (the .vir reader reorders tensors). */
+void vcc_graph_rehash(VccGraph *g);
 /* Index of the tensor named name, or -1 (a hash lookup; tensor names never change after vcc_tensor_add). */
 int vcc_tensor_find(const VccGraph *g, const char *name);
-/* Number of elements (product of dims; 1 for rank 0); -1 if any dim is unknown. */
+/* Number of elements (product of dims; 1 for rank 0); -1 if any dim is unknown or the product overflows
+ * int64. */
 int64_t vcc_shape_numel(const VccShape *s);
+/* *out = a * b (a + b); false, *out unspecified, when the result does not fit int64. Shape arithmetic on
+ * numbers from a model goes through these. */
+bool vcc_mul_i64(int64_t a, int64_t b, int64_t *out);
+bool vcc_add_i64(int64_t a, int64_t b, int64_t *out);
 /* Bytes of one element of dt (4 for F32, 8 for I64). */
 size_t vcc_dtype_size(VccDType dt);
 const char *vcc_dtype_name(VccDType dt);

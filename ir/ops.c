@@ -143,10 +143,8 @@ VccStatus vcc_conv_add_workspace(VccCtx *ctx, VccGraph *g, int k, const VccShape
     VccConvParams p;
     VccStatus st = vcc_conv_params(ctx, &g->nodes[k], x, w, &p);
     if (st) return st;
-    char name[512];
-    snprintf(name, sizeof name, "%s.ws", g->nodes[k].name);
     VccShape s = {1, {vcc_conv_ws_bytes(&p) / 4}};
-    int ws = vcc_tensor_add(g, name, VCC_F32, &s, VCC_T_WORKSPACE);
+    int ws = vcc_tensor_add_unique(g, VCC_F32, &s, VCC_T_WORKSPACE, "%s.ws", g->nodes[k].name);
     VccNode *n = &g->nodes[k];
     n->out = vcc_realloc(n->out, sizeof(int) * (size_t)(n->nout + 1));
     n->out[n->nout++] = ws;

@@ -42,12 +42,8 @@ static void grow(Diff *d) {
 
 /* A new GRAD_TEMP tensor shaped like t, named "<t>.grad" (made unique). */
 static int new_grad(Diff *d, int t) {
-    char name[512];
-    snprintf(name, sizeof name, "%s.grad", d->g->tensors[t].name);
-    for (int i = 1; vcc_tensor_find(d->g, name) >= 0; i++)
-        snprintf(name, sizeof name, "%s.grad_%d", d->g->tensors[t].name, i);
     VccShape s = d->g->tensors[t].shape;
-    int id = vcc_tensor_add(d->g, name, VCC_F32, &s, VCC_T_GRAD_TEMP);
+    int id = vcc_tensor_add_unique(d->g, VCC_F32, &s, VCC_T_GRAD_TEMP, "%s.grad", d->g->tensors[t].name);
     grow(d);
     return id;
 }
@@ -60,9 +56,9 @@ static void accum(Diff *d, int t, int gt) {
     }
     int sum = new_grad(d, t);
     int in[2] = {d->grad[t], gt};
-    char name[512];
-    snprintf(name, sizeof name, "%s.accum", d->g->tensors[sum].name);
+    char *name = vcc_strfmt("%s.accum", d->g->tensors[sum].name);
     vcc_node_add(d->g, VCC_OP_GRAD_ACCUM, name, in, 2, &sum, 1, VCC_PHASE_BACKWARD);
+    free(name);
     d->grad[t] = sum;
 }
 
@@ -80,9 +76,9 @@ static void copy_attrs(VccNode *dst, const VccNode *src) {
 }
 
 static int add_bwd(Diff *d, VccOp op, int fwd, const char *suffix, const int *in, int nin, const int *out, int nout) {
-    char name[512];
-    snprintf(name, sizeof name, "%s.%s", d->g->nodes[fwd].name, suffix);
+    char *name = vcc_strfmt("%s.%s", d->g->nodes[fwd].name, suffix);
     int k = vcc_node_add(d->g, op, name, in, nin, out, nout, VCC_PHASE_BACKWARD);
+    free(name);
     copy_attrs(&d->g->nodes[k], &d->g->nodes[fwd]);
     free(d->g->nodes[k].onnx_op);
     d->g->nodes[k].onnx_op = NULL;
@@ -98,10 +94,8 @@ static VccStatus diff_node(VccCtx *ctx, Diff *d, int k) {
     int x = n.nin > 0 ? n.in[0] : -1;
     switch (n.op) {
     case VCC_OP_SOFTMAXXENT: {
-        char name[512];
-        snprintf(name, sizeof name, "%s.grad_seed", g->tensors[g->loss].name);
         VccShape s0 = {0, {0}};
-        int seed = vcc_tensor_add(g, name, VCC_F32, &s0, VCC_T_CONST);
+        int seed = vcc_tensor_add_unique(g, VCC_F32, &s0, VCC_T_CONST, "%s.grad_seed", g->tensors[g->loss].name);
         g->tensors[seed].data = vcc_malloc(4);
         g->tensors[seed].data_bytes = 4;
         *(float *)g->tensors[seed].data = 1.0f;

@@ -51,11 +51,8 @@ static VccStatus canonical_bn(VccCtx *ctx, VccGraph *g, int k) {
         o->shape = g->tensors[n->in[3 + i]].shape;
         o->kind = VCC_T_BUFFER;
     }
-    char name[512];
-    snprintf(name, sizeof name, "%s.saved_mean", n->name);
-    int sm = vcc_tensor_add(g, name, VCC_DT_UNDEF, NULL, VCC_T_ACT);
-    snprintf(name, sizeof name, "%s.saved_invstd", g->nodes[k].name);
-    int si = vcc_tensor_add(g, name, VCC_DT_UNDEF, NULL, VCC_T_ACT);
+    int sm = vcc_tensor_add_unique(g, VCC_DT_UNDEF, NULL, VCC_T_ACT, "%s.saved_mean", n->name);
+    int si = vcc_tensor_add_unique(g, VCC_DT_UNDEF, NULL, VCC_T_ACT, "%s.saved_invstd", g->nodes[k].name);
     n = &g->nodes[k];
     n->out = vcc_realloc(n->out, 5 * sizeof(int));
     n->nout = 5;

@@ -5,7 +5,9 @@
  * Produces: for Relu, Add, ReluGrad and GradAccumulate (elementwise: output i depends only on inputs at
  *   i, so the runtime kernels accept y == x), the output takes the bytes of the first input that
  *   (with everything already sharing its bytes) is last read at this node and has the same byte size:
- *   out->inplace_of = that input. Graph inputs, the loss, persistent tensors and views never take part.
+ *   out->inplace_of = that input. Graph inputs, the loss, persistent tensors and views never take part,
+ *   and neither does a value the host reads after the step (a graph output, the loss, or what one of
+ *   them views): liveness ends those at g->nnodes, past every node, so they never die at one.
  *   The shared buffer's interval is the union of its tensors' intervals (passes/memplan.c groups by
  *   vcc_tensor_root).
  */

@@ -10,12 +10,6 @@
 
 #include <string.h>
 
-/* A name not yet used in g: base, else base_1, base_2, ... */
-static void unique_name(const VccGraph *g, const char *base, char *buf, size_t len) {
-    snprintf(buf, len, "%s", base);
-    for (int i = 1; vcc_tensor_find(g, buf) >= 0; i++) snprintf(buf, len, "%s_%d", base, i);
-}
-
 VccStatus vcc_add_loss(VccCtx *ctx, VccGraph *g) {
     int data = -1, ndata = 0;
     for (int i = 0; i < g->ninputs; i++) {
@@ -45,17 +39,13 @@ VccStatus vcc_add_loss(VccCtx *ctx, VccGraph *g) {
         return VCC_ERR_UNSUPPORTED;
     }
     int64_t N = lt->shape.dims[0];
-    char name[256];
-    unique_name(g, "labels", name, sizeof name);
     VccShape sl = {1, {N}};
-    int label = vcc_tensor_add(g, name, VCC_I64, &sl, VCC_T_LABEL);
+    int label = vcc_tensor_add_unique(g, VCC_I64, &sl, VCC_T_LABEL, "labels");
     g->inputs = vcc_realloc(g->inputs, sizeof(int) * (size_t)(g->ninputs + 1));
     g->inputs[g->ninputs++] = label;
-    unique_name(g, "loss", name, sizeof name);
     VccShape s0 = {0, {0}};
-    int loss = vcc_tensor_add(g, name, VCC_F32, &s0, VCC_T_LOSS);
-    unique_name(g, "loss.prob", name, sizeof name);
-    int prob = vcc_tensor_add(g, name, VCC_F32, &g->tensors[logits].shape, VCC_T_ACT);
+    int loss = vcc_tensor_add_unique(g, VCC_F32, &s0, VCC_T_LOSS, "loss");
+    int prob = vcc_tensor_add_unique(g, VCC_F32, &g->tensors[logits].shape, VCC_T_ACT, "loss.prob");
     int in[2] = {logits, label}, out[2] = {loss, prob};
     int k = vcc_node_add(g, VCC_OP_SOFTMAXXENT, "loss", in, 2, out, 2, VCC_PHASE_LOSS);
     vcc_attr_set_string(&g->nodes[k], "reduction", "mean");

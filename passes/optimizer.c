@@ -9,18 +9,19 @@
  */
 #include "passes.h"
 
+#include <stdlib.h>
+
 VccStatus vcc_optimizer(VccCtx *ctx, VccGraph *g) {
     int n0 = g->ntensors;
     for (int p = 0; p < n0; p++) {
         if (g->tensors[p].kind != VCC_T_PARAM || g->tensors[p].grad < 0) continue;
-        char name[512];
-        snprintf(name, sizeof name, "%s.momentum", g->tensors[p].name);
         VccShape s = g->tensors[p].shape;
-        int v = vcc_tensor_add(g, name, VCC_F32, &s, VCC_T_OPT_STATE);
+        int v = vcc_tensor_add_unique(g, VCC_F32, &s, VCC_T_OPT_STATE, "%s.momentum", g->tensors[p].name);
         g->tensors[v].param_of = p;
         int in[3] = {p, g->tensors[p].grad, v};
-        snprintf(name, sizeof name, "%s.sgd", g->tensors[p].name);
+        char *name = vcc_strfmt("%s.sgd", g->tensors[p].name);
         int k = vcc_node_add(g, VCC_OP_SGD, name, in, 3, NULL, 0, VCC_PHASE_UPDATE);
+        free(name);
         vcc_attr_set_float(&g->nodes[k], "momentum", ctx->momentum);
     }
     return VCC_OK;

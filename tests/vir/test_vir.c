@@ -266,8 +266,11 @@ static void test_semantics(const char *path) {
             CHECK(g->tensors[t].kind == kinds[i].kind, "'%s' is %s, expected %s", kinds[i].name,
                   vcc_tensor_kind_name(g->tensors[t].kind), vcc_tensor_kind_name(kinds[i].kind));
     }
-    /* no weights, not-inferred types in the frontend's convention */
-    for (int t = 0; t < g->ntensors; t++) CHECK(g->tensors[t].data == NULL && g->tensors[t].data_bytes == 0, "data");
+    /* no weights (but the loss gradient's seed, 1 by definition), not-inferred types in the frontend's convention */
+    int seed_t = tensor(g, "loss.grad_seed");
+    for (int t = 0; t < g->ntensors; t++)
+        if (t != seed_t) CHECK(g->tensors[t].data == NULL && g->tensors[t].data_bytes == 0, "data");
+    CHECK(g->tensors[seed_t].data_bytes == 4 && *(const float *)g->tensors[seed_t].data == 1.0f, "seed value");
     const VccTensor *odd = &g->tensors[tensor(g, "odd \"quoted\" \\ name")];
     CHECK(odd->dtype == VCC_DT_UNDEF && odd->shape.rank == 0 && odd->shape.dims[0] == -1 && odd->shape.dims[7] == -1,
           "?[] type");
