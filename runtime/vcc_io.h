@@ -28,6 +28,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* fsync of written files where the includer asked for POSIX (the generated programs do). */
+#if defined(_POSIX_C_SOURCE) && _POSIX_C_SOURCE >= 200112L
+#define VCC_IO_FSYNC 1
+#include <fcntl.h>
+#include <unistd.h>
+#else
+#define VCC_IO_FSYNC 0
+#endif
+
 #if defined(__GNUC__)
 #define VCC_IO_PRINTF(a, b) __attribute__((format(printf, a, b)))
 #else
@@ -47,21 +56,74 @@
 /* Common helpers                                                           */
 /* ======================================================================== */
 
+/* vcc_io_escape: copy s into out (cap bytes, always terminated, cut between
+ * characters) with every byte that is not printable text escaped the way C
+ * writes it: \n, \t, \r, and \xNN for other control characters (C0, DEL,
+ * the C1 range U+0080..U+009F) and for bytes that are not valid UTF-8 (RFC
+ * 3629). Valid multi-byte UTF-8 passes unchanged. Tensor names and header
+ * keys from a file reach messages only through this, so they cannot forge
+ * lines or send escape sequences to a terminal. */
+VCC_IO_FN void vcc_io_escape(const char *s, char *out, size_t cap)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t o = 0;
+    if (cap == 0) return;
+    while (*p) {
+        unsigned c = p[0], cp = 0, min = 0;
+        size_t len = 1, k;
+        char esc[8];
+        if (c >= 0xc2 && c <= 0xdf) { len = 2; min = 0x80; }
+        else if (c >= 0xe0 && c <= 0xef) { len = 3; min = 0x800; }
+        else if (c >= 0xf0 && c <= 0xf4) { len = 4; min = 0x10000; }
+        if (len > 1) {
+            cp = c & (0x3fu >> (len - 1));
+            for (k = 1; k < len; k++) {
+                if ((p[k] & 0xc0) != 0x80) break;
+                cp = cp << 6 | (p[k] & 0x3fu);
+            }
+            if (k < len || cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) || cp <= 0x9f)
+                len = 1; /* not valid UTF-8, or a C1 control: escape the lead byte */
+            else {
+                if (o + len >= cap) break;
+                memcpy(out + o, p, len);
+                o += len;
+                p += len;
+                continue;
+            }
+        }
+        if (c >= 0x20 && c < 0x7f) { esc[0] = (char)c; esc[1] = '\0'; }
+        else if (c == '\n') strcpy(esc, "\\n");
+        else if (c == '\t') strcpy(esc, "\\t");
+        else if (c == '\r') strcpy(esc, "\\r");
+        else snprintf(esc, sizeof esc, "\\x%02x", c);
+        k = strlen(esc);
+        if (o + k >= cap) break;
+        memcpy(out + o, esc, k);
+        o += k;
+        p++;
+    }
+    out[o] = '\0';
+}
+
 /* vcc_io_errf: write "<path>: <formatted message>" into err (truncated to
- * errlen, always terminated). Returns 1 so callers can `return vcc_io_errf(...)`. */
+ * errlen, always terminated), escaped with vcc_io_escape: names and keys that
+ * come from a file may go into messages as they are. Returns 1 so callers can
+ * `return vcc_io_errf(...)`. */
 VCC_IO_FN int vcc_io_errf(char *err, size_t errlen, const char *path, const char *fmt, ...) VCC_IO_PRINTF(4, 5);
 VCC_IO_FN int vcc_io_errf(char *err, size_t errlen, const char *path, const char *fmt, ...)
 {
     va_list ap;
     int n;
+    char msg[8192];
     if (!err || errlen == 0) return 1;
-    n = snprintf(err, errlen, "%s: ", path ? path : "(null)");
-    if (n < 0) { err[0] = '\0'; return 1; }
-    if ((size_t)n < errlen) {
+    n = snprintf(msg, sizeof msg, "%s: ", path ? path : "(null)");
+    if (n < 0) n = 0;
+    if ((size_t)n < sizeof msg) {
         va_start(ap, fmt);
-        vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
+        vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
         va_end(ap);
     }
+    vcc_io_escape(msg, err, errlen);
     return 1;
 }
 
@@ -167,10 +229,31 @@ VCC_IO_FN int vcc_npy_int(VccNpyCur *c, int64_t *v)
     return 0;
 }
 
+/* vcc_npy_dtype_name: a readable name for a .npy 'descr' ("<i4" -> "int32", ">f8" -> "big-endian
+ * float64"), written into buf (cap bytes); descrs outside the common numeric kinds are named "dtype". */
+VCC_IO_FN const char *vcc_npy_dtype_name(const char *descr, char *buf, size_t cap)
+{
+    static const char *const codes[] = {"f2", "f4", "f8", "i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8", "b1"};
+    static const char *const names[] = {"float16", "float32", "float64", "int8", "int16", "int32", "int64",
+                                        "uint8", "uint16", "uint32", "uint64", "bool"};
+    const char *code = descr;
+    size_t i;
+    if (*code == '<' || *code == '>' || *code == '|' || *code == '=') code++;
+    for (i = 0; i < sizeof codes / sizeof codes[0]; i++)
+        if (strcmp(code, codes[i]) == 0) {
+            snprintf(buf, cap, "%s%s", descr[0] == '>' ? "big-endian " : "", names[i]);
+            return buf;
+        }
+    snprintf(buf, cap, "dtype");
+    return buf;
+}
+
 /* Parse the header dict {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
- * into a (dtype/rank/dims). Returns 0 or writes err. */
-VCC_IO_FN int vcc_npy_parse_header(const char *hdr, size_t hlen, const char *path,
-                                       VccNpy *a, char *err, size_t errlen)
+ * into a (dtype/rank/dims). want ("f4", "i8" or NULL for either) and what (the array's role, e.g.
+ * "labels") give the message for any other dtype: "labels must be int64 ('<i8'), got int32 ('<i4')".
+ * Returns 0 or writes err. */
+VCC_IO_FN int vcc_npy_parse_header(const char *hdr, size_t hlen, const char *path, const char *want,
+                                   const char *what, VccNpy *a, char *err, size_t errlen)
 {
     VccNpyCur c;
     int have_descr = 0, have_fortran = 0, have_shape = 0;
@@ -255,6 +338,15 @@ VCC_IO_FN int vcc_npy_parse_header(const char *hdr, size_t hlen, const char *pat
     if (!have_descr || !have_fortran || !have_shape)
         return vcc_io_errf(err, errlen, path, "malformed .npy header: missing key '%s'",
                            !have_descr ? "descr" : !have_fortran ? "fortran_order" : "shape");
+    if (want && (descr[0] != '<' || strcmp(descr + 1, want) != 0)) {
+        char wname[32], gname[48];
+        int printable = 1;
+        size_t k;
+        for (k = 0; descr[k]; k++) printable &= descr[k] >= 0x20 && descr[k] < 0x7f;
+        vcc_npy_dtype_name(want, wname, sizeof wname);
+        return vcc_io_errf(err, errlen, path, "%s must be %s ('<%s'), got %s ('%s')", what ? what : "the array", wname,
+                           want, vcc_npy_dtype_name(descr, gname, sizeof gname), printable ? descr : "?");
+    }
     if (strcmp(descr, "<f4") == 0) {
         strcpy(a->dtype, "f4");
     } else if (strcmp(descr, "<i8") == 0) {
@@ -275,15 +367,11 @@ VCC_IO_FN void vcc_npy_free(VccNpy *a)
     memset(a, 0, sizeof *a);
 }
 
-/* vcc_npy_load: read a .npy file (format versions 1.0, 2.0, 3.0; numpy.save
- * semantics) holding a C-order little-endian float32 ('<f4') or int64 ('<i8')
- * array of rank 0..8, e.g. clips (N, C, T, H, W) or labels (N).
- * On success out->data is malloc'd (free with vcc_npy_free) and returns 0.
- * Errors (nonzero return, out zeroed): cannot open/read, bad magic, unknown
- * version, header past end of file, malformed header dict, other dtypes,
- * big-endian, fortran_order True, rank > 8, size overflow, data shorter or
- * longer than prod(shape) * itemsize, out of memory. */
-VCC_IO_FN int vcc_npy_load(const char *path, VccNpy *out, char *err, size_t errlen)
+/* vcc_npy_load_as: vcc_npy_load (below) for an array that must have one dtype: want "f4" (float32) or
+ * "i8" (int64); any other dtype is refused before the data is read, with a message naming the array's
+ * role what (e.g. "<path>: labels must be int64 ('<i8'), got int32 ('<i4')"). want NULL accepts both. */
+VCC_IO_FN int vcc_npy_load_as(const char *path, const char *want, const char *what, VccNpy *out, char *err,
+                              size_t errlen)
 {
     FILE *f;
     unsigned char pre[12];
@@ -337,7 +425,7 @@ VCC_IO_FN int vcc_npy_load(const char *path, VccNpy *out, char *err, size_t errl
     if (!hdr) { vcc_io_errf(err, errlen, path, "out of memory"); goto fail; }
     if (vcc_io_read(f, hdr, (size_t)hlen)) { vcc_io_read_fail(f, err, errlen, path, ".npy header"); goto fail; }
     hdr[hlen] = '\0';
-    if (vcc_npy_parse_header(hdr, (size_t)hlen, path, &a, err, errlen)) goto fail;
+    if (vcc_npy_parse_header(hdr, (size_t)hlen, path, want, what, &a, err, errlen)) goto fail;
     free(hdr);
     hdr = NULL;
 
@@ -380,6 +468,19 @@ fail:
     return 1;
 }
 
+/* vcc_npy_load: read a .npy file (format versions 1.0, 2.0, 3.0; numpy.save
+ * semantics) holding a C-order little-endian float32 ('<f4') or int64 ('<i8')
+ * array of rank 0..8, e.g. clips (N, C, T, H, W) or labels (N).
+ * On success out->data is malloc'd (free with vcc_npy_free) and returns 0.
+ * Errors (nonzero return, out zeroed): cannot open/read, bad magic, unknown
+ * version, header past end of file, malformed header dict, other dtypes,
+ * big-endian, fortran_order True, rank > 8, size overflow, data shorter or
+ * longer than prod(shape) * itemsize, out of memory. */
+VCC_IO_FN int vcc_npy_load(const char *path, VccNpy *out, char *err, size_t errlen)
+{
+    return vcc_npy_load_as(path, NULL, NULL, out, err, errlen);
+}
+
 /* ======================================================================== */
 /* .safetensors                                                             */
 /* ======================================================================== */
@@ -394,9 +495,14 @@ fail:
  * bytes are buf[begin, end). Not necessarily aligned: copy them out with
  * memcpy / vcc_upload. */
 typedef struct { char *name; char dtype[8]; /* "F32","I64" */ int rank; int64_t dims[8]; uint64_t begin, end; } VccStEntry;
-/* VccSafetensors: the whole file in buf (size bytes) and its n entries in
- * header order. */
-typedef struct { unsigned char *buf; size_t size; /* whole file */ VccStEntry *entries; int n; } VccSafetensors;
+/* VccStMetaEntry: one string-valued key of the header's "__metadata__" object (UTF-8, malloc'd). */
+typedef struct { char *key, *value; } VccStMetaEntry;
+/* VccSafetensors: the whole file in buf (size bytes), its n entries in
+ * header order and the nmeta string entries of "__metadata__" in file order. */
+typedef struct { unsigned char *buf; size_t size; /* whole file */ VccStEntry *entries; int n;
+                 VccStMetaEntry *meta; int nmeta; } VccSafetensors;
+/* VccStMeta: one "__metadata__" entry to write (both strings non-NULL). */
+typedef struct { const char *key; const char *value; } VccStMeta;
 /* VccStWrite: one tensor to write: dims (rank) of a dtype ("F32", "I64", ...),
  * nbytes = prod(dims) * itemsize bytes at data (host memory). */
 typedef struct { const char *name; const char *dtype; int rank; const int64_t *dims; const void *data; uint64_t nbytes; } VccStWrite;
@@ -686,6 +792,59 @@ VCC_IO_FN int vcc_st_parse_info(VccJson *j, VccStEntry *e)
     return 0;
 }
 
+/* Parse the value of "__metadata__": an object's string values are appended to *meta in file order
+ * (vcc_st_meta returns a repeated key's last value, as JSON readers do); values of other types, and a
+ * value that is not an object, are skipped. Returns 0 or writes err. */
+VCC_IO_FN int vcc_st_parse_meta(VccJson *j, VccStMetaEntry **meta, int *nmeta)
+{
+    int cap = 0;
+    vcc_json_ws(j);
+    if (j->i >= j->n || j->s[j->i] != '{') return vcc_json_skip(j, 1);
+    j->i++;
+    vcc_json_ws(j);
+    if (j->i < j->n && j->s[j->i] == '}') { j->i++; return 0; }
+    for (;;) {
+        char *key = NULL, *value = NULL;
+        if (vcc_json_string(j, &key)) return 1;
+        if (vcc_json_expect(j, ':')) { free(key); return 1; }
+        vcc_json_ws(j);
+        if (j->i < j->n && j->s[j->i] == '"') {
+            if (vcc_json_string(j, &value)) { free(key); return 1; }
+            if (*nmeta == cap) {
+                VccStMetaEntry *nm = NULL;
+                if (cap < (1 << 24)) nm = (VccStMetaEntry *)realloc(*meta, (size_t)(cap ? 2 * cap : 8) * sizeof **meta);
+                if (!nm) {
+                    free(key);
+                    free(value);
+                    return vcc_io_errf(j->err, j->errlen, j->path, "out of memory for __metadata__");
+                }
+                *meta = nm;
+                cap = cap ? 2 * cap : 8;
+            }
+            (*meta)[*nmeta].key = key;
+            (*meta)[(*nmeta)++].value = value;
+        } else {
+            free(key);
+            if (vcc_json_skip(j, 2)) return 1;
+        }
+        vcc_json_ws(j);
+        if (j->i < j->n && j->s[j->i] == ',') { j->i++; continue; }
+        if (j->i < j->n && j->s[j->i] == '}') { j->i++; return 0; }
+        return vcc_json_fail(j, "expected ',' or '}'");
+    }
+}
+
+/* vcc_st_meta_free: release n metadata entries and the array. */
+VCC_IO_FN void vcc_st_meta_free(VccStMetaEntry *meta, int n)
+{
+    int i;
+    for (i = 0; i < n; i++) {
+        free(meta[i].key);
+        free(meta[i].value);
+    }
+    free(meta);
+}
+
 /* vcc_st_free: release everything vcc_st_load allocated; safe on a zeroed or
  * failed-load VccSafetensors. */
 VCC_IO_FN void vcc_st_free(VccSafetensors *st)
@@ -695,6 +854,7 @@ VCC_IO_FN void vcc_st_free(VccSafetensors *st)
     if (st->entries)
         for (i = 0; i < st->n; i++) free(st->entries[i].name);
     free(st->entries);
+    vcc_st_meta_free(st->meta, st->nmeta);
     free(st->buf);
     memset(st, 0, sizeof *st);
 }
@@ -711,7 +871,8 @@ VCC_IO_FN int vcc_st_cmp(const void *pa, const void *pb)
 
 /* vcc_st_load: read a whole .safetensors file into st (buf = the file bytes)
  * and parse its header: one VccStEntry per tensor in header order, with
- * absolute byte ranges [begin, end) into buf; "__metadata__" is skipped.
+ * absolute byte ranges [begin, end) into buf; the string values of
+ * "__metadata__" in st->meta (read them with vcc_st_meta).
  * Returns 0, or nonzero with err set and st zeroed. Rejected: file shorter
  * than 8 bytes, header size past the end of the file or above 100 MB,
  * malformed JSON, a header that is not an object, duplicate names, unknown
@@ -726,8 +887,9 @@ VCC_IO_FN int vcc_st_load(const char *path, VccSafetensors *st, char *err, size_
     VccJson j;
     VccStEntry *ents = NULL;
     VccStEntry **order = NULL;
-    int n = 0, cap = 0, i, k;
+    int n = 0, cap = 0, i, k, nmeta = 0;
     unsigned char *buf = NULL;
+    VccStMetaEntry *meta = NULL;
 
     if (st) memset(st, 0, sizeof *st);
     if (!path || !st) return vcc_io_errf(err, errlen, path, "vcc_st_load: NULL argument");
@@ -801,7 +963,10 @@ VCC_IO_FN int vcc_st_load(const char *path, VccSafetensors *st, char *err, size_
             if (vcc_json_expect(&j, ':')) { free(name); goto fail; }
             if (strcmp(name, "__metadata__") == 0) {
                 free(name);
-                if (vcc_json_skip(&j, 1)) goto fail;
+                vcc_st_meta_free(meta, nmeta); /* a repeated "__metadata__": the last one counts */
+                meta = NULL;
+                nmeta = 0;
+                if (vcc_st_parse_meta(&j, &meta, &nmeta)) goto fail;
             } else {
                 VccStEntry *e;
                 for (k = 0; k < n; k++) {
@@ -910,13 +1075,26 @@ VCC_IO_FN int vcc_st_load(const char *path, VccSafetensors *st, char *err, size_
     st->size = (size_t)fsize;
     st->entries = ents;
     st->n = n;
+    st->meta = meta;
+    st->nmeta = nmeta;
     return 0;
 fail:
     for (i = 0; i < n; i++) free(ents[i].name);
     free(ents);
+    vcc_st_meta_free(meta, nmeta);
     free(order);
     free(buf);
     return 1;
+}
+
+/* vcc_st_meta: the "__metadata__" value of key, or NULL when the file has none. */
+VCC_IO_FN const char *vcc_st_meta(const VccSafetensors *st, const char *key)
+{
+    int i;
+    if (!st || !key) return NULL;
+    for (i = st->nmeta - 1; i >= 0; i--)
+        if (strcmp(st->meta[i].key, key) == 0) return st->meta[i].value;
+    return NULL;
 }
 
 /* vcc_st_find: the entry named name, or NULL. */
@@ -984,14 +1162,56 @@ VCC_IO_FN void vcc_stbuf_json(VccStBuf *b, const char *s)
     vcc_stbuf_put(b, "\"", 1);
 }
 
-/* vcc_st_save: write n tensors to a .safetensors file, in the given order
- * (data_offsets consecutive), header padded with spaces to a multiple of 8.
- * Writes path.tmp, then rename()s it over path, so a crash never leaves a
+/* vcc_io_commit: finish a file written to tmp through f and move it to path: fflush, fsync (where
+ * the host has it: _POSIX_C_SOURCE >= 200112L before the first include), fclose, rename over path,
+ * then fsync of path's folder so the rename itself survives a power loss. On any failure tmp is
+ * removed. Returns 0, or nonzero with "<path>: <problem>" in err. */
+VCC_IO_FN int vcc_io_commit(FILE *f, const char *tmp, const char *path, char *err, size_t errlen)
+{
+    int bad = ferror(f) != 0 || fflush(f) != 0;
+#if VCC_IO_FSYNC
+    if (!bad && fsync(fileno(f)) != 0) bad = 1;
+#endif
+    if (fclose(f) != 0) bad = 1;
+    if (bad) {
+        vcc_io_errf(err, errlen, path, "write error on %s: %s", tmp, strerror(errno));
+        remove(tmp);
+        return 1;
+    }
+    if (rename(tmp, path) != 0) {
+        vcc_io_errf(err, errlen, path, "cannot rename %s: %s", tmp, strerror(errno));
+        remove(tmp);
+        return 1;
+    }
+#if VCC_IO_FSYNC
+    {
+        char dir[4096];
+        const char *slash = strrchr(path, '/');
+        int fd;
+        if (!slash) snprintf(dir, sizeof dir, ".");
+        else snprintf(dir, sizeof dir, "%.*s", (int)(slash == path ? 1 : slash - path), path);
+        fd = open(dir, O_RDONLY);
+        if (fd >= 0) {
+            (void)fsync(fd); /* best effort: some file systems refuse fsync on a folder */
+            close(fd);
+        }
+    }
+#endif
+    return 0;
+}
+
+/* vcc_st_save_meta: write n tensors to a .safetensors file, in the given order
+ * (data_offsets consecutive), with the nmeta string entries of meta as the
+ * header's "__metadata__" object (omitted when nmeta is 0); header padded
+ * with spaces to a multiple of 8. Writes path.tmp, flushes it to disk and
+ * rename()s it over path (vcc_io_commit), so a crash never leaves a
  * half-written file at path. Returns 0, or nonzero with err set (and no file
  * at path.tmp). Rejected: NULL name/dtype, the reserved name "__metadata__",
  * duplicate names, unknown dtype, rank outside 0..8, negative dims,
- * nbytes != prod(dims) * itemsize, NULL data with nbytes > 0, I/O errors. */
-VCC_IO_FN int vcc_st_save(const char *path, const VccStWrite *t, int n, char *err, size_t errlen)
+ * nbytes != prod(dims) * itemsize, NULL data with nbytes > 0, NULL metadata
+ * keys or values, I/O errors. */
+VCC_IO_FN int vcc_st_save_meta(const char *path, const VccStMeta *meta, int nmeta, const VccStWrite *t, int n,
+                               char *err, size_t errlen)
 {
     VccStBuf h;
     uint64_t off = 0;
@@ -1001,7 +1221,11 @@ VCC_IO_FN int vcc_st_save(const char *path, const VccStWrite *t, int n, char *er
     unsigned char pre[8];
     size_t plen;
 
-    if (!path || (n > 0 && !t) || n < 0) return vcc_io_errf(err, errlen, path, "vcc_st_save: bad arguments");
+    if (!path || (n > 0 && !t) || n < 0 || nmeta < 0 || (nmeta > 0 && !meta))
+        return vcc_io_errf(err, errlen, path, "vcc_st_save: bad arguments");
+    for (i = 0; i < nmeta; i++)
+        if (!meta[i].key || !meta[i].value)
+            return vcc_io_errf(err, errlen, path, "metadata entry %d: NULL key or value", i);
     memset(&h, 0, sizeof h);
     for (i = 0; i < n; i++) {
         uint64_t nel = 1, nb;
@@ -1030,6 +1254,17 @@ VCC_IO_FN int vcc_st_save(const char *path, const VccStWrite *t, int n, char *er
     }
 
     vcc_stbuf_put(&h, "{", 1);
+    if (nmeta > 0) {
+        vcc_stbuf_str(&h, "\"__metadata__\":{");
+        for (i = 0; i < nmeta; i++) {
+            if (i) vcc_stbuf_put(&h, ",", 1);
+            vcc_stbuf_json(&h, meta[i].key);
+            vcc_stbuf_put(&h, ":", 1);
+            vcc_stbuf_json(&h, meta[i].value);
+        }
+        vcc_stbuf_put(&h, "}", 1);
+        if (n > 0) vcc_stbuf_put(&h, ",", 1);
+    }
     for (i = 0; i < n; i++) {
         if (i) vcc_stbuf_put(&h, ",", 1);
         vcc_stbuf_json(&h, t[i].name);
@@ -1067,25 +1302,23 @@ VCC_IO_FN int vcc_st_save(const char *path, const VccStWrite *t, int n, char *er
     if (fwrite(pre, 1, 8, f) != 8 || fwrite(h.p, 1, h.len, f) != h.len) goto wfail;
     for (i = 0; i < n; i++)
         if (t[i].nbytes > 0 && fwrite(t[i].data, 1, (size_t)t[i].nbytes, f) != (size_t)t[i].nbytes) goto wfail;
-    if (fflush(f) != 0) goto wfail;
-    if (fclose(f) != 0) { f = NULL; goto wfail; }
-    f = NULL;
-    if (rename(tmp, path) != 0) {
-        vcc_io_errf(err, errlen, path, "cannot rename %s: %s", tmp, strerror(errno));
-        remove(tmp);
-        free(tmp); free(h.p);
-        return 1;
-    }
+    i = vcc_io_commit(f, tmp, path, err, errlen);
     free(tmp);
     free(h.p);
-    return 0;
+    return i;
 wfail:
     vcc_io_errf(err, errlen, path, "write error on %s: %s", tmp, strerror(errno));
-    if (f) fclose(f);
+    fclose(f);
     remove(tmp);
     free(tmp);
     free(h.p);
     return 1;
+}
+
+/* vcc_st_save: vcc_st_save_meta without "__metadata__". */
+VCC_IO_FN int vcc_st_save(const char *path, const VccStWrite *t, int n, char *err, size_t errlen)
+{
+    return vcc_st_save_meta(path, NULL, 0, t, n, err, errlen);
 }
 
 /* ======================================================================== */
@@ -1094,11 +1327,11 @@ wfail:
 
 /* vcc_npy_save: write a little-endian .npy (format 1.0) of dtype "f4" or "i8" with the given shape
  * (rank 0..8, dims in elements) from host memory holding prod(dims) elements; written to path.tmp and
- * renamed. Returns 0, or nonzero with a one-line message naming the file in err. */
+ * moved to path by vcc_io_commit. Returns 0, or nonzero with a one-line message naming the file in err. */
 VCC_IO_FN int vcc_npy_save(const char *path, const char *dtype, int rank, const int64_t *dims, const void *data,
                            char *err, size_t errlen)
 {
-    char hdr[512], tmp[4096];
+    char hdr[512], *tmp;
     size_t len, pad, nbytes = strcmp(dtype, "i8") == 0 ? 8 : 4;
     int i, n;
     FILE *f;
@@ -1112,9 +1345,15 @@ VCC_IO_FN int vcc_npy_save(const char *path, const char *dtype, int rank, const 
     n += snprintf(hdr + n, sizeof hdr - (size_t)n, "), }");
     len = 10 + (size_t)n + 1;           /* magic(6) + version(2) + header length(2) + header + '\n' */
     pad = (64 - len % 64) % 64;         /* the data starts on a 64-byte boundary */
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    tmp = (char *)malloc(strlen(path) + 5);
+    if (!tmp) return vcc_io_errf(err, errlen, path, "out of memory");
+    memcpy(tmp, path, strlen(path));
+    memcpy(tmp + strlen(path), ".tmp", 5);
     f = fopen(tmp, "wb");
-    if (!f) return vcc_io_errf(err, errlen, path, "cannot write: %s", strerror(errno));
+    if (!f) {
+        free(tmp);
+        return vcc_io_errf(err, errlen, path, "cannot write: %s", strerror(errno));
+    }
     {
         unsigned hl = (unsigned)((size_t)n + pad + 1);
         unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, 0, 0};
@@ -1126,11 +1365,9 @@ VCC_IO_FN int vcc_npy_save(const char *path, const char *dtype, int rank, const 
         fputc('\n', f);
     }
     if (nbytes) fwrite(data, 1, nbytes, f);
-    if (ferror(f) | fclose(f) || rename(tmp, path)) {
-        remove(tmp);
-        return vcc_io_errf(err, errlen, path, "cannot write: %s", strerror(errno));
-    }
-    return 0;
+    i = vcc_io_commit(f, tmp, path, err, errlen);
+    free(tmp);
+    return i;
 }
 
 #endif /* VCC_IO_H */
