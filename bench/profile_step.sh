@@ -105,7 +105,7 @@ else
     cd "$D"
     rm -f callgrind.out
     # valgrind has no AVX-512: an AVX2 build of the trainer, OpenBLAS's Haswell kernels
-    BUILD=$(sed -n '1s|^// build: ||p' train.c | sed 's|-march=native|-march=x86-64-v3|; s|-o train |-o train_cg |')
+    BUILD=$(sed -n "1s|^// build (from this file's folder): ||p" train.c | sed 's|-march=native|-march=x86-64-v3|; s|-o train |-o train_cg |')
     echo "  build: $BUILD"
     sh -c "$BUILD"
     OPENBLAS_CORETYPE=Haswell OPENBLAS_NUM_THREADS=1 valgrind --tool=callgrind --toggle-collect=vcc_step \
@@ -118,7 +118,7 @@ fi
 echo
 echo "== sgemm accounting: $MODEL, per step over steps 2..$((STEPS + 1)) (wall seconds in cblas_sgemm)"
 cd "$D"
-BUILD=$(sed -n '1s|^// build: ||p' train.c)
+BUILD=$(sed -n "1s|^// build (from this file's folder): ||p" train.c)
 BUILD=$(printf '%s\n' "$BUILD" | sed "s| train.c | train.c $ROOT/bench/sgemm_wrap.c -Wl,--wrap=cblas_sgemm |; s|-o train |-o train_sgemm |")
 echo "  build: $BUILD"
 sh -c "$BUILD"

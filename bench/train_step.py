@@ -182,13 +182,14 @@ def export(args, model, mdir):
 
 
 def build(args, model, mdir):
-    """vcc <model>.onnx -o train.c, then the `// build:` command; returns the arena size line."""
+    """vcc <model>.onnx -o train.c, then the build command on its first line; returns the arena size line."""
     run_checked([args.vcc, f"{model}.onnx", "-o", "train.c"], cwd=mdir, what="vcc")
     with open(os.path.join(mdir, "train.c")) as f:
         head = [line for _, line in zip(range(12), f)]
-    if not head or not head[0].startswith("// build: "):
-        sys.exit(f"train_step: error: {mdir}/train.c has no `// build:` first line")
-    cmd = head[0][len("// build: "):].strip()
+    prefix = "// build (from this file's folder): "
+    if not head or not head[0].startswith(prefix):
+        sys.exit(f"train_step: error: {mdir}/train.c has no `{prefix.strip()}` first line")
+    cmd = head[0][len(prefix):].strip()
     log(f"  build: {cmd}")
     run_checked(shlex.split(cmd), cwd=mdir, what="the trainer's build command")
     arena = next((l.strip(" *\n") for l in head if "VCC_ARENA_BYTES" in l), "VCC_ARENA_BYTES = ?")

@@ -12,12 +12,24 @@ typedef enum { VCC_TARGET_C, VCC_TARGET_CUDA } VccTarget;
 
 /* ======================================================================== codegen/emit.c */
 
-/* The build command for a trainer written to out_path (e.g. "cc -O2 -std=c11 train.c -o train -lopenblas -lm"),
- * into buf. */
-void vcc_build_command(VccTarget target, const char *out_path, char *buf, size_t len);
+/* Where a build command is meant to run: in the generated file's folder (its first line) or in the
+ * folder vcc ran in (the command vcc prints), naming the files by the path given to -o. */
+typedef enum { VCC_BUILD_IN_FILE_DIR, VCC_BUILD_FROM_CWD } VccBuildFrom;
+
+/* The name of the binary built from the trainer at out_path: its file name without the extension, with
+ * "_cuda" appended for the CUDA target (train.c -> "train", dir/train.cu -> "train_cuda"), so the C and
+ * CUDA trainers of one model can share a folder. Written into buf (len bytes); returns buf. */
+const char *vcc_program_name(VccTarget target, const char *out_path, char *buf, size_t len);
+
+/* The shell command that builds the trainer written to out_path into buf (len bytes), e.g.
+ * "cc -O2 -march=native -std=c11 'my dir/train.c' -o 'my dir/train' -lopenblas -lm": file names as seen
+ * from `from`, each one shell word (single-quoted with ' escaped when it holds anything but
+ * [A-Za-z0-9_./+-:=@%,]). Returns 0, or 1 when the command does not fit in len bytes. */
+int vcc_build_command(VccTarget target, const char *out_path, VccBuildFrom from, char *buf, size_t len);
 
 /* Write the self-contained trainer for a planned graph to f (with ctx->forward_only, a program that
- * evaluates the forward graph once, inputs and outputs as .npy files: runtime/vcc_forward_main.h): first line "// build: <command>", a header
+ * evaluates the forward graph once, inputs and outputs as .npy files: runtime/vcc_forward_main.h): first line
+ * "// build (from this file's folder): <command>", a header
  * comment with the arena breakdown, the inlined runtime, the arena layout, the step function (one kernel
  * call per scheduled node) and main(). weights_name is the default --weights path (the safetensors
  * vcc writes beside the trainer). Errors: VCC_ERR_UNSUPPORTED for a node the target cannot run. */

@@ -4,7 +4,7 @@
  *
  * Requires: passes/memplan (every tensor has an arena offset).
  * Produces: one self-contained .c or .cu file:
- *   // build: <command>
+ *   // build (from this file's folder): <command>
  *   header comment (model, arena breakdown)
  *   inlined runtime: vcc_elem.h, vcc_io.h, vcc_cpu.h | vcc_cuda.cuh, vcc_state.h,
  *   vcc_main.h | vcc_forward_main.h
@@ -18,17 +18,55 @@
 #include <stdlib.h>
 #include <string.h>
 
-void vcc_build_command(VccTarget target, const char *out_path, char *buf, size_t len) {
+/* Append s to buf (cap bytes, used *n) as one shell word: unchanged when it has only characters no shell
+ * treats specially, else in single quotes with each ' written as '\''; a relative path starting with '-'
+ * gets "./" so no compiler reads it as an option. Returns 1 when buf is full. */
+static int put_shell_word(char *buf, size_t cap, size_t *n, const char *s) {
+    bool plain = *s != 0;
+    for (const char *c = s; *c; c++)
+        plain &= (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || strchr("_./+-:=@%,", *c);
+    char word[16384];
+    size_t w = 0;
+    if (s[0] == '-') w += (size_t)snprintf(word, sizeof word, "./");
+    if (!plain) word[w++] = '\'';
+    for (const char *c = s; *c && w + 8 < sizeof word; c++) {
+        if (*c == '\'' && !plain) w += (size_t)snprintf(word + w, sizeof word - w, "'\\''");
+        else word[w++] = *c;
+    }
+    if (!plain) word[w++] = '\'';
+    word[w] = 0;
+    if (w + 8 >= sizeof word || *n + w + 1 >= cap) return 1;
+    memcpy(buf + *n, word, w + 1);
+    *n += w;
+    return 0;
+}
+
+const char *vcc_program_name(VccTarget target, const char *out_path, char *buf, size_t len) {
     const char *base = strrchr(out_path, '/');
     base = base ? base + 1 : out_path;
-    char exe[512];
-    snprintf(exe, sizeof exe, "%s", base);
-    char *dot = strrchr(exe, '.');
-    if (dot) *dot = 0;
-    if (target == VCC_TARGET_CUDA)
-        snprintf(buf, len, "nvcc -O2 %s -o %s -lcudnn -lcublas", base, exe);
-    else
-        snprintf(buf, len, "cc -O2 -march=native -std=c11 %s -o %s -lopenblas -lm", base, exe);
+    const char *dot = strrchr(base, '.');
+    int stem = dot ? (int)(dot - base) : (int)strlen(base);
+    snprintf(buf, len, "%.*s%s", stem, base, target == VCC_TARGET_CUDA ? "_cuda" : "");
+    return buf;
+}
+
+int vcc_build_command(VccTarget target, const char *out_path, VccBuildFrom from, char *buf, size_t len) {
+    char src[8192], exe[8192], prog[512];
+    const char *base = strrchr(out_path, '/');
+    if (from == VCC_BUILD_IN_FILE_DIR || !base) {
+        snprintf(src, sizeof src, "%s", base ? base + 1 : out_path);
+        vcc_program_name(target, out_path, exe, sizeof exe);
+    } else {
+        if (strlen(out_path) >= sizeof src) return 1;
+        snprintf(src, sizeof src, "%s", out_path);
+        snprintf(exe, sizeof exe, "%.*s/%s", (int)(base - out_path), out_path, vcc_program_name(target, out_path, prog, sizeof prog));
+    }
+    size_t n = (size_t)snprintf(buf, len, "%s ", target == VCC_TARGET_CUDA ? "nvcc -O2" : "cc -O2 -march=native -std=c11");
+    if (n >= len || put_shell_word(buf, len, &n, src)) return 1;
+    n += (size_t)snprintf(buf + n, len - n, " -o ");
+    if (n >= len || put_shell_word(buf, len, &n, exe)) return 1;
+    n += (size_t)snprintf(buf + n, len - n, "%s", target == VCC_TARGET_CUDA ? " -lcudnn -lcublas" : " -lopenblas -lm");
+    return n >= len;
 }
 
 #define VCC_STEP_CHUNK 128 /* scheduled nodes per generated step function */
@@ -155,6 +193,13 @@ static VccStatus emit_node(Emit *e, int k) {
     case VCC_OP_BATCHNORM: {
         int64_t N, C, S;
         ncs(g, in[0], &N, &C, &S);
+        if (vcc_attr_int(n, "training_mode", 1) == 0) { /* inference form: the given mean and var */
+            fprintf(f, "    batchnorm_forward_infer(rt, %" PRId64 ", %" PRId64 ", %" PRId64
+                       ", %s, %s, %s, %s, %s, (float)%.9g, %s);\n",
+                    N, C, S, F(e, in[0]), F(e, in[1]), F(e, in[2]), F(e, in[3]), F(e, in[4]),
+                    (double)vcc_attr_float(n, "epsilon", 1e-5f), F(e, out[0]));
+            return VCC_OK;
+        }
         /* running statistics: updated in place where they are buffers (training; the ONNX running outputs
          * are views of them), else copied to the running outputs and updated there (forward-only) */
         int run[2];
@@ -166,10 +211,10 @@ static VccStatus emit_node(Emit *e, int k) {
         }
         fprintf(f,
                 "    batchnorm_forward_train(rt, %" PRId64 ", %" PRId64 ", %" PRId64
-                ", %s, %s, %s, %s, %s, (float)%.9g, (float)%.9g, %s, %s, %s);\n",
+                ", %s, %s, %s, %s, %s, (float)%.9g, (float)%.9g, %d, %s, %s, %s);\n",
                 N, C, S, F(e, in[0]), F(e, in[1]), F(e, in[2]), F(e, run[0]), F(e, run[1]),
                 (double)vcc_attr_float(n, "momentum", 0.9f), (double)vcc_attr_float(n, "epsilon", 1e-5f),
-                F(e, out[0]), F(e, out[1]), F(e, out[2]));
+                (int)vcc_attr_int(n, "running_var_unbiased", 0), F(e, out[0]), F(e, out[1]), F(e, out[2]));
         return VCC_OK;
     }
     case VCC_OP_BATCHNORM_GRAD: {
@@ -421,7 +466,7 @@ VccStatus vcc_emit_trainer(VccCtx *ctx, const VccGraph *g, VccTarget target, con
         return st;
     }
 
-    fprintf(f, "// build: %s\n", build_cmd);
+    fprintf(f, "// build (from this file's folder): %s\n", build_cmd);
     fputs("#define _POSIX_C_SOURCE 200809L\n", f);
     fprintf(f, "/*\n * %s,\n * generated by vcc from ",
             ctx->forward_only ? "Forward program (one evaluation of the model)"
@@ -437,8 +482,11 @@ VccStatus vcc_emit_trainer(VccCtx *ctx, const VccGraph *g, VccTarget target, con
             g->nnodes, g->arena_bytes, (double)g->arena_bytes / 1048576.0, g->persistent_bytes, g->planned_bytes,
             g->lower_bound_bytes, g->no_reuse_bytes);
     fputs("#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\n", f);
-    fprintf(f, "#define VCC_PROGRAM \"%s\" /* prefix of the program's error lines */\n\n",
-            ctx->forward_only ? "fwd" : "train");
+    char prog[512];
+    vcc_program_name(target, weights_name, prog, sizeof prog); /* weights_name: "<stem>.safetensors" */
+    fputs("#define VCC_PROGRAM ", f);
+    emit_c_string(f, prog);
+    fputs(" /* the binary's name; error lines begin with argv[0]'s basename */\n\n", f);
     /* nvcc reports runtime functions this model does not call (#177); the C compilers do not warn
      * about unused static inline functions. The suppression covers the runtime section only. */
     if (target == VCC_TARGET_CUDA)

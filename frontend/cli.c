@@ -5,7 +5,9 @@
  *       [--plan-json FILE] [--momentum M] [--forward-only]
  *
  * Reads the model, runs the pass pipeline, and writes the trainer, its initial weights
- * (<output without extension>.safetensors) and the plan JSON; with none of -o, --plan-json and
+ * (<output without extension>.safetensors) and the plan JSON, and prints the trainer's build command
+ * as it runs from the current folder (paths shell-quoted; the binary of X.c is X, of X.cu X_cuda; the
+ * file's first line holds the same command relative to its own folder); with none of -o, --plan-json and
  * --dump-ir it prints a one-line summary of the plan. Every output is written to a temporary
  * file and renamed, so a failure leaves no half-written output. Exit status 0 on success, 1 on any error
  * (the message names the file, node and op), 2 on a usage error.
@@ -29,7 +31,9 @@ static void usage(FILE *f) {
           "whose every tensor lives in one statically planned arena.\n"
           "\n"
           "  -o FILE            write a C trainer (FILE.c, OpenBLAS) or a CUDA trainer (FILE.cu, cuDNN + cuBLAS),\n"
-          "                     plus FILE's initial weights as <FILE without extension>.safetensors\n"
+          "                     plus FILE's initial weights as <FILE without extension>.safetensors, and print\n"
+          "                     the command that builds it, run from here: X.c builds the binary X, X.cu builds\n"
+          "                     X_cuda (the C and CUDA trainers of a model can share a folder)\n"
           "  --shape NAME=DIMS  bind a symbolic input shape (NAME=2x3x8x112x112) or one symbolic dim (batch=2)\n"
           "  --dump-ir=PASS     print the IR after PASS: onnx canonical shape loss autodiff optimizer schedule\n"
           "                     liveness inplace memplan (memplan shows live intervals, offsets, arena size)\n"
@@ -186,7 +190,7 @@ int main(int argc, char **argv) {
     ctx.forward_only = forward_only;
     VccGraph *g = NULL;
     int rc = 1;
-    char tmp[4096], wpath[4096], cmd[4096];
+    char tmp[4096], wpath[4096], cmd[20000], cmd_here[20000];
     FILE *f = NULL;
     if (vcc_onnx_load(&ctx, model, &g) != VCC_OK) goto done;
     if (vcc_run_pipeline(&ctx, g) != VCC_OK) goto done;
@@ -205,7 +209,12 @@ int main(int argc, char **argv) {
         strncat(wpath, ".safetensors", sizeof wpath - strlen(wpath) - 1);
         const char *wbase = strrchr(wpath, '/');
         wbase = wbase ? wbase + 1 : wpath;
-        vcc_build_command(target, out, cmd, sizeof cmd);
+        /* the file's first line builds from the file's folder; the printed command from here */
+        if (vcc_build_command(target, out, VCC_BUILD_IN_FILE_DIR, cmd, sizeof cmd) ||
+            vcc_build_command(target, out, VCC_BUILD_FROM_CWD, cmd_here, sizeof cmd_here)) {
+            fprintf(stderr, "vcc: %s: output path too long\n", out);
+            goto done;
+        }
         if (!(f = open_tmp(out, tmp, sizeof tmp))) {
             fprintf(stderr, "vcc: %s: cannot write: %s\n", out, strerror(errno));
             goto done;
@@ -224,7 +233,7 @@ int main(int argc, char **argv) {
             remove(wpath);
             goto done;
         }
-        printf("%s\n", cmd);
+        printf("%s\n", cmd_here);
     }
     if (!out && !plan_json && !dump)
         printf("%s: %d steps, arena %lld bytes (persistent %lld, planned %lld), lower bound %lld, no reuse %lld\n",

@@ -147,7 +147,7 @@ def main():
     t = os.path.join(work, "trainer")
     os.makedirs(t)
     subprocess.run([vcc, good, "-o", "train.c"], cwd=t, check=True, capture_output=True)
-    build = open(os.path.join(t, "train.c")).readline()[len("// build: "):].strip()
+    build = open(os.path.join(t, "train.c")).readline()[len("// build (from this file's folder): "):].strip()
     subprocess.run(build, cwd=t, shell=True, check=True)
     data = np.load(os.path.join(src, "data.npy"))
     labels = np.load(os.path.join(src, "labels.npy"))

@@ -51,8 +51,9 @@ def main():
 
     run([vcc, "model.onnx", "-o", "train.c"], d)
     build = open(os.path.join(d, "train.c")).readline()
-    assert build.startswith("// build: "), "first line is not the build command: %r" % build
-    run(build[len("// build: "):].strip() + " -Wall -Werror", d)
+    prefix = "// build (from this file's folder): "
+    assert build.startswith(prefix), "first line is not the build command: %r" % build
+    run(build[len(prefix):].strip() + " -Wall -Werror", d)
     out = run(["./train", "--data", "data.npy", "--labels", "labels.npy", "--steps", str(args.steps), "--lr", str(LR),
                "--momentum", str(MOMENTUM), "--weight-decay", str(WD), "--out", "trained.safetensors"], d)
     losses = [float(line.split()[3]) for line in out.splitlines() if line.startswith("step ")]

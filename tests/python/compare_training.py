@@ -9,7 +9,8 @@ What it does, in --workdir (DIR):
  1. exports the model: models/export_torchvision.py -> DIR/<model>.onnx, <model>.pt, data.npy,
     labels.npy (random init and data from --seed);
  2. compiles it: `vcc DIR/<model>.onnx -o DIR/train.c`; the first line of train.c is
-    `// build: <shell command>`, which is run inside DIR to build the trainer (default ./train);
+    `// build (from this file's folder): <shell command>`, which is run inside DIR to build the
+    trainer (default ./train);
  3. trains: `./train --data data.npy --labels labels.npy --steps S --lr 0.01 --momentum 0.9
     --weight-decay 0`, reading the stdout lines `step <k> loss <value>` (k = 1..S);
  4. runs the PyTorch reference models/reference_sgd.py with the same state, data, batch (N of
@@ -48,7 +49,7 @@ from clipshape import parse_shape  # noqa: E402
 HERE = Path(__file__).resolve().parent
 DEFAULT_MODELS_DIR = HERE.parent.parent / "models"
 STEP_RE = re.compile(r"^\s*step\s+(\d+)\s+loss\s+(\S+)\s*$")
-BUILD_PREFIX = "// build:"
+BUILD_PREFIX = "// build (from this file's folder):"
 
 
 class Failure(Exception):
