@@ -18,8 +18,8 @@
  * pointers (host memory here); sizes are element counts unless named *_bytes.
  *
  * Errors: a kernel given an inconsistent descriptor or a too-small workspace
- * prints "file:line: message" to stderr and aborts (this is trainer code; the
- * plan guarantees these never fire). Same signatures and semantics as
+ * prints "<program>: internal error: message (file:line)" to stderr and aborts
+ * (this is trainer code; the plan guarantees these never fire). Same signatures and semantics as
  * vcc_cuda.cuh, so codegen emits identical call sites for both targets.
  */
 #ifndef VCC_CPU_H
@@ -52,12 +52,20 @@
  * vcc_elem.h), so a trainer that calls only some kernels compiles warning-free. */
 #define VCC_CPU_FN static inline VCC_UNUSED
 
+#ifndef VCC_PROGRAM
+#define VCC_PROGRAM "train" /* the generated file defines it as the binary's name */
+#endif
+/* vcc_program: the first word of every error line the program prints: VCC_PROGRAM until main() sets
+ * it to the basename of argv[0] (vcc_set_program in vcc_state.h). */
+static const char *vcc_program VCC_UNUSED = VCC_PROGRAM;
+
+/* An internal invariant (never a user error): "<program>: internal error: <message> (file:line)". */
 #define VCC_CPU_CHECK(cond, ...)                                              \
     do {                                                                      \
         if (!(cond)) {                                                        \
-            fprintf(stderr, "%s:%d: ", __FILE__, __LINE__);                   \
+            fprintf(stderr, "%s: internal error: ", vcc_program);             \
             fprintf(stderr, __VA_ARGS__);                                     \
-            fputc('\n', stderr);                                              \
+            fprintf(stderr, " (%s:%d)\n", __FILE__, __LINE__);                \
             abort();                                                          \
         }                                                                     \
     } while (0)
@@ -447,12 +455,13 @@ VCC_CPU_FN void conv_backward_filter(VccRt *rt, VccConvDesc *d, const float *x, 
  *   1/sqrt(var_biased + eps). Running stats (ONNX momentum convention;
  *   PyTorch momentum p corresponds to ONNX momentum 1-p):
  *     running_mean = running_mean*momentum + mean*(1-momentum)
- *     running_var  = running_var*momentum + var_unbiased*(1-momentum),
- *   var_unbiased = var*m/(m-1) (var itself when m == 1). running_* may be NULL. */
+ *     running_var  = running_var*momentum + v*(1-momentum),
+ *   v = var_unbiased = var*m/(m-1) (var itself when m == 1) when unbiased (PyTorch), else the biased
+ *   var (the ONNX spec's ReduceVar, onnxruntime). running_* may be NULL. */
 VCC_CPU_FN void batchnorm_forward_train(VccRt *rt, int64_t N, int64_t C, int64_t S, const float *x,
                                            const float *gamma, const float *beta, float *running_mean,
-                                           float *running_var, float momentum, float eps, float *y,
-                                           float *save_mean, float *save_invstd)
+                                           float *running_var, float momentum, float eps, int unbiased,
+                                           float *y, float *save_mean, float *save_invstd)
 {
     int64_t c;
     const int64_t m = N * S;
@@ -496,13 +505,38 @@ VCC_CPU_FN void batchnorm_forward_train(VccRt *rt, int64_t N, int64_t C, int64_t
         if (running_mean)
             running_mean[c] = (float)((double)running_mean[c] * (double)momentum + mean * (1.0 - (double)momentum));
         if (running_var) {
-            double vu = m > 1 ? var * (double)m / (double)(m - 1) : var;
+            double vu = unbiased && m > 1 ? var * (double)m / (double)(m - 1) : var;
             running_var[c] = (float)((double)running_var[c] * (double)momentum + vu * (1.0 - (double)momentum));
         }
         for (n = 0; n < N; n++) {
             const float *r = x + (n * C + c) * S;
             float *yr = y + (n * C + c) * S;
             for (i = 0; i < S; i++) yr[i] = vcc_bn_norm(r[i], meanf, invstdf, gm, bt);
+        }
+    }
+}
+
+/* batchnorm_forward_infer: inference-mode batch norm with given statistics, as
+ * torch.nn.functional.batch_norm(training=False) / ONNX BatchNormalization
+ * (training_mode=0): y = gamma*(x-mean)*invstd + beta, invstd =
+ * 1/sqrt(var + eps) per channel (in double, then float).
+ *   x, y (N, C, S) with S = T*H*W; y may == x; gamma, beta, mean, var (C) */
+VCC_CPU_FN void batchnorm_forward_infer(VccRt *rt, int64_t N, int64_t C, int64_t S, const float *x,
+                                           const float *gamma, const float *beta, const float *mean,
+                                           const float *var, float eps, float *y)
+{
+    int64_t c;
+    (void)rt;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+    for (c = 0; c < C; c++) {
+        const float invstd = vcc_bn_invstd(var[c], eps), mu = mean[c], gm = gamma[c], bt = beta[c];
+        int64_t n, i;
+        for (n = 0; n < N; n++) {
+            const float *r = x + (n * C + c) * S;
+            float *yr = y + (n * C + c) * S;
+            for (i = 0; i < S; i++) yr[i] = vcc_bn_norm(r[i], mu, invstd, gm, bt);
         }
     }
 }

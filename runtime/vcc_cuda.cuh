@@ -14,8 +14,9 @@
  * Layout is row-major N, C, spatial (NCDHW for 3-D).
  *
  * Errors: this is trainer code, not library code. Every CUDA / cuDNN / cuBLAS
- * return is checked; a failure prints `file:line: <api>: <error string>` and
- * exits with status 1. Kernel launches are checked with cudaGetLastError;
+ * return is checked; a failure prints one line `<program>: <library> error:
+ * <error string> (file:line: <call>)` and exits with status 1. No device (or
+ * no driver) is not an internal failure: vcc_rt_init says so in one sentence. Kernel launches are checked with cudaGetLastError;
  * asynchronous faults surface at the next synchronizing call (vcc_rt_sync,
  * vcc_download, vcc_read_scalar).
  *
@@ -53,34 +54,43 @@
 /* Checks                                                                   */
 /* ------------------------------------------------------------------------ */
 
+#ifndef VCC_PROGRAM
+#define VCC_PROGRAM "train_cuda" /* the generated file defines it as the binary's name */
+#endif
+/* vcc_program: the first word of every error line the program prints: VCC_PROGRAM until main() sets
+ * it to the basename of argv[0] (vcc_set_program in vcc_state.h). */
+static const char *vcc_program VCC_UNUSED = VCC_PROGRAM;
+
+/* vcc__api_fail: report a failed CUDA, cuDNN or cuBLAS call and exit 1, as one line:
+ * "<program>: <library> error: <library's message> (<file>:<line>: <call>)". */
+static inline void vcc__api_fail(const char *lib, const char *msg, const char *file, int line, const char *call)
+{
+    fprintf(stderr, "%s: %s error: %s (%s:%d: %s)\n", vcc_program, lib, msg, file, line, call);
+    exit(1);
+}
+
 #define VCC_CUDA_CHECK(call)                                                    \
     do {                                                                        \
         cudaError_t vcc_e_ = (call);                                            \
-        if (vcc_e_ != cudaSuccess) {                                            \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,       \
-                    cudaGetErrorString(vcc_e_));                                \
-            exit(1);                                                            \
-        }                                                                       \
+        if (vcc_e_ != cudaSuccess)                                              \
+            vcc__api_fail("CUDA", cudaGetErrorString(vcc_e_), __FILE__,         \
+                          __LINE__, #call);                                     \
     } while (0)
 
 #define VCC_CUDNN_CHECK(call)                                                   \
     do {                                                                        \
         cudnnStatus_t vcc_s_ = (call);                                          \
-        if (vcc_s_ != CUDNN_STATUS_SUCCESS) {                                   \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,       \
-                    cudnnGetErrorString(vcc_s_));                               \
-            exit(1);                                                            \
-        }                                                                       \
+        if (vcc_s_ != CUDNN_STATUS_SUCCESS)                                     \
+            vcc__api_fail("cuDNN", cudnnGetErrorString(vcc_s_), __FILE__,       \
+                          __LINE__, #call);                                     \
     } while (0)
 
 #define VCC_CUBLAS_CHECK(call)                                                  \
     do {                                                                        \
         cublasStatus_t vcc_b_ = (call);                                         \
-        if (vcc_b_ != CUBLAS_STATUS_SUCCESS) {                                  \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,       \
-                    cublasGetStatusString(vcc_b_));                             \
-            exit(1);                                                            \
-        }                                                                       \
+        if (vcc_b_ != CUBLAS_STATUS_SUCCESS)                                    \
+            vcc__api_fail("cuBLAS", cublasGetStatusString(vcc_b_), __FILE__,    \
+                          __LINE__, #call);                                     \
     } while (0)
 
 /* After every kernel launch: a bad configuration is reported here. */
@@ -138,8 +148,8 @@ static inline unsigned vcc__blocks(int64_t rows)
 static inline int vcc__int(int64_t v, const char *what)
 {
     if (v < 0 || v > INT_MAX) {
-        fprintf(stderr, "vcc: %s = %lld does not fit a 32-bit int (cuDNN/cuBLAS limit)\n",
-                what, (long long)v);
+        fprintf(stderr, "%s: %s = %lld does not fit a 32-bit int (cuDNN/cuBLAS limit)\n",
+                vcc_program, what, (long long)v);
         exit(1);
     }
     return (int)v;
@@ -209,13 +219,18 @@ static inline void vcc_download(VccRt *rt, void *dst, const void *src, size_t by
     if (bytes) VCC_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
 }
 
+/* vcc_rt_init: the handles on the current device. No device, or no driver, is one sentence on stderr,
+ * "<program>: no CUDA device found (cudaGetDeviceCount: <reason>)", and exit status 1. */
 static inline void vcc_rt_init(VccRt *rt)
 {
     int ndev = 0;
     memset(rt, 0, sizeof *rt);
-    VCC_CUDA_CHECK(cudaGetDeviceCount(&ndev));
-    if (ndev < 1) {
-        fprintf(stderr, "vcc: no CUDA device\n");
+    cudaError_t e = cudaGetDeviceCount(&ndev);
+    if (e != cudaSuccess || ndev < 1) {
+        if (e != cudaSuccess)
+            fprintf(stderr, "%s: no CUDA device found (cudaGetDeviceCount: %s)\n", vcc_program, cudaGetErrorString(e));
+        else
+            fprintf(stderr, "%s: no CUDA device found (cudaGetDeviceCount reports 0 devices)\n", vcc_program);
         exit(1);
     }
     VCC_CUDA_CHECK(cudaFree(0)); /* create the context now, not inside a kernel's timing */
@@ -271,9 +286,9 @@ static inline float vcc_read_scalar(VccRt *rt, const float *p)
 static inline void vcc__conv_fail(const VccConvDesc *d, const char *what)
 {
     fprintf(stderr,
-            "vcc: conv (N=%lld C=%lld K=%lld G=%lld nsp=%d in=%lldx%lldx%lld "
+            "%s: conv (N=%lld C=%lld K=%lld G=%lld nsp=%d in=%lldx%lldx%lld "
             "kernel=%lldx%lldx%lld): %s\n",
-            (long long)d->N, (long long)d->C, (long long)d->K, (long long)d->G, d->nsp,
+            vcc_program, (long long)d->N, (long long)d->C, (long long)d->K, (long long)d->G, d->nsp,
             (long long)d->in[0], (long long)(d->nsp > 1 ? d->in[1] : 1),
             (long long)(d->nsp > 2 ? d->in[2] : 1), (long long)d->kernel[0],
             (long long)(d->nsp > 1 ? d->kernel[1] : 1),
@@ -603,8 +618,8 @@ static inline void conv_backward_filter(VccRt *rt, VccConvDesc *d, const float *
  * running statistics (ONNX momentum, unbiased variance as PyTorch). */
 static __global__ void batchnorm_forward_train_stats_kernel(int64_t N, int64_t C, int64_t S, const float *x,
                                                             float *running_mean, float *running_var,
-                                                            float momentum, float eps, float *save_mean,
-                                                            float *save_invstd)
+                                                            float momentum, float eps, int unbiased,
+                                                            float *save_mean, float *save_invstd)
 {
     __shared__ double sh[VCC_CUDA_THREADS];
     const int64_t m = N * S;
@@ -625,15 +640,14 @@ static __global__ void batchnorm_forward_train_stats_kernel(int64_t N, int64_t C
         }
         var = vcc__block_sum(acc, sh) / (double)m;
         if (threadIdx.x == 0) {
-            double unbiased = m > 1 ? var * (double)m / (double)(m - 1) : var;
+            double v = unbiased && m > 1 ? var * (double)m / (double)(m - 1) : var;
             save_mean[c] = (float)mean;
             save_invstd[c] = (float)(1.0 / sqrt(var + (double)eps));
             if (running_mean)
                 running_mean[c] = (float)((double)running_mean[c] * (double)momentum +
                                           mean * (1.0 - (double)momentum));
             if (running_var)
-                running_var[c] = (float)((double)running_var[c] * (double)momentum +
-                                         unbiased * (1.0 - (double)momentum));
+                running_var[c] = (float)((double)running_var[c] * (double)momentum + v * (1.0 - (double)momentum));
         }
     }
 }
@@ -649,20 +663,44 @@ static __global__ void batchnorm_forward_train_kernel(int64_t n, int64_t C, int6
 }
 
 /* batchnorm_forward_train: x, y (N, C, S); gamma, beta, running_*, save_* (C).
- * y may == x. */
+ * y may == x; the running variance takes the unbiased batch variance when unbiased
+ * (PyTorch), else the biased one (ONNX). */
 static inline void batchnorm_forward_train(VccRt *rt, int64_t N, int64_t C, int64_t S, const float *x,
                                            const float *gamma, const float *beta, float *running_mean,
-                                           float *running_var, float momentum, float eps, float *y,
-                                           float *save_mean, float *save_invstd)
+                                           float *running_var, float momentum, float eps, int unbiased,
+                                           float *y, float *save_mean, float *save_invstd)
 {
     int64_t n = N * C * S;
     (void)rt;
     if (n <= 0) return;
     batchnorm_forward_train_stats_kernel<<<vcc__blocks(C), VCC_CUDA_THREADS>>>(
-        N, C, S, x, running_mean, running_var, momentum, eps, save_mean, save_invstd);
+        N, C, S, x, running_mean, running_var, momentum, eps, unbiased, save_mean, save_invstd);
     VCC_CUDA_LAUNCHED();
     batchnorm_forward_train_kernel<<<vcc__grid(n), VCC_CUDA_THREADS>>>(n, C, S, x, gamma, beta, save_mean,
                                                                        save_invstd, y);
+    VCC_CUDA_LAUNCHED();
+}
+
+static __global__ void batchnorm_forward_infer_kernel(int64_t n, int64_t C, int64_t S, const float *x,
+                                                      const float *gamma, const float *beta, const float *mean,
+                                                      const float *var, float eps, float *y)
+{
+    VCC_GRID_STRIDE(i, n) {
+        int64_t c = (i / S) % C;
+        y[i] = vcc_bn_norm(x[i], mean[c], vcc_bn_invstd(var[c], eps), gamma[c], beta[c]);
+    }
+}
+
+/* batchnorm_forward_infer: inference form with given statistics (ONNX training_mode=0);
+ * x, y (N, C, S), y may == x; gamma, beta, mean, var (C). */
+static inline void batchnorm_forward_infer(VccRt *rt, int64_t N, int64_t C, int64_t S, const float *x,
+                                           const float *gamma, const float *beta, const float *mean,
+                                           const float *var, float eps, float *y)
+{
+    int64_t n = N * C * S;
+    (void)rt;
+    if (n <= 0) return;
+    batchnorm_forward_infer_kernel<<<vcc__grid(n), VCC_CUDA_THREADS>>>(n, C, S, x, gamma, beta, mean, var, eps, y);
     VCC_CUDA_LAUNCHED();
 }
 
@@ -928,7 +966,7 @@ static inline void gemm_forward(VccRt *rt, int transA, int transB, int64_t M, in
     if (M <= 0 || N <= 0) return;
     if (C && beta != 0.0f) {
         if (!(c_rows == 1 || c_rows == M) || !(c_cols == 1 || c_cols == N)) {
-            fprintf(stderr, "vcc: gemm: C (%lld, %lld) does not broadcast to (%lld, %lld)\n", (long long)c_rows,
+            fprintf(stderr, "%s: internal error: gemm: C (%lld, %lld) does not broadcast to (%lld, %lld)\n", vcc_program, (long long)c_rows,
                     (long long)c_cols, (long long)M, (long long)N);
             exit(1);
         }
@@ -968,7 +1006,7 @@ static inline void gemm_backward(VccRt *rt, int transA, int transB, int64_t M, i
     }
     if (dC && c_rows * c_cols > 0) {
         if (!(c_rows == 1 || c_rows == M) || !(c_cols == 1 || c_cols == N)) {
-            fprintf(stderr, "vcc: gemm: C (%lld, %lld) does not broadcast to (%lld, %lld)\n", (long long)c_rows,
+            fprintf(stderr, "%s: internal error: gemm: C (%lld, %lld) does not broadcast to (%lld, %lld)\n", vcc_program, (long long)c_rows,
                     (long long)c_cols, (long long)M, (long long)N);
             exit(1);
         }
