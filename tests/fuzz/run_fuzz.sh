@@ -1,0 +1,110 @@
+#!/bin/sh
+# run_fuzz.sh — fuzz one target for a while and report what it found.
+#
+#   tests/fuzz/run_fuzz.sh [-b BINDIR] [-w WORKDIR] [-k] TARGET SECONDS [libFuzzer options...]
+#
+#   TARGET    onnx, vir, npy or safetensors (the libFuzzer binary BINDIR/fuzz_TARGET)
+#   SECONDS   how long to fuzz (-max_total_time)
+#   -b BINDIR where the libFuzzer targets are (default: build/tests/fuzz/libfuzzer/tests/fuzz, the
+#             instrumented build that a build configured with VCC_FUZZ=ON makes)
+#   -w WORKDIR  corpus, artifacts and log (default: BINDIR/../../../run/TARGET); scratch files go to
+#             /dev/shm when it is writable
+#   -k        keep going after a finding (libFuzzer fork mode: -fork=1 -ignore_crashes=1
+#             -ignore_timeouts=1 -ignore_ooms=1), to collect every distinct finding of a long run
+#
+# The fuzzer starts from WORKDIR/corpus (where it keeps what it finds interesting, across runs), the
+# committed seeds (seeds/TARGET) and, with -k, the reproducers (corpus/TARGET), with the target's dictionary
+# (dict/TARGET.dict) and a -max_len that suits it. Findings are written to WORKDIR/artifacts/ as
+# crash-*, leak-*, timeout-*, oom-* and slow-unit-* (libFuzzer's names). Prints the executions, the
+# execution rate, the coverage, the corpus size and the findings; exit status 0 when there are none,
+# 1 when there are, 2 on a usage error. Environment: VCC_FUZZ_TEXT_CHECK=0 stops the targets from
+# treating raw control bytes in diagnostics as a finding.
+set -eu
+
+here=$(cd "$(dirname "$0")" && pwd)
+bindir=
+work=
+keep=0
+while [ $# -gt 0 ]; do
+    case "$1" in
+        -b) bindir=$2; shift 2 ;;
+        -w) work=$2; shift 2 ;;
+        -k) keep=1; shift ;;
+        *) break ;;
+    esac
+done
+if [ $# -lt 2 ]; then
+    sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//' >&2
+    exit 2
+fi
+target=$1
+secs=$2
+shift 2
+case "$target" in
+    onnx) max_len=65536 ;;
+    vir) max_len=16384 ;;
+    npy) max_len=4096 ;;
+    safetensors) max_len=4096 ;;
+    *) echo "run_fuzz.sh: unknown target '$target' (onnx, vir, npy, safetensors)" >&2; exit 2 ;;
+esac
+[ -n "$bindir" ] || bindir=$here/../../build/tests/fuzz/libfuzzer/tests/fuzz
+bin=$bindir/fuzz_$target
+if [ ! -x "$bin" ]; then
+    echo "run_fuzz.sh: $bin not found (configure with clang available and VCC_FUZZ=ON, then build)" >&2
+    exit 2
+fi
+[ -n "$work" ] || work=$bindir/../../../run/$target
+mkdir -p "$work/corpus" "$work/artifacts"
+work=$(cd "$work" && pwd)
+log=$work/fuzz.log
+rm -f "$log"
+# the targets' scratch files (each input is written to a file the readers open): memory when possible
+scratch=$(mktemp -d /dev/shm/vcc-fuzz-run.XXXXXX 2>/dev/null || mktemp -d "$work/tmp.XXXXXX")
+trap 'rm -rf "$scratch"' EXIT INT TERM
+
+set -- -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len="$max_len" \
+    -dict="$here/dict/$target.dict" -artifact_prefix="$work/artifacts/" -print_final_stats=1 "$@"
+if [ "$keep" = 1 ]; then
+    set -- -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 "$@"
+fi
+seeds=
+[ -d "$here/seeds/$target" ] && seeds="$here/seeds/$target"
+# the reproducers only where a crash does not end the run (they crash until their bugs are fixed)
+repro=
+[ "$keep" = 1 ] && [ -d "$here/corpus/$target" ] && repro="$here/corpus/$target"
+
+echo "fuzzing $target for $secs s: $bin"
+echo "log: $log"
+status=0
+# shellcheck disable=SC2086
+TMPDIR=$scratch "$bin" "$@" "$work/corpus" $seeds $repro >"$log" 2>&1 || status=$?
+
+# the last status line: "#N <event> cov: C ft: F corp: K/B ... exec/s: E ..." (fork mode: "#N: cov: ...")
+last=$(grep -E '^#[0-9]+:? ' "$log" | tail -n 1 || true)
+execs=$(printf '%s\n' "$last" | sed -n 's/^#\([0-9]*\).*/\1/p')
+cov=$(printf '%s\n' "$last" | sed -n 's/.*cov: \([0-9]*\).*/\1/p')
+ft=$(printf '%s\n' "$last" | sed -n 's/.* ft: \([0-9]*\).*/\1/p')
+corp=$(printf '%s\n' "$last" | sed -n 's/.*corp: \([0-9]*\/*[0-9]*[A-Za-z]*\).*/\1/p')
+rate=$(printf '%s\n' "$last" | sed -n 's/.*exec\/s: \([0-9]*\).*/\1/p')
+stat_execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
+[ -n "$stat_execs" ] && execs=$stat_execs
+echo "executions: ${execs:-?}  exec/s: ${rate:-?}  coverage: ${cov:-?} edges, ${ft:-?} features  corpus: ${corp:-?}"
+echo "corpus files in $work/corpus: $(ls "$work/corpus" | wc -l)"
+
+findings=$(ls "$work/artifacts" 2>/dev/null | grep -E '^(crash|leak|timeout|oom|slow-unit)-' || true)
+if [ -n "$findings" ]; then
+    echo "findings in $work/artifacts:"
+    for f in $findings; do
+        echo "  $f ($(wc -c <"$work/artifacts/$f") bytes)"
+    done
+    echo "first reports in the log:"
+    grep -E '^(==[0-9]+==ERROR|SUMMARY|.*runtime error|fuzz check failed|.*internal error)' "$log" | sort | uniq -c |
+        sort -rn | head -n 20
+    exit 1
+fi
+if [ "$status" -ne 0 ]; then
+    echo "the fuzzer exited with status $status and left no artifact; see $log"
+    tail -n 20 "$log"
+    exit 1
+fi
+echo "no findings"
