@@ -6,8 +6,11 @@
  *   ./fwd IN_1.npy ... IN_n.npy -o OUT_1.npy ... OUT_m.npy [--weights W.safetensors]
  *
  * Inputs in the order of the model's graph inputs (initializers excluded), outputs in the order of
- * its graph outputs. Each input must have exactly the compiled dtype and shape. Errors print one line
- * "fwd: <file>: <problem>" and exit with status 1.
+ * its graph outputs; "--" ends the options (for file names that start with '-'). Each input must have
+ * exactly the compiled dtype and shape. --weights defaults to the safetensors vcc wrote beside the
+ * program (looked up in the binary's folder). -h/--help prints the usage and the compiled inputs and
+ * outputs. Errors print one line "<program>: <file>: <problem>" (<program> being the binary's name)
+ * and exit with status 1; a malformed command line (unknown option, wrong file count) exits with 2.
  */
 #ifndef VCC_FORWARD_MAIN_H
 #define VCC_FORWARD_MAIN_H
@@ -36,39 +39,73 @@ typedef struct {
     void (*step)(VccRt *rt, unsigned char *arena, float lr, float momentum, float wd);
 } VccForwardModel;
 
+/* One graph input or output as "name float32 (2, 3)", for the usage text. */
+static void vcc_forward_describe(FILE *f, const VccIoInfo *d) {
+    fprintf(f, "    %s %s (", d->name, d->is_i64 ? "int64" : "float32");
+    for (int k = 0; k < d->rank; k++) fprintf(f, k ? ", %lld" : "%lld", (long long)d->dims[k]);
+    fputs(d->rank == 1 ? ",)\n" : ")\n", f);
+}
+
+static void vcc_forward_usage(FILE *f, const VccForwardModel *m) {
+    fprintf(f,
+            "usage: %s IN.npy... -o OUT.npy... [--weights W.safetensors]\n"
+            "\n"
+            "Evaluate the compiled model once: %d input .npy file(s), %d output .npy file(s), in this order.\n"
+            "  --weights W    initializers, safetensors (default %s beside this program)\n"
+            "  --             the next words are files even when they start with '-'\n"
+            "  -h, --help     this text\n"
+            "inputs:\n",
+            vcc_program, m->ninputs, m->noutputs, m->default_weights);
+    for (int i = 0; i < m->ninputs; i++) vcc_forward_describe(f, &m->inputs[i]);
+    fputs("outputs:\n", f);
+    for (int i = 0; i < m->noutputs; i++) vcc_forward_describe(f, &m->outputs[i]);
+}
+
 static int vcc_forward_main(int argc, char **argv, const VccForwardModel *m) {
-    const char *weights = m->default_weights;
+    const char *weights = NULL;
     const char **in = (const char **)calloc((size_t)argc, sizeof *in), **out = (const char **)calloc((size_t)argc, sizeof *out);
-    int nin = 0, nout = 0, outputs = 0;
-    char err[1024];
+    int nin = 0, nout = 0, outputs = 0, files_only = 0;
+    char err[1024], wbuf[4096];
+    vcc_set_program(argv[0]);
     if (!in || !out) vcc_die("out of memory");
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-o")) outputs = 1;
-        else if (!strcmp(argv[i], "--weights") && i + 1 < argc) weights = argv[++i];
-        else if (outputs) out[nout++] = argv[i];
-        else in[nin++] = argv[i];
+        const char *a = argv[i];
+        if (!files_only && a[0] == '-' && a[1]) {
+            if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+                vcc_forward_usage(stdout, m);
+                exit(0);
+            }
+            if (!strcmp(a, "-o")) outputs = 1;
+            else if (!strcmp(a, "--")) files_only = 1;
+            else if (!vcc_opt_match(argc, argv, &i, "--weights", &weights)) vcc_usage_error("unknown option '%s'", a);
+            continue;
+        }
+        if (outputs) out[nout++] = a;
+        else in[nin++] = a;
     }
-    if (nin != m->ninputs || nout != m->noutputs) {
-        snprintf(err, sizeof err, "expected %d input and %d output .npy files (IN... -o OUT...), got %d and %d",
-                 m->ninputs, m->noutputs, nin, nout);
-        vcc_die(err);
-    }
+    if (nin != m->ninputs || nout != m->noutputs)
+        vcc_usage_error("expected %d input and %d output .npy files (IN... -o OUT...), got %d and %d", m->ninputs,
+                        m->noutputs, nin, nout);
+    if (!weights) weights = vcc_beside_program(argv[0], m->default_weights, wbuf, sizeof wbuf);
     VccRt rt;
     vcc_rt_init(&rt);
     unsigned char *arena = (unsigned char *)vcc_arena_alloc(&rt, m->arena_bytes);
-    if (!arena) vcc_die("cannot allocate the arena");
+    if (!arena) vcc_dief("cannot allocate the %zu-byte arena", m->arena_bytes);
     m->init(&rt, arena);
     if (m->nstate) vcc_load_state(&rt, m->state, m->nstate, arena, weights);
     for (int i = 0; i < m->ninputs; i++) {
         const VccIoInfo *d = &m->inputs[i];
         VccNpy a;
-        if (vcc_npy_load(in[i], &a, err, sizeof err)) vcc_die(err);
-        int ok = !strcmp(a.dtype, d->is_i64 ? "i8" : "f4") && a.rank == d->rank && a.nbytes == d->bytes;
+        char what[256];
+        snprintf(what, sizeof what, "input '%.200s'", d->name);
+        if (vcc_npy_load_as(in[i], d->is_i64 ? "i8" : "f4", what, &a, err, sizeof err)) vcc_die(err);
+        int ok = a.rank == d->rank && a.nbytes == d->bytes;
         for (int k = 0; ok && k < d->rank; k++) ok = a.dims[k] == d->dims[k];
         if (!ok) {
-            snprintf(err, sizeof err, "%s: input '%s' must be %s with the compiled shape (%d dims, %zu bytes)", in[i],
-                     d->name, d->is_i64 ? "int64" : "float32", d->rank, d->bytes);
-            vcc_die(err);
+            fprintf(stderr, "%s: %s: input '%s' must have the compiled shape (", vcc_program, in[i], d->name);
+            for (int k = 0; k < d->rank; k++) fprintf(stderr, k ? ", %lld" : "%lld", (long long)d->dims[k]);
+            fputs(d->rank == 1 ? ",)\n" : ")\n", stderr);
+            exit(1);
         }
         vcc_upload(&rt, arena + d->offset, a.data, d->bytes);
         vcc_npy_free(&a);

@@ -1,5 +1,5 @@
 /*
- * vcc_main.h — the trainer's main(): command line, data loading, the step loop, checkpoints.
+ * vcc_main.h — the trainer's main(): command line, data loading, the step loop, checkpoints and resume.
  * Inlined into every generated trainer after vcc_elem.h, vcc_io.h, the target runtime
  * (vcc_cpu.h or vcc_cuda.cuh) and vcc_state.h; it only calls the VccRt interface, so one main serves both targets.
  *
@@ -7,32 +7,59 @@
  *
  *   ./train --data X.npy --labels Y.npy [--steps S] [--lr LR] [--momentum M] [--weight-decay WD]
  *           [--weights W.safetensors] [--out trained.safetensors] [--save-grads grads.safetensors]
- *           [--checkpoint-dir DIR]
+ *           [--checkpoint-dir DIR] [--checkpoint-every K] [--keep-last N] [--resume DIR|FILE]
  *
+ * (The binary of train.cu is train_cuda; every message starts with the binary's own name.)
  * X is float32 (S, C, T, H, W) with (C, T, H, W) as compiled, Y int64 (S,) with values in [0, K).
- * Step k (1-based) trains on samples (k-1)*N + i mod S, i < N, and prints "step <k> loss <value>".
+ * Steps: --steps S is the run's TOTAL step count, counted from step 1: a fresh run trains steps 1..S,
+ * a run resumed at step k trains k+1..S, so the same command line plus --resume ends at the same step.
+ * Step k trains on the N samples that follow the data position, (p + i) mod S for i < N, where p starts
+ * at 0 and advances by N each step (step k: samples (k-1)*N + i mod S), and prints "step <k> loss <value>".
  * Defaults: --steps 1, --lr 0.01, --momentum as compiled (0.9), --weight-decay 0, --weights the
- * safetensors vcc wrote beside the trainer. --out saves parameters, BN running statistics and constants
- * after the last step (a complete --weights file); --save-grads the last step's parameter gradients
- * (named as their parameters); --checkpoint-dir (created if missing) writes DIR/step<k>.safetensors after
- * every step with the same plus the momentum buffers ("<param>.momentum"), which --weights restores.
- * Errors print one line "train: <file>: <problem>" and exit with status 1.
+ * safetensors vcc wrote beside the trainer (looked up in the binary's folder). --out saves parameters
+ * and BN running statistics after the last step (a complete --weights file); --save-grads the last
+ * step's parameter gradients (named as their parameters).
+ *
+ * Checkpoints: --checkpoint-dir DIR (created if missing) receives DIR/step<k>.safetensors after every
+ * K-th step (--checkpoint-every K, default 100; 0 = none but the last) and after the run's last step:
+ * parameters, BN running statistics and momentum buffers ("<param>.momentum"), and in the safetensors
+ * "__metadata__": vcc_checkpoint "1", step, data_position, samples, batch, steps, lr, momentum,
+ * weight_decay (the shortest decimal text that reads back as the float used), model (a fingerprint of the compiled state table and arena size, the input
+ * shape and the class count), data (a fingerprint of the clips and labels; data_file and labels_file
+ * name them) and run (an id drawn when the run started, kept across resumes). A step's line is
+ * printed after its checkpoint is on disk. Each file is written to <file>.tmp, fsync'ed and renamed,
+ * so a file named step<k>.safetensors is always complete. After a checkpoint is written, older ones
+ * beyond the newest N are deleted (--keep-last N, default 2; 0 keeps all). A fresh run refuses a DIR
+ * that already holds checkpoints (it would overwrite another run's); the message says how to resume
+ * that run or to choose another folder.
+ *
+ * Resume: --resume DIR continues the run from the newest checkpoint in DIR that loads (a damaged one is
+ * skipped with a warning); --resume FILE from that checkpoint. Parameters, BN statistics, momentum,
+ * the step and the data position are restored, so the resumed run prints the losses the uninterrupted
+ * run would have printed, bit for bit. The checkpoint must come from the same compiled model, the same
+ * data and labels and the same --lr, --momentum and --weight-decay (else an error names the
+ * difference; --weights CKPT starts a new run from a checkpoint's weights and momentum instead).
+ * With --resume DIR, checkpoints go on into DIR unless --checkpoint-dir names another (empty) folder.
+ * --weights and --resume exclude each other.
+ *
+ * Signals: with a checkpoint folder, SIGINT or SIGTERM lets the current step finish, writes its
+ * checkpoint, and exits with status 128 + signal (a second signal ends the program at once).
+ *
+ * Errors: one line "<program>: <file>: <problem>" and exit status 1 (bad data, files, values); a
+ * malformed command line (unknown option, missing value, missing --data/--labels) exits with status 2.
  */
 #ifndef VCC_MAIN_H
 #define VCC_MAIN_H
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#if defined(__unix__) || defined(__APPLE__)
 #include <sys/stat.h>
 #include <unistd.h>
 #define VCC_ISATTY(fd) isatty(fd)
-#else
-#define VCC_ISATTY(fd) 0
-#endif
 
 /* What the generated file tells main() about the compiled model. */
 typedef struct {
@@ -49,183 +76,389 @@ typedef struct {
     void (*step)(VccRt *rt, unsigned char *arena, float lr, float momentum, float wd);
 } VccModel;
 
-/* A finite number >= 0 (PyTorch's SGD refuses negative lr, momentum and weight decay). */
-static int vcc_parse_float(const char *s, float *out) {
-    char *end;
-    double v = strtod(s, &end);
-    if (end == s || *end || !(v >= 0.0 && v <= 3.0e38)) return 1;
-    *out = (float)v;
-    return 0;
+/* The trainer's command line. */
+typedef struct {
+    const char *data, *labels, *weights, *out, *grads, *ckpt_dir, *resume;
+    long steps, every, keep;                 /* every / keep: -1 until given */
+    float lr, momentum, wd;
+    char weights_buf[4096];
+} VccTrainArgs;
+
+#define VCC_CKPT_EVERY_DEFAULT 100
+#define VCC_KEEP_LAST_DEFAULT 2
+#define VCC_CKPT_ROLES ((1 << VCC_ROLE_PARAM) | (1 << VCC_ROLE_BUFFER) | (1 << VCC_ROLE_CONST) | (1 << VCC_ROLE_OPT_STATE))
+
+/* Set by SIGINT/SIGTERM while a checkpoint folder is in use: stop after the current step. */
+static volatile sig_atomic_t vcc_stop_signal = 0;
+
+static void vcc_on_stop_signal(int sig) {
+    vcc_stop_signal = sig;
+    signal(sig, SIG_DFL); /* a second signal ends the program at once */
 }
 
 /* Fail now, not after training, when an output file cannot be written. */
 static void vcc_check_writable(const char *path) {
-    char tmp[4096], err[4200];
+    char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        snprintf(err, sizeof err, "%s: cannot write: %s", path, strerror(errno));
-        vcc_die(err);
-    }
+    if (!f) vcc_dief("%s: cannot write: %s", path, strerror(errno));
     fclose(f);
     remove(tmp);
 }
 
-static void vcc_usage(FILE *f) {
-    fputs("usage: train --data X.npy --labels Y.npy [--steps S] [--lr LR] [--momentum M] [--weight-decay WD]\n"
-          "             [--weights W.safetensors] [--out trained.safetensors] [--save-grads grads.safetensors]\n"
-          "             [--checkpoint-dir DIR]\n",
-          f);
+/* The shortest "%.<p>g" text of v that reads back as v (0.05f -> "0.05"), into buf (32 bytes). */
+static const char *vcc_float_text(float v, char *buf) {
+    for (int p = 6; p <= 9; p++) {
+        snprintf(buf, 32, "%.*g", p, (double)v);
+        if (strtof(buf, NULL) == v) break;
+    }
+    return buf;
+}
+
+/* "(S, 3, 8, 56, 56)": the compiled clip shape with the sample count left open, into buf. */
+static const char *vcc_clip_shape(const VccModel *m, char *buf, size_t cap) {
+    size_t o = (size_t)snprintf(buf, cap, "(S");
+    for (int d = 1; d < m->input_rank && o < cap; d++) o += (size_t)snprintf(buf + o, cap - o, ", %lld", (long long)m->input_dims[d]);
+    if (o < cap) snprintf(buf + o, cap - o, ")");
+    return buf;
+}
+
+static void vcc_usage(FILE *f, const VccModel *m) {
+    char shape[256], mom[32];
+    fprintf(f,
+            "usage: %s --data X.npy --labels Y.npy [options]\n"
+            "\n"
+            "Train the compiled model (softmax cross-entropy, SGD with momentum); prints \"step <k> loss <value>\"\n"
+            "per step.\n"
+            "\n"
+            "  --data X.npy            clips, float32 %s\n"
+            "  --labels Y.npy          class indices, int64 (S,), values in [0, %lld)\n"
+            "  --steps S               total steps of the run, counted from step 1, also when resumed (default 1)\n"
+            "  --lr LR                 learning rate (default 0.01)\n"
+            "  --momentum M            SGD momentum (default %s, as compiled)\n"
+            "  --weight-decay WD       L2 weight decay added to the gradient (default 0)\n"
+            "  --weights W             initial weights and BN statistics, safetensors (default %s beside\n"
+            "                          this program); a checkpoint also restores the momentum buffers\n"
+            "  --out FILE              parameters and BN statistics after the last step\n"
+            "  --save-grads FILE       the last step's parameter gradients\n"
+            "  --checkpoint-dir DIR    write DIR/step<k>.safetensors: weights, momentum, step, data position\n"
+            "  --checkpoint-every K    every K steps, and after the last step (default %d; 0: the last only)\n"
+            "  --keep-last N           keep the N newest checkpoints of the run (default %d; 0: all)\n"
+            "  --resume DIR|FILE       continue the run of the newest complete checkpoint in DIR (or of FILE)\n"
+            "                          where it stopped: same step numbers, samples and losses\n"
+            "  -h, --help              this text\n",
+            vcc_program, vcc_clip_shape(m, shape, sizeof shape), (long long)m->num_classes, vcc_float_text(m->default_momentum, mom),
+            m->default_weights, VCC_CKPT_EVERY_DEFAULT, VCC_KEEP_LAST_DEFAULT);
+}
+
+/* Parse the command line into a (exits 0 after --help, 2 on a malformed command line, 1 on bad values). */
+static void vcc_train_args(int argc, char **argv, const VccModel *m, VccTrainArgs *a) {
+    memset(a, 0, sizeof *a);
+    a->steps = 1;
+    a->every = a->keep = -1;
+    a->lr = 0.01f;
+    a->momentum = m->default_momentum;
+    const char *steps = NULL, *every = NULL, *keep = NULL, *lr = NULL, *mom = NULL, *wd = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *x = argv[i];
+        if (!strcmp(x, "-h") || !strcmp(x, "--help")) {
+            vcc_usage(stdout, m);
+            exit(0);
+        }
+        if (vcc_opt_match(argc, argv, &i, "--data", &a->data) || vcc_opt_match(argc, argv, &i, "--labels", &a->labels) ||
+            vcc_opt_match(argc, argv, &i, "--weights", &a->weights) || vcc_opt_match(argc, argv, &i, "--out", &a->out) ||
+            vcc_opt_match(argc, argv, &i, "--save-grads", &a->grads) ||
+            vcc_opt_match(argc, argv, &i, "--checkpoint-dir", &a->ckpt_dir) ||
+            vcc_opt_match(argc, argv, &i, "--resume", &a->resume) || vcc_opt_match(argc, argv, &i, "--steps", &steps) ||
+            vcc_opt_match(argc, argv, &i, "--checkpoint-every", &every) ||
+            vcc_opt_match(argc, argv, &i, "--keep-last", &keep) || vcc_opt_match(argc, argv, &i, "--lr", &lr) ||
+            vcc_opt_match(argc, argv, &i, "--momentum", &mom) || vcc_opt_match(argc, argv, &i, "--weight-decay", &wd))
+            continue;
+        if (x[0] == '-') vcc_usage_error("unknown option '%s'", x);
+        vcc_usage_error("unexpected argument '%s' (files are given with --data, --labels, ...)", x);
+    }
+    if (!a->data || !a->labels) vcc_usage_error("--data and --labels are required");
+    if (steps && vcc_parse_count(steps, &a->steps)) vcc_dief("--steps needs a non-negative integer, got '%s'", steps);
+    if (every && vcc_parse_count(every, &a->every)) vcc_dief("--checkpoint-every needs a non-negative integer, got '%s'", every);
+    if (keep && vcc_parse_count(keep, &a->keep)) vcc_dief("--keep-last needs a non-negative integer, got '%s'", keep);
+    if (lr && vcc_parse_float(lr, &a->lr)) vcc_dief("--lr needs a finite number >= 0, got '%s'", lr);
+    if (mom && vcc_parse_float(mom, &a->momentum)) vcc_dief("--momentum needs a finite number >= 0, got '%s'", mom);
+    if (wd && vcc_parse_float(wd, &a->wd)) vcc_dief("--weight-decay needs a finite number >= 0, got '%s'", wd);
+    if (a->resume && a->weights)
+        vcc_usage_error("--weights and --resume exclude each other (a resumed run takes its weights from the checkpoint)");
+    if (!a->weights) a->weights = vcc_beside_program(argv[0], m->default_weights, a->weights_buf, sizeof a->weights_buf);
+}
+
+/* What a run is: the model, the data and the hyperparameters a resumed run must share with it. */
+typedef struct {
+    char model[17], data[17], run[17];
+    char lr[32], momentum[32], wd[32];
+} VccRunId;
+
+/* The metadata of a checkpoint after step `step` with the data position pos. */
+static int vcc_ckpt_meta(const VccRunId *id, const VccTrainArgs *a, const VccModel *m, int64_t S, long step, int64_t pos,
+                         VccStMeta *meta, char (*num)[32]) {
+    int n = 0;
+#define VCC_META(k, v) (meta[n].key = (k), meta[n].value = (v), n++)
+    snprintf(num[0], 32, "%ld", step);
+    snprintf(num[1], 32, "%lld", (long long)pos);
+    snprintf(num[2], 32, "%lld", (long long)S);
+    snprintf(num[3], 32, "%lld", (long long)m->input_dims[0]);
+    snprintf(num[4], 32, "%ld", a->steps);
+    VCC_META("vcc_checkpoint", "1");
+    VCC_META("step", num[0]);
+    VCC_META("data_position", num[1]);
+    VCC_META("samples", num[2]);
+    VCC_META("batch", num[3]);
+    VCC_META("steps", num[4]);
+    VCC_META("lr", id->lr);
+    VCC_META("momentum", id->momentum);
+    VCC_META("weight_decay", id->wd);
+    VCC_META("model", id->model);
+    VCC_META("data", id->data);
+    VCC_META("data_file", a->data);
+    VCC_META("labels_file", a->labels);
+    VCC_META("run", id->run);
+    VCC_META("program", vcc_program);
+#undef VCC_META
+    return n;
+}
+
+/* A metadata value that must be present, or die naming the checkpoint. */
+static const char *vcc_ckpt_need(const VccSafetensors *st, const char *path, const char *key) {
+    const char *v = vcc_st_meta(st, key);
+    if (!v)
+        vcc_dief("%s: not a resumable vcc checkpoint (its metadata has no '%s'); to start a new run from its "
+                 "weights use --weights %s",
+                 path, key, path);
+    return v;
+}
+
+/* Check that the checkpoint st at path continues this run (same model, data, hyperparameters; a step
+ * within --steps) and return its step and data position; dies with what differs. */
+static void vcc_ckpt_accept(const VccSafetensors *st, const char *path, const VccRunId *id, const VccTrainArgs *a,
+                            int64_t S, int64_t N, long *step, int64_t *pos, char *run) {
+    long k = -1, samples = -1, batch = -1, p = -1;
+    if (strcmp(vcc_ckpt_need(st, path, "vcc_checkpoint"), "1") != 0)
+        vcc_dief("%s: checkpoint format %s is not the format 1 this program reads", path, vcc_st_meta(st, "vcc_checkpoint"));
+    if (strcmp(vcc_ckpt_need(st, path, "model"), id->model) != 0)
+        vcc_dief("%s: written by a different compiled model (model fingerprint %s, this program's %s)", path,
+                 vcc_st_meta(st, "model"), id->model);
+    if (vcc_parse_count(vcc_ckpt_need(st, path, "step"), &k) || vcc_parse_count(vcc_ckpt_need(st, path, "samples"), &samples) ||
+        vcc_parse_count(vcc_ckpt_need(st, path, "batch"), &batch) ||
+        vcc_parse_count(vcc_ckpt_need(st, path, "data_position"), &p) || batch != N || p >= samples)
+        vcc_dief("%s: damaged run metadata (step, samples, batch or data_position)", path);
+    if (strcmp(vcc_ckpt_need(st, path, "data"), id->data) != 0 || samples != S)
+        vcc_dief("%s: the run trained on other data (%s and %s, fingerprint %s; here %s and %s, fingerprint %s): "
+                 "resume with the run's --data and --labels, or start a new run from this checkpoint with --weights %s",
+                 path, vcc_ckpt_need(st, path, "data_file"), vcc_ckpt_need(st, path, "labels_file"), vcc_st_meta(st, "data"),
+                 a->data, a->labels, id->data, path);
+    const char *keys[3] = {"lr", "momentum", "weight_decay"}, *opts[3] = {"--lr", "--momentum", "--weight-decay"};
+    const char *ours[3] = {id->lr, id->momentum, id->wd};
+    for (int i = 0; i < 3; i++)
+        if (strcmp(vcc_ckpt_need(st, path, keys[i]), ours[i]) != 0)
+            vcc_dief("%s: the run used %s %s, this command line gives %s %s: resume with the run's hyperparameters, "
+                     "or start a new run from this checkpoint with --weights %s",
+                     path, opts[i], vcc_st_meta(st, keys[i]), opts[i], ours[i], path);
+    if (k > a->steps)
+        vcc_dief("%s: the run is at step %ld, past --steps %ld (--steps counts the run's steps from 1)", path, k, a->steps);
+    snprintf(run, 17, "%.16s", vcc_ckpt_need(st, path, "run"));
+    *step = k;
+    *pos = p;
+}
+
+/* Whether two paths name the same folder. */
+static int vcc_same_dir(const char *x, const char *y) {
+    struct stat sx, sy;
+    return stat(x, &sx) == 0 && stat(y, &sy) == 0 && sx.st_dev == sy.st_dev && sx.st_ino == sy.st_ino;
+}
+
+/* Make sure the checkpoint folder may receive this run's checkpoints: created if missing, writable,
+ * holding no other run's checkpoints (from_dir: the folder of the checkpoint this run resumed from, whose
+ * checkpoints are this run's; NULL for a fresh run); leftover temporary files of cut-short writes are
+ * removed. */
+static void vcc_ckpt_claim(const char *dir, const char *from_dir) {
+    struct stat sb;
+    char err[1024], path[4200];
+    long *steps;
+    int n;
+    if (stat(dir, &sb) != 0) {
+        if (mkdir(dir, 0777) != 0) vcc_dief("%s: cannot create the checkpoint folder: %s", dir, strerror(errno));
+    } else if (!S_ISDIR(sb.st_mode)) {
+        vcc_dief("%s: --checkpoint-dir is not a folder", dir);
+    }
+    vcc_check_writable(vcc_ckpt_path(dir, 0, path, sizeof path));
+    if (vcc_ckpt_list(dir, 0, &steps, &n, err, sizeof err)) vcc_die(err);
+    if (n && !from_dir)
+        vcc_dief("%s: holds the checkpoints of another run (newest %s); to continue that run add --resume %s, to "
+                 "start a new one choose another --checkpoint-dir",
+                 dir, vcc_ckpt_path(dir, steps[0], path, sizeof path), dir);
+    if (n && !vcc_same_dir(dir, from_dir))
+        vcc_dief("%s: holds the checkpoints of another run (newest %s); give the resumed run an empty "
+                 "--checkpoint-dir, or resume the run in it with --resume %s",
+                 dir, vcc_ckpt_path(dir, steps[0], path, sizeof path), dir);
+    free(steps);
+    if (vcc_ckpt_list(dir, 1, &steps, &n, err, sizeof err)) vcc_die(err);
+    for (int i = 0; i < n; i++) {
+        snprintf(path, sizeof path, "%s/step%ld.safetensors.tmp", dir, steps[i]);
+        remove(path);
+    }
+    free(steps);
+}
+
+/* Load --data and --labels, checked against the compiled shapes and class count. */
+static void vcc_load_data(const VccModel *m, const VccTrainArgs *a, VccNpy *x, VccNpy *y) {
+    char err[1024];
+    if (vcc_npy_load_as(a->data, "f4", "data", x, err, sizeof err)) vcc_die(err);
+    int shape_ok = x->rank == m->input_rank && x->dims[0] >= 1;
+    for (int d = 1; shape_ok && d < m->input_rank; d++) shape_ok = x->dims[d] == m->input_dims[d];
+    if (!shape_ok) {
+        char want[256], got[256];
+        size_t o = (size_t)snprintf(got, sizeof got, "(");
+        for (int d = 0; d < x->rank && o < sizeof got; d++) o += (size_t)snprintf(got + o, sizeof got - o, d ? ", %lld" : "%lld", (long long)x->dims[d]);
+        if (o < sizeof got) snprintf(got + o, sizeof got - o, ")");
+        vcc_dief("%s: expected shape %s, got %s", a->data, vcc_clip_shape(m, want, sizeof want), got);
+    }
+    if (vcc_npy_load_as(a->labels, "i8", "labels", y, err, sizeof err)) vcc_die(err);
+    if (y->rank != 1 || y->dims[0] != x->dims[0])
+        vcc_dief("%s: expected shape (%lld,) to match the data's %lld samples", a->labels, (long long)x->dims[0],
+                 (long long)x->dims[0]);
+    const int64_t *labels = (const int64_t *)y->data;
+    for (int64_t i = 0; i < y->dims[0]; i++)
+        if (labels[i] < 0 || labels[i] >= m->num_classes)
+            vcc_dief("%s: label %lld at index %lld is outside [0, %lld)", a->labels, (long long)labels[i], (long long)i,
+                     (long long)m->num_classes);
 }
 
 static int vcc_trainer_main(int argc, char **argv, const VccModel *m) {
-    const char *data_path = NULL, *label_path = NULL, *weights = m->default_weights, *out = NULL, *grads = NULL;
-    const char *ckpt_dir = NULL;
-    long steps = 1;
-    float lr = 0.01f, momentum = m->default_momentum, wd = 0.0f;
-    char err[1024];
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            vcc_usage(stdout);
-            return 0;
-        }
-        if (i + 1 >= argc) {
-            vcc_usage(stderr);
-            snprintf(err, sizeof err, "option %s needs a value (or is unknown)", a);
-            vcc_die(err);
-        }
-        const char *v = argv[++i];
-        if (!strcmp(a, "--data")) data_path = v;
-        else if (!strcmp(a, "--labels")) label_path = v;
-        else if (!strcmp(a, "--weights")) weights = v;
-        else if (!strcmp(a, "--out")) out = v;
-        else if (!strcmp(a, "--save-grads")) grads = v;
-        else if (!strcmp(a, "--checkpoint-dir")) ckpt_dir = v;
-        else if (!strcmp(a, "--steps")) {
-            char *end;
-            errno = 0;
-            steps = strtol(v, &end, 10);
-            if (end == v || *end || steps < 0 || errno) vcc_die("--steps needs a non-negative integer");
-        } else if (!strcmp(a, "--lr")) {
-            if (vcc_parse_float(v, &lr)) vcc_die("--lr needs a finite number >= 0");
-        } else if (!strcmp(a, "--momentum")) {
-            if (vcc_parse_float(v, &momentum)) vcc_die("--momentum needs a finite number >= 0");
-        } else if (!strcmp(a, "--weight-decay")) {
-            if (vcc_parse_float(v, &wd)) vcc_die("--weight-decay needs a finite number >= 0");
-        } else {
-            vcc_usage(stderr);
-            snprintf(err, sizeof err, "unknown option %s", a);
-            vcc_die(err);
-        }
+    VccTrainArgs a;
+    char err[1024], path[4200];
+    vcc_set_program(argv[0]);
+    vcc_train_args(argc, argv, m, &a);
+
+    /* where checkpoints go, and what --resume names */
+    struct stat sb;
+    int resume_is_dir = 0;
+    if (a.resume) {
+        if (stat(a.resume, &sb) != 0) vcc_dief("%s: cannot open: %s", a.resume, strerror(errno));
+        resume_is_dir = S_ISDIR(sb.st_mode);
     }
-    if (!data_path || !label_path) {
-        vcc_usage(stderr);
-        vcc_die("--data and --labels are required");
-    }
-    if (out) vcc_check_writable(out);
-    if (grads) vcc_check_writable(grads);
-    if (ckpt_dir) {
-        char probe[4096];
-        struct stat sb;
-        if (stat(ckpt_dir, &sb) != 0) mkdir(ckpt_dir, 0777);
-        snprintf(probe, sizeof probe, "%s/step0.safetensors", ckpt_dir);
-        vcc_check_writable(probe);
-    }
+    const char *ckpt_dir = a.ckpt_dir ? a.ckpt_dir : resume_is_dir ? a.resume : NULL;
+    if (!ckpt_dir && (a.every >= 0 || a.keep >= 0))
+        vcc_usage_error("%s needs --checkpoint-dir", a.every >= 0 ? "--checkpoint-every" : "--keep-last");
+    long every = a.every >= 0 ? a.every : VCC_CKPT_EVERY_DEFAULT, keep = a.keep >= 0 ? a.keep : VCC_KEEP_LAST_DEFAULT;
+    if (a.out) vcc_check_writable(a.out);
+    if (a.grads) vcc_check_writable(a.grads);
+
+    VccRt rt;
+    vcc_rt_init(&rt);
 
     /* data (S, C, T, H, W) float32 and labels (S,) int64, checked against the compiled shapes */
     VccNpy x, y;
-    if (vcc_npy_load(data_path, &x, err, sizeof err)) vcc_die(err);
-    if (strcmp(x.dtype, "f4") != 0) {
-        snprintf(err, sizeof err, "%s: expected dtype float32, got '%s'", data_path, x.dtype);
-        vcc_die(err);
-    }
-    int shape_ok = x.rank == m->input_rank && x.dims[0] >= 1;
-    for (int d = 1; shape_ok && d < m->input_rank; d++) shape_ok = x.dims[d] == m->input_dims[d];
-    if (!shape_ok) {
-        char want[256], got[256];
-        size_t o = 0;
-        o += (size_t)snprintf(want + o, sizeof want - o, "(S");
-        for (int d = 1; d < m->input_rank; d++) o += (size_t)snprintf(want + o, sizeof want - o, ", %lld", (long long)m->input_dims[d]);
-        snprintf(want + o, sizeof want - o, ")");
-        o = 0;
-        o += (size_t)snprintf(got + o, sizeof got - o, "(");
-        for (int d = 0; d < x.rank && o < sizeof got; d++) o += (size_t)snprintf(got + o, sizeof got - o, d ? ", %lld" : "%lld", (long long)x.dims[d]);
-        if (o < sizeof got) snprintf(got + o, sizeof got - o, ")");
-        snprintf(err, sizeof err, "%s: expected shape %s, got %s", data_path, want, got);
-        vcc_die(err);
-    }
-    if (vcc_npy_load(label_path, &y, err, sizeof err)) vcc_die(err);
-    if (strcmp(y.dtype, "i8") != 0) {
-        snprintf(err, sizeof err, "%s: expected dtype int64, got '%s'", label_path, y.dtype);
-        vcc_die(err);
-    }
-    if (y.rank != 1 || y.dims[0] != x.dims[0]) {
-        snprintf(err, sizeof err, "%s: expected shape (%lld,) to match the data's %lld samples", label_path,
-                 (long long)x.dims[0], (long long)x.dims[0]);
-        vcc_die(err);
-    }
+    vcc_load_data(m, &a, &x, &y);
     const int64_t *labels = (const int64_t *)y.data;
-    for (int64_t i = 0; i < y.dims[0]; i++)
-        if (labels[i] < 0 || labels[i] >= m->num_classes) {
-            snprintf(err, sizeof err, "%s: label %lld at index %lld is outside [0, %lld)", label_path,
-                     (long long)labels[i], (long long)i, (long long)m->num_classes);
-            vcc_die(err);
-        }
-
-    /* one arena for everything; persistent state from the weights file */
-    VccRt rt;
-    vcc_rt_init(&rt);
-    unsigned char *arena = (unsigned char *)vcc_arena_alloc(&rt, m->arena_bytes);
-    if (!arena) {
-        snprintf(err, sizeof err, "cannot allocate the %zu-byte arena", m->arena_bytes);
-        vcc_die(err);
-    }
-    m->init(&rt, arena);
-    vcc_load_state(&rt, m->state, m->nstate, arena, weights);
-
     int64_t N = m->input_dims[0], S = x.dims[0];
+
+    /* what identifies this run */
+    VccRunId id;
+    uint64_t model_fp = vcc_state_fingerprint(m->state, m->nstate, m->arena_bytes);
+    for (int d = 0; d < m->input_rank; d++) model_fp = vcc_fnv_u64(model_fp, (uint64_t)m->input_dims[d]);
+    model_fp = vcc_fnv_u64(model_fp, (uint64_t)m->num_classes);
+    snprintf(id.model, sizeof id.model, "%016llx", (unsigned long long)model_fp);
+    snprintf(id.data, sizeof id.data, "%016llx", (unsigned long long)vcc_fnv_u64(vcc_array_fingerprint(&x), vcc_array_fingerprint(&y)));
+    vcc_float_text(a.lr, id.lr);
+    vcc_float_text(a.momentum, id.momentum);
+    vcc_float_text(a.wd, id.wd);
+
+    /* one arena for everything; persistent state from the weights file or the checkpoint */
+    unsigned char *arena = (unsigned char *)vcc_arena_alloc(&rt, m->arena_bytes);
+    if (!arena) vcc_dief("cannot allocate the %zu-byte arena", m->arena_bytes);
+    m->init(&rt, arena);
+    long start = 0;
+    int64_t pos = 0;
+    char from_dir[4200];
+    if (a.resume) {
+        VccSafetensors st;
+        if (resume_is_dir) {
+            long file_step;
+            if (vcc_ckpt_newest(a.resume, &st, path, sizeof path, &file_step, err, sizeof err)) vcc_die(err);
+            snprintf(from_dir, sizeof from_dir, "%s", a.resume);
+        } else {
+            snprintf(path, sizeof path, "%s", a.resume);
+            if (vcc_st_load(path, &st, err, sizeof err)) vcc_die(err);
+            const char *slash = strrchr(path, '/');
+            if (!slash) snprintf(from_dir, sizeof from_dir, ".");
+            else snprintf(from_dir, sizeof from_dir, "%.*s", (int)(slash == path ? 1 : slash - path), path);
+        }
+        vcc_ckpt_accept(&st, path, &id, &a, S, N, &start, &pos, id.run);
+        if (vcc_state_check(&st, path, m->state, m->nstate, 1, err, sizeof err)) vcc_die(err);
+        vcc_state_upload(&rt, &st, m->state, m->nstate, arena);
+        vcc_st_free(&st);
+        fprintf(stderr, "%s: resuming from %s at step %ld of %ld%s\n", vcc_program, path, start, a.steps,
+                start == a.steps ? " (nothing left to train)" : "");
+    } else {
+        vcc_load_state(&rt, m->state, m->nstate, arena, a.weights);
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        uint64_t r = vcc_fnv_u64(vcc_fnv_u64(vcc_fnv_u64(model_fp, (uint64_t)now.tv_sec), (uint64_t)now.tv_nsec), (uint64_t)getpid());
+        snprintf(id.run, sizeof id.run, "%016llx", (unsigned long long)r);
+    }
+    if (ckpt_dir) {
+        vcc_ckpt_claim(ckpt_dir, a.resume ? from_dir : NULL);
+        signal(SIGINT, vcc_on_stop_signal);
+        signal(SIGTERM, vcc_on_stop_signal);
+    }
+    if (a.grads && start == a.steps)
+        vcc_dief("%s: --save-grads needs a step to run, and the run is already at step %ld = --steps", a.grads, start);
+
     size_t sample_bytes = (size_t)(x.nbytes / (size_t)S);
     int64_t *batch_labels = (int64_t *)malloc(sizeof(int64_t) * (size_t)N);
     if (!batch_labels) vcc_die("out of memory");
     int progress = VCC_ISATTY(2);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (long k = 0; k < steps; k++) {
+    for (long k = start + 1; k <= a.steps; k++) {
         for (int64_t i = 0; i < N; i++) {
-            int64_t s = (k * N + i) % S;
+            int64_t s = (pos + i) % S;
             vcc_upload(&rt, arena + m->input_offset + (size_t)i * sample_bytes, (const unsigned char *)x.data + (size_t)s * sample_bytes,
                        sample_bytes);
             batch_labels[i] = labels[s];
         }
         vcc_upload(&rt, arena + m->label_offset, batch_labels, sizeof(int64_t) * (size_t)N);
-        m->step(&rt, arena, lr, momentum, wd);
+        m->step(&rt, arena, a.lr, a.momentum, a.wd);
         float loss = vcc_read_scalar(&rt, (const float *)(arena + m->loss_offset));
-        if (progress) fputs("\r\033[K", stderr); /* clear the progress line before the step line */
-        printf("step %ld loss %.7g\n", k + 1, (double)loss);
-        fflush(stdout);
-        if (ckpt_dir) {
-            char path[4096];
-            snprintf(path, sizeof path, "%s/step%ld.safetensors", ckpt_dir, k + 1);
-            if (vcc_save_state(&rt, m->state, m->nstate, arena, path,
-                               (1 << VCC_ROLE_PARAM) | (1 << VCC_ROLE_BUFFER) | (1 << VCC_ROLE_CONST) |
-                                   (1 << VCC_ROLE_OPT_STATE), err,
-                               sizeof err))
+        pos = (pos + N) % S;
+        int stop = vcc_stop_signal != 0;
+        if (ckpt_dir && ((every > 0 && k % every == 0) || k == a.steps || stop)) {
+            VccStMeta meta[24];
+            char num[8][32];
+            int nmeta = vcc_ckpt_meta(&id, &a, m, S, k, pos, meta, num);
+            vcc_ckpt_path(ckpt_dir, k, path, sizeof path);
+            if (vcc_save_state_meta(&rt, m->state, m->nstate, arena, path, VCC_CKPT_ROLES, meta, nmeta, err, sizeof err))
                 vcc_die(err);
+            vcc_ckpt_prune(ckpt_dir, k, keep);
+        }
+        if (progress) fputs("\r\033[K", stderr); /* clear the progress line before the step line */
+        printf("step %ld loss %.7g\n", k, (double)loss);
+        fflush(stdout);
+        if (stop) {
+            fprintf(stderr, "%s: stopped by signal %d after step %ld; %s holds its checkpoint: add --resume %s to continue\n",
+                    vcc_program, (int)vcc_stop_signal, k, vcc_ckpt_path(ckpt_dir, k, path, sizeof path), ckpt_dir);
+            exit(128 + (int)vcc_stop_signal);
         }
         if (progress) {
             clock_gettime(CLOCK_MONOTONIC, &t1);
             double el = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
-            double per = el / (double)(k + 1);
-            fprintf(stderr, "\r%ld/%ld steps  %.1f samples/s  ETA %.0f s   ", k + 1, steps, (double)N / per,
-                    per * (double)(steps - k - 1));
-            if (k + 1 == steps) fputc('\n', stderr);
+            double per = el / (double)(k - start);
+            fprintf(stderr, "\r%ld/%ld steps  %.1f samples/s  ETA %.0f s   ", k, a.steps, (double)N / per,
+                    per * (double)(a.steps - k));
+            if (k == a.steps) fputc('\n', stderr);
         }
     }
     vcc_rt_sync(&rt);
-    if (grads && vcc_save_state(&rt, m->state, m->nstate, arena, grads, 1 << VCC_ROLE_GRAD, err, sizeof err)) vcc_die(err);
-    if (out && vcc_save_state(&rt, m->state, m->nstate, arena, out, (1 << VCC_ROLE_PARAM) | (1 << VCC_ROLE_BUFFER) | (1 << VCC_ROLE_CONST), err,
-                              sizeof err))
+    if (a.grads && vcc_save_state(&rt, m->state, m->nstate, arena, a.grads, 1 << VCC_ROLE_GRAD, err, sizeof err)) vcc_die(err);
+    if (a.out && vcc_save_state(&rt, m->state, m->nstate, arena, a.out, (1 << VCC_ROLE_PARAM) | (1 << VCC_ROLE_BUFFER) | (1 << VCC_ROLE_CONST), err,
+                                sizeof err))
         vcc_die(err);
     free(batch_labels);
     vcc_npy_free(&x);

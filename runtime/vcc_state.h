@@ -1,19 +1,29 @@
 /*
- * vcc_state.h — the persistent state of a generated program: the table of tensors it loads from or
- * saves to safetensors files, the loader, the saver and the one-line fatal error. Inlined after
+ * vcc_state.h — what every generated program shares beyond the kernels: its name in error lines,
+ * command-line helpers, the table of persistent tensors it loads from or saves to safetensors files
+ * (the loader, the saver), fingerprints that identify a model and a data set, and the checkpoint
+ * folder (stepK.safetensors files: listing, the newest complete one, pruning). Inlined after
  * vcc_elem.h, vcc_io.h and the target runtime, before vcc_main.h (trainer) or vcc_forward_main.h
  * (forward-only program); only the VccRt interface is used, so it serves both targets.
+ *
+ * Errors: vcc_die / vcc_dief print one line "<program>: <message>" and exit with status 1;
+ * vcc_usage_error prints "<program>: <message> (see <program> --help)" and exits with status 2.
+ * <program> is the basename of argv[0] (vcc_set_program), so a renamed binary speaks as itself.
+ * Functions that return int give 0 on success and write "<file>: <problem>" into err otherwise.
  */
 #ifndef VCC_STATE_H
 #define VCC_STATE_H
 
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
-#ifndef VCC_PROGRAM
-#define VCC_PROGRAM "train" /* the prefix of error lines; the generated file sets it */
-#endif
+#define VCC_STATE_FN static VCC_UNUSED
 
 /* A persistent tensor the trainer loads or saves by name. */
 typedef struct {
@@ -28,47 +38,231 @@ typedef struct {
 
 enum { VCC_ROLE_PARAM = 0, VCC_ROLE_BUFFER = 1, VCC_ROLE_CONST = 2, VCC_ROLE_GRAD = 3, VCC_ROLE_OPT_STATE = 4 };
 
-/* Print "<program>: <msg>" and exit with status 1 (a generated program's errors are fatal). */
-static void vcc_die(const char *msg) {
-    fprintf(stderr, VCC_PROGRAM ": %s\n", msg);
+/* ------------------------------------------------------------------------ */
+/* Program name and fatal errors                                            */
+/* ------------------------------------------------------------------------ */
+
+/* vcc_set_program: take the program's name for error lines from argv[0] (its basename); an empty or
+ * missing argv[0] keeps VCC_PROGRAM. */
+VCC_STATE_FN void vcc_set_program(const char *argv0) {
+    if (!argv0 || !*argv0) return;
+    const char *slash = strrchr(argv0, '/');
+    vcc_program = slash && slash[1] ? slash + 1 : argv0;
+}
+
+/* vcc_die: print "<program>: <msg>" and exit with status 1 (a generated program's errors are fatal). */
+VCC_STATE_FN void vcc_die(const char *msg) {
+    fprintf(stderr, "%s: %s\n", vcc_program, msg);
     exit(1);
 }
 
-/* Load the state tensors from the safetensors file at path into the arena: parameters, BN buffers and
- * constants must be present with the compiled dtype and shape; momentum buffers are restored when
- * present (a checkpoint), else stay zero; gradients are not read. Dies with a one-line message. */
-static void vcc_load_state(VccRt *rt, const VccStateInfo *state, int nstate, unsigned char *arena, const char *path) {
-    char err[1024];
-    VccSafetensors st;
-    if (vcc_st_load(path, &st, err, sizeof err)) vcc_die(err);
+#if defined(__GNUC__) || defined(__clang__)
+#define VCC_STATE_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define VCC_STATE_PRINTF(a, b)
+#endif
+
+/* vcc_vreport: one line "<program>: <prefix><message><suffix>" on stderr, the message from fmt and ap. */
+VCC_STATE_FN void vcc_vreport(const char *prefix, const char *suffix, const char *fmt, va_list ap) {
+    fprintf(stderr, "%s: %s", vcc_program, prefix);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "%s\n", suffix);
+}
+
+/* vcc_dief: vcc_die with a printf format. */
+VCC_STATE_FN void vcc_dief(const char *fmt, ...) VCC_STATE_PRINTF(1, 2);
+VCC_STATE_FN void vcc_dief(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vcc_vreport("", "", fmt, ap);
+    va_end(ap);
+    exit(1);
+}
+
+/* vcc_warnf: one line "<program>: warning: <message>" on stderr; the program goes on. */
+VCC_STATE_FN void vcc_warnf(const char *fmt, ...) VCC_STATE_PRINTF(1, 2);
+VCC_STATE_FN void vcc_warnf(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vcc_vreport("warning: ", "", fmt, ap);
+    va_end(ap);
+}
+
+/* vcc_usage_error: a malformed command line: "<program>: <message> (see <program> --help)", status 2. */
+VCC_STATE_FN void vcc_usage_error(const char *fmt, ...) VCC_STATE_PRINTF(1, 2);
+VCC_STATE_FN void vcc_usage_error(const char *fmt, ...) {
+    char see[600];
+    va_list ap;
+    snprintf(see, sizeof see, " (see %.512s --help)", vcc_program);
+    va_start(ap, fmt);
+    vcc_vreport("", see, fmt, ap);
+    va_end(ap);
+    exit(2);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Command line                                                             */
+/* ------------------------------------------------------------------------ */
+
+/* vcc_opt_match: whether argv[*i] is the option name, as "--name VALUE" or "--name=VALUE"; on a match
+ * *value is the value and *i points at the last word used. A matching option without a value is a
+ * usage error. */
+VCC_STATE_FN int vcc_opt_match(int argc, char **argv, int *i, const char *name, const char **value) {
+    const char *a = argv[*i];
+    size_t n = strlen(name);
+    if (strncmp(a, name, n) != 0) return 0;
+    if (a[n] == '=') {
+        *value = a + n + 1;
+        return 1;
+    }
+    if (a[n] != 0) return 0;
+    if (*i + 1 >= argc) vcc_usage_error("option %s needs a value", name);
+    *value = argv[++*i];
+    return 1;
+}
+
+/* vcc_parse_float: a finite number >= 0 (PyTorch's SGD refuses negative lr, momentum and weight
+ * decay) into *out; 1 if s is anything else. */
+VCC_STATE_FN int vcc_parse_float(const char *s, float *out) {
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || *end || !(v >= 0.0 && v <= 3.0e38)) return 1;
+    *out = (float)v;
+    return 0;
+}
+
+/* vcc_parse_count: a decimal integer in [0, LONG_MAX] into *out; 1 if s is anything else. */
+VCC_STATE_FN int vcc_parse_count(const char *s, long *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end || v < 0 || errno || s[0] == '-' || s[0] == '+' || s[0] == ' ') return 1;
+    *out = v;
+    return 0;
+}
+
+/* vcc_beside_program: the path of a file vcc wrote beside the program (name, e.g. "train.safetensors"),
+ * found from argv[0]'s folder, so "dir/train" run from anywhere reads dir/train.safetensors; a program
+ * started through PATH (no '/' in argv[0]) looks in the current folder. Written into buf (cap bytes). */
+VCC_STATE_FN const char *vcc_beside_program(const char *argv0, const char *name, char *buf, size_t cap) {
+    const char *slash = argv0 ? strrchr(argv0, '/') : NULL;
+    if (!slash || name[0] == '/') snprintf(buf, cap, "%s", name);
+    else snprintf(buf, cap, "%.*s/%s", (int)(slash - argv0), argv0, name);
+    return buf;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Fingerprints (FNV-1a, 64 bits): what identifies a model, a data set, a run */
+/* ------------------------------------------------------------------------ */
+
+/* vcc_fnv: fold n bytes at p into the hash h (start from VCC_FNV_INIT). */
+#define VCC_FNV_INIT 0xcbf29ce484222325ull
+VCC_STATE_FN uint64_t vcc_fnv(uint64_t h, const void *p, size_t n) {
+    const unsigned char *b = (const unsigned char *)p;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* vcc_fnv_u64: fold one integer (as 8 little-endian bytes) into h. */
+VCC_STATE_FN uint64_t vcc_fnv_u64(uint64_t h, uint64_t v) {
+    unsigned char b[8];
+    for (int i = 0; i < 8; i++) b[i] = (unsigned char)(v >> (8 * i));
+    return vcc_fnv(h, b, 8);
+}
+
+/* vcc_state_fingerprint: the compiled program's identity as far as saved state goes: every state
+ * tensor's name, arena offset, size, shape, dtype and role, and the arena size. Two programs with the
+ * same fingerprint read and write the same checkpoints. */
+VCC_STATE_FN uint64_t vcc_state_fingerprint(const VccStateInfo *state, int nstate, size_t arena_bytes) {
+    uint64_t h = vcc_fnv_u64(VCC_FNV_INIT, arena_bytes);
+    for (int i = 0; i < nstate; i++) {
+        const VccStateInfo *s = &state[i];
+        h = vcc_fnv(h, s->name, strlen(s->name) + 1);
+        h = vcc_fnv_u64(vcc_fnv_u64(vcc_fnv_u64(h, s->offset), s->bytes), (uint64_t)s->rank);
+        for (int d = 0; d < s->rank; d++) h = vcc_fnv_u64(h, (uint64_t)s->dims[d]);
+        h = vcc_fnv_u64(vcc_fnv_u64(h, (uint64_t)s->is_i64), (uint64_t)s->role);
+    }
+    return h;
+}
+
+/* vcc_array_fingerprint: an array's dtype, shape and contents; arrays above 1 MiB are sampled (4096
+ * blocks of 64 bytes spread evenly, plus the last 64 bytes), so a multi-GB clip file costs
+ * microseconds. */
+VCC_STATE_FN uint64_t vcc_array_fingerprint(const VccNpy *a) {
+    uint64_t h = vcc_fnv(VCC_FNV_INIT, a->dtype, strlen(a->dtype));
+    h = vcc_fnv_u64(h, (uint64_t)a->rank);
+    for (int d = 0; d < a->rank; d++) h = vcc_fnv_u64(h, (uint64_t)a->dims[d]);
+    const unsigned char *p = (const unsigned char *)a->data;
+    size_t n = a->nbytes, block = 64, nblocks = 4096;
+    if (n <= ((size_t)1 << 20)) return vcc_fnv(h, p, n);
+    for (size_t i = 0; i < nblocks; i++) h = vcc_fnv(h, p + (n - block) / (nblocks - 1) * i, block);
+    return vcc_fnv(h, p + n - block, block);
+}
+
+/* ------------------------------------------------------------------------ */
+/* State: load and save                                                     */
+/* ------------------------------------------------------------------------ */
+
+/* vcc_state_check: whether the loaded file st (read from path) holds every state tensor this program
+ * reads, with the compiled dtype and shape: parameters, BN buffers and constants always, momentum
+ * buffers when need_opt (a checkpoint to resume); gradients are never read. Returns 0, or 1 with
+ * "<path>: tensor '<name>' is missing | has the wrong dtype or shape" in err. */
+VCC_STATE_FN int vcc_state_check(const VccSafetensors *st, const char *path, const VccStateInfo *state, int nstate,
+                                 int need_opt, char *err, size_t errlen) {
     for (int i = 0; i < nstate; i++) {
         const VccStateInfo *s = &state[i];
         if (s->role == VCC_ROLE_GRAD) continue;
-        const VccStEntry *e = vcc_st_find(&st, s->name);
-        if (!e && s->role == VCC_ROLE_OPT_STATE) continue;
+        const VccStEntry *e = vcc_st_find(st, s->name);
+        if (!e && s->role == VCC_ROLE_OPT_STATE && !need_opt) continue;
         if (!e) {
-            snprintf(err, sizeof err, "%s: tensor '%s' is missing", path, s->name);
-            vcc_die(err);
+            vcc_io_errf(err, errlen, path, "tensor '%s' is missing", s->name);
+            return 1;
         }
         int same = e->rank == s->rank && !strcmp(e->dtype, s->is_i64 ? "I64" : "F32") && e->end - e->begin == s->bytes;
         for (int d = 0; same && d < s->rank; d++) same = e->dims[d] == s->dims[d];
         if (!same) {
-            snprintf(err, sizeof err, "%s: tensor '%s' has the wrong dtype or shape", path, s->name);
-            vcc_die(err);
+            vcc_io_errf(err, errlen, path, "tensor '%s' has the wrong dtype or shape", s->name);
+            return 1;
         }
-        vcc_upload(rt, arena + s->offset, st.buf + e->begin, s->bytes);
     }
+    return 0;
+}
+
+/* vcc_state_upload: copy the state tensors of st (checked with vcc_state_check) into the arena;
+ * momentum buffers absent from st keep the arena's contents (zero in a fresh arena). */
+VCC_STATE_FN void vcc_state_upload(VccRt *rt, const VccSafetensors *st, const VccStateInfo *state, int nstate,
+                                   unsigned char *arena) {
+    for (int i = 0; i < nstate; i++) {
+        const VccStateInfo *s = &state[i];
+        const VccStEntry *e = s->role == VCC_ROLE_GRAD ? NULL : vcc_st_find(st, s->name);
+        if (e) vcc_upload(rt, arena + s->offset, st->buf + e->begin, s->bytes);
+    }
+}
+
+/* vcc_load_state: load the state tensors from the safetensors file at path into the arena: parameters,
+ * BN buffers and constants must be present with the compiled dtype and shape; momentum buffers are
+ * restored when present (a checkpoint), else stay zero; gradients are not read. Dies with a one-line
+ * message. */
+VCC_STATE_FN void vcc_load_state(VccRt *rt, const VccStateInfo *state, int nstate, unsigned char *arena, const char *path) {
+    char err[1024];
+    VccSafetensors st;
+    if (vcc_st_load(path, &st, err, sizeof err) || vcc_state_check(&st, path, state, nstate, 0, err, sizeof err))
+        vcc_die(err);
+    vcc_state_upload(rt, &st, state, nstate, arena);
     vcc_st_free(&st);
 }
 
-/* Save every state tensor whose role is in roles_mask (bit per role) from the arena. */
-static int vcc_save_state(VccRt *rt, const VccStateInfo *state, int nstate, const unsigned char *arena, const char *path, int roles_mask,
-                          char *err, size_t errlen) {
+/* vcc_save_state_meta: save every state tensor whose role is in roles_mask (bit per role) from the
+ * arena to path, with nmeta "__metadata__" strings; written to path.tmp, flushed to disk and renamed
+ * (vcc_st_save_meta). Returns 0, or 1 with the message in err. */
+VCC_STATE_FN int vcc_save_state_meta(VccRt *rt, const VccStateInfo *state, int nstate, const unsigned char *arena,
+                                     const char *path, int roles_mask, const VccStMeta *meta, int nmeta, char *err,
+                                     size_t errlen) {
     VccStWrite *w = (VccStWrite *)calloc((size_t)nstate + 1, sizeof *w);
     void **bufs = (void **)calloc((size_t)nstate + 1, sizeof *bufs);
     int n = 0, rc = 0;
     if (!w || !bufs) {
-        snprintf(err, errlen, "%s: out of memory", path);
+        vcc_io_errf(err, errlen, path, "out of memory");
         rc = 1;
     }
     for (int i = 0; i < nstate && !rc; i++) {
@@ -76,7 +270,7 @@ static int vcc_save_state(VccRt *rt, const VccStateInfo *state, int nstate, cons
         if (!(roles_mask & (1 << s->role))) continue;
         bufs[n] = malloc(s->bytes ? s->bytes : 1);
         if (!bufs[n]) {
-            snprintf(err, errlen, "%s: out of memory", path);
+            vcc_io_errf(err, errlen, path, "out of memory");
             rc = 1;
             break;
         }
@@ -89,11 +283,132 @@ static int vcc_save_state(VccRt *rt, const VccStateInfo *state, int nstate, cons
         w[n].nbytes = s->bytes;
         n++;
     }
-    if (!rc) rc = vcc_st_save(path, w, n, err, errlen);
+    if (!rc) rc = vcc_st_save_meta(path, meta, nmeta, w, n, err, errlen);
     for (int i = 0; i < n; i++) free(bufs[i]);
     free(bufs);
     free(w);
     return rc;
+}
+
+/* vcc_save_state: vcc_save_state_meta without metadata. */
+VCC_STATE_FN int vcc_save_state(VccRt *rt, const VccStateInfo *state, int nstate, const unsigned char *arena,
+                                const char *path, int roles_mask, char *err, size_t errlen) {
+    return vcc_save_state_meta(rt, state, nstate, arena, path, roles_mask, NULL, 0, err, errlen);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Checkpoint folders: DIR/step<k>.safetensors                              */
+/* ------------------------------------------------------------------------ */
+
+/* vcc_ckpt_path: "<dir>/step<k>.safetensors" into buf (cap bytes). */
+VCC_STATE_FN const char *vcc_ckpt_path(const char *dir, long step, char *buf, size_t cap) {
+    snprintf(buf, cap, "%s/step%ld.safetensors", dir, step);
+    return buf;
+}
+
+/* vcc_ckpt_step_of: the k of a file name "step<k>.safetensors" (k written without leading zeros), or -1
+ * for any other name; with tmp, the name must end ".safetensors.tmp" instead (a write in flight or cut
+ * short). */
+VCC_STATE_FN long vcc_ckpt_step_of(const char *name, int tmp) {
+    const char *suffix = tmp ? ".safetensors.tmp" : ".safetensors";
+    if (strncmp(name, "step", 4) != 0 || name[4] < '0' || name[4] > '9' || (name[4] == '0' && name[5] != '.')) return -1;
+    char *end;
+    errno = 0;
+    long k = strtol(name + 4, &end, 10);
+    if (errno || strcmp(end, suffix) != 0) return -1;
+    return k;
+}
+
+/* qsort order: step numbers, largest first. */
+VCC_STATE_FN int vcc_ckpt_cmp_desc(const void *a, const void *b) {
+    long x = *(const long *)a, y = *(const long *)b;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* vcc_ckpt_list: the step numbers of the checkpoint files (tmp 0) or of the leftover temporary files
+ * (tmp 1) in dir, newest first, in *steps (malloc'd, free it; NULL when *n is 0). A missing dir holds
+ * none. Returns 0, or 1 with "<dir>: cannot read: <reason>" in err. */
+VCC_STATE_FN int vcc_ckpt_list(const char *dir, int tmp, long **steps, int *n, char *err, size_t errlen) {
+    *steps = NULL;
+    *n = 0;
+    DIR *d = opendir(dir);
+    if (!d) {
+        if (errno == ENOENT) return 0;
+        vcc_io_errf(err, errlen, dir, "cannot read: %s", strerror(errno));
+        return 1;
+    }
+    int cap = 0;
+    struct dirent *ent;
+    while ((ent = readdir(d)) != NULL) {
+        long k = vcc_ckpt_step_of(ent->d_name, tmp);
+        if (k < 0) continue;
+        if (*n == cap) {
+            long *grown = (long *)realloc(*steps, sizeof(long) * (size_t)(cap ? 2 * cap : 16));
+            if (!grown) {
+                closedir(d);
+                free(*steps);
+                *steps = NULL;
+                *n = 0;
+                vcc_io_errf(err, errlen, dir, "out of memory");
+                return 1;
+            }
+            *steps = grown;
+            cap = cap ? 2 * cap : 16;
+        }
+        (*steps)[(*n)++] = k;
+    }
+    closedir(d);
+    if (*n) qsort(*steps, (size_t)*n, sizeof(long), vcc_ckpt_cmp_desc);
+    return 0;
+}
+
+/* vcc_ckpt_newest: load the newest complete checkpoint in dir into *st (its path in path, cap bytes,
+ * its step in *step). A file that does not load (cut short or damaged) is skipped with a warning and the
+ * next older one is tried. Returns 0; 1 with the reason in err when dir holds no checkpoint that loads. */
+VCC_STATE_FN int vcc_ckpt_newest(const char *dir, VccSafetensors *st, char *path, size_t cap, long *step, char *err,
+                                 size_t errlen) {
+    long *steps;
+    int n, damaged = 0;
+    if (vcc_ckpt_list(dir, 0, &steps, &n, err, errlen)) return 1;
+    for (int i = 0; i < n; i++) {
+        char why[1024];
+        vcc_ckpt_path(dir, steps[i], path, cap);
+        if (vcc_st_load(path, st, why, sizeof why) == 0) {
+            *step = steps[i];
+            free(steps);
+            return 0;
+        }
+        vcc_warnf("skipping a checkpoint that does not load: %s", why);
+        damaged++;
+    }
+    free(steps);
+    if (damaged)
+        vcc_io_errf(err, errlen, dir, "none of its %d checkpoint files loads (see the warnings above)", damaged);
+    else
+        vcc_io_errf(err, errlen, dir, "holds no checkpoint (step<k>.safetensors) to resume from");
+    return 1;
+}
+
+/* vcc_ckpt_prune: after step now's checkpoint is written, delete the checkpoints in dir with a smaller
+ * step beyond the keep newest ones (the new one counted); files of later steps are left alone; keep 0
+ * keeps everything. A file that cannot be removed is reported as a warning. */
+VCC_STATE_FN void vcc_ckpt_prune(const char *dir, long now, long keep) {
+    long *steps;
+    int n;
+    long kept = 1;
+    char err[1024], path[4200];
+    if (keep <= 0) return;
+    if (vcc_ckpt_list(dir, 0, &steps, &n, err, sizeof err)) {
+        vcc_warnf("%s", err);
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        if (steps[i] >= now) continue;
+        if (kept++ < keep) continue;
+        if (remove(vcc_ckpt_path(dir, steps[i], path, sizeof path)) != 0)
+            vcc_warnf("%s: cannot remove: %s", path, strerror(errno));
+    }
+    free(steps);
 }
 
 #endif /* VCC_STATE_H */

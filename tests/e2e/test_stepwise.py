@@ -7,9 +7,10 @@ Why: float32 training of BatchNorm ResNets is chaotic. A ReLU input within round
 lands on the other side in two correct float32 implementations, and from that step on the gradient of
 everything below it differs by percents, so free-running losses drift apart after a few steps whatever
 the implementation. This test removes the accumulation: vcc's trainer writes its state after every step
-(--checkpoint-dir), and for each step k PyTorch, in float64, starts from vcc's state after step k-1
-(parameters, BN running statistics, momentum buffers) and performs step k (tests/e2e/torch_ref.py
-evaluates the ONNX graph with torch.nn.functional; torch.optim.SGD updates). Checked per step:
+(--checkpoint-dir --checkpoint-every 1 --keep-last 0), and for each step k PyTorch, in float64, starts
+from vcc's state after step k-1 (parameters, BN running statistics, momentum buffers) and performs step k
+(tests/e2e/torch_ref.py evaluates the ONNX graph with torch.nn.functional; torch.optim.SGD updates).
+Checked per step:
   loss                 |vcc - ref| <= 1e-5 * |ref|              (forward quantities: continuous, no chaos)
   BN running stats     max|vcc - ref| <= 1e-5 * max|ref| per tensor
   parameters           per tensor e = (max|vcc - ref| - 4 ulp of max|ref|) / max|p_after - p_before| (error
@@ -25,6 +26,7 @@ evaluates the ONNX graph with torch.nn.functional; torch.optim.SGD updates). Che
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 
@@ -58,7 +60,8 @@ def main():
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     work = os.path.abspath(args.work)
-    os.makedirs(os.path.join(work, "ckpt"), exist_ok=True)
+    shutil.rmtree(os.path.join(work, "ckpt"), ignore_errors=True)  # a new run refuses another run's checkpoints
+    os.makedirs(work, exist_ok=True)
     model_path, data_path, label_path = (os.path.abspath(p) for p in (args.model, args.data, args.labels))
 
     def run(cmd, shell=False):
@@ -71,7 +74,7 @@ def main():
     run(build, shell=True)
     out = run(["./train", "--data", data_path, "--labels", label_path, "--steps", str(args.steps), "--lr",
                str(args.lr), "--momentum", str(args.momentum), "--weight-decay", str(args.weight_decay),
-               "--checkpoint-dir", "ckpt"])
+               "--checkpoint-dir", "ckpt", "--checkpoint-every", "1", "--keep-last", "0"])
     losses = [float(l.split()[3]) for l in out.splitlines() if l.startswith("step ")]
 
     model = onnx.load(model_path)
