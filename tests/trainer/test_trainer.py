@@ -1,0 +1,438 @@
+"""The generated trainer as a user meets it: build commands, binary names, resume, checkpoints, messages.
+
+    test_trainer.py CASE --vcc BUILD/vcc --tiny BUILD/tests/e2e/tiny --work DIR
+
+Cases (each one CTest test, trainer_<case>):
+  build_command  vcc run in DIR with -o 'sub dir/it's here/t.c': the printed command, run by sh -c in DIR,
+                 builds 'sub dir/it's here/t', which runs from DIR (its weights found beside it); the file's
+                 first line says it builds from the file's folder and does; a .cu output prints a command
+                 that builds t_cuda; vcc --help names both binaries
+  cuda           (exit 77 without nvcc and cudnn.h) train.c and train.cu side by side in 'side by side/':
+                 both printed commands, run from DIR, build train and train_cuda; train_cuda either trains
+                 (a GPU: losses within 1e-4 of the C trainer's) or says in one line that there is no CUDA
+                 device, exit status 1, with no source position in the line
+  resume         a 6-step run on 5 samples (batch 2, so the data position matters) and the same run killed
+                 with SIGKILL once 'step 3' is printed, then resumed with --resume DIR: the printed lines
+                 are the uninterrupted run's, string for string, with no step missing or repeated, and the
+                 final --out files are byte-identical; with --checkpoint-every 1 and 2
+  kill_write     SIGKILL while a checkpoint is being written (its .tmp is on disk): no file by the final
+                 name is left half-written, every checkpoint loads with the safetensors package, --resume DIR
+                 continues from the previous step with the uninterrupted run's losses and removes the
+                 .tmp; a damaged newest checkpoint is skipped with a warning
+  keep_last      --keep-last 2 leaves the 2 newest; the defaults leave only the last step's; 0 keeps all
+  refuse         a fresh run pointed at another run's checkpoint folder is refused and the folder left
+                 untouched; so is a resumed run writing into a third run's folder, a resume with another
+                 --lr or other data, a resume from a plain weights file, --weights with --resume
+  messages       errors begin with the binary's own name; int32 labels and float64 data get
+                 "labels must be int64 ('<i8'), got int32 ('<i4')" and "data must be float32 ('<f4'), got
+                 float64 ('<f8')"; --help/-h and unknown options for the trainer and the forward program
+
+Models: the fixture's tiny res3d and conv1d (tests/e2e/tiny_models.py), and for resume/kill_write a
+model whose checkpoint is 32 MiB (a Gemm with a (512, 8192) weight, plus its momentum), so a checkpoint
+write lasts long enough to be interrupted. Prints one line per check; exits 0 when all pass, 1 otherwise.
+"""
+
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+from safetensors import safe_open
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))
+from tiny_models import Builder  # noqa: E402
+
+FIRST_LINE = "// build (from this file's folder): "
+FAILURES = []
+
+
+def check(ok, what, detail=""):
+    print("%-4s %s%s" % ("ok" if ok else "FAIL", what, (": " + detail) if detail and not ok else ""))
+    if not ok:
+        FAILURES.append(what)
+    return ok
+
+
+def run(cmd, cwd, rc=0, shell=False):
+    """Run cmd in cwd; the CompletedProcess; stops the case when the exit status is not rc (None: any)."""
+    p = subprocess.run(cmd, cwd=cwd, shell=shell, capture_output=True, text=True)
+    if rc is not None and p.returncode != rc:
+        raise SystemExit("FAIL: %s exited %d (expected %d)\n%s%s" % (cmd, p.returncode, rc, p.stdout, p.stderr))
+    return p
+
+
+def fresh(path):
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+    return path
+
+
+def steps_of(text):
+    return [line for line in text.splitlines() if line.startswith("step ")]
+
+
+def compile_trainer(vcc, model, work, out):
+    """vcc MODEL -o OUT in work, then the printed command in work; the printed command."""
+    cmd = run([vcc, model, "-o", out], work).stdout.strip()
+    run(cmd, work, shell=True)
+    return cmd
+
+
+def big_model(work):
+    """A model whose checkpoint takes a while to write: (2, 3, 4, 16, 16) -> conv, BN, residual, a Gemm
+    with a (512, 8192) weight; 5 samples."""
+    b = Builder(7)
+    x = b.node("Relu", [b.bn(b.conv("input", 3, 8, (3, 3, 3), pads=[1] * 6), 8)])
+    y = b.bn(b.conv(x, 8, 8, (3, 3, 3), pads=[1] * 6), 8)
+    x = b.node("Flatten", [b.node("Relu", [b.node("Add", [y, x])])], axis=1)
+    b.fc(x, 8 * 4 * 16 * 16, 512)
+    b.save(work, "big", [2, 3, 4, 16, 16], 512, samples=5)
+    return os.path.join(work, "big")
+
+
+def meta(path):
+    with safe_open(path, "np") as f:
+        return f.metadata() or {}
+
+
+def case_build_command(a):
+    w = fresh(os.path.join(a.work, "build command"))
+    sub = os.path.join("sub dir", "it's here")
+    os.makedirs(os.path.join(w, sub))
+    model, data, labels = (os.path.join(a.tiny, "res3d", f) for f in ("model.onnx", "data.npy", "labels.npy"))
+    printed = run([a.vcc, model, "-o", os.path.join(sub, "t.c")], w).stdout.strip()
+    check("'sub dir/it'\\''s here/t.c' -o 'sub dir/it'\\''s here/t'" in printed, "the printed command quotes the paths",
+          printed)
+    p = run(printed, w, rc=None, shell=True)
+    check(p.returncode == 0 and os.access(os.path.join(w, sub, "t"), os.X_OK),
+          "sh -c '<printed command>' run where vcc ran builds sub dir/it's here/t", p.stderr)
+    p = run([os.path.join(sub, "t"), "--data", data, "--labels", labels], w, rc=None)
+    check(p.returncode == 0 and p.stdout.startswith("step 1 loss "),
+          "the trainer runs from there, its default weights found beside it", p.stderr)
+    first = open(os.path.join(w, sub, "t.c")).readline().rstrip("\n")
+    check(first == FIRST_LINE + "cc -O2 -march=native -std=c11 t.c -o t -lopenblas -lm",
+          "the first line is the build command from the file's folder, and says so", first)
+    os.remove(os.path.join(w, sub, "t"))
+    p = run(first[len(FIRST_LINE):], os.path.join(w, sub), rc=None, shell=True)
+    check(p.returncode == 0 and os.path.exists(os.path.join(w, sub, "t")), "the first line builds in the file's folder",
+          p.stderr)
+    printed = run([a.vcc, model, "-o", os.path.join(sub, "t.cu")], w).stdout.strip()
+    want = "nvcc -O2 'sub dir/it'\\''s here/t.cu' -o 'sub dir/it'\\''s here/t_cuda' -lcudnn -lcublas"
+    check(printed == want, "a .cu output prints the command that builds t_cuda", printed)
+    first = open(os.path.join(w, sub, "t.cu")).readline().rstrip("\n")
+    check(first == FIRST_LINE + "nvcc -O2 t.cu -o t_cuda -lcudnn -lcublas", "the .cu's first line builds t_cuda", first)
+    usage = run([a.vcc, "--help"], w).stdout
+    check("X_cuda" in usage and "builds the binary X" in usage, "vcc --help names the binaries of X.c and X.cu")
+
+
+def have_cuda():
+    nvcc = shutil.which("nvcc")
+    if not nvcc:
+        return False
+    cuda = os.path.dirname(os.path.dirname(nvcc))
+    dirs = (cuda + "/include", "/usr/include", "/usr/local/include")
+    return any(os.path.exists(os.path.join(d, "cudnn.h")) for d in dirs)
+
+
+def case_cuda(a):
+    if not have_cuda():
+        print("skip: nvcc or cudnn.h not found")
+        sys.exit(77)
+    w = fresh(os.path.join(a.work, "cuda"))
+    os.makedirs(os.path.join(w, "side by side"))
+    model, data, labels = (os.path.join(a.tiny, "res3d", f) for f in ("model.onnx", "data.npy", "labels.npy"))
+    for out in ("train.c", "train.cu"):
+        printed = run([a.vcc, model, "-o", os.path.join("side by side", out)], w).stdout.strip()
+        p = run(printed, w, rc=None, shell=True)
+        check(p.returncode == 0 and not p.stderr.strip(), "%s builds with the printed command, no diagnostics" % out,
+              p.stderr[-2000:])
+    binaries = sorted(f for f in os.listdir(os.path.join(w, "side by side"))
+                      if os.access(os.path.join(w, "side by side", f), os.X_OK))
+    check(binaries == ["train", "train_cuda"], "train and train_cuda side by side", str(binaries))
+    args = ["--data", data, "--labels", labels, "--steps", "2"]
+    c = run([os.path.join("side by side", "train")] + args, w)
+    g = run([os.path.join("side by side", "train_cuda")] + args, w, rc=None)
+    if g.returncode == 0:
+        lc = [float(x.split()[3]) for x in steps_of(c.stdout)]
+        lg = [float(x.split()[3]) for x in steps_of(g.stdout)]
+        check(len(lg) == 2 and all(abs(x - y) <= 1e-4 * abs(x) for x, y in zip(lc, lg)),
+              "train_cuda (a GPU is present) prints the C trainer's losses within 1e-4", "%s vs %s" % (lc, lg))
+    else:
+        err = g.stderr.strip()
+        print("     train_cuda without a GPU: %s" % err)
+        check(g.returncode == 1 and len(err.splitlines()) == 1 and
+              err.startswith("train_cuda: no CUDA device found (cudaGetDeviceCount") and ".cu:" not in err,
+              "no GPU: one sentence naming the program, exit status 1, no source position", err)
+
+
+def kill_after(cmd, cwd, line_prefix):
+    """Start cmd, SIGKILL it once a stdout line starts with line_prefix; the lines it printed."""
+    p = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = []
+    for line in p.stdout:
+        lines.append(line.rstrip("\n"))
+        if line.startswith(line_prefix):
+            p.kill()
+            break
+    rest, _ = p.communicate()
+    lines += [x for x in rest.splitlines() if x]
+    return p.returncode, lines
+
+
+def resumed_from(stderr):
+    """The step a resumed run said it starts from ("<program>: resuming from F at step k of S")."""
+    for line in stderr.splitlines():
+        if ": resuming from " in line:
+            return int(line.split(" at step ")[1].split()[0])
+    return None
+
+
+def case_resume(a):
+    w = fresh(os.path.join(a.work, "resume"))
+    d = big_model(w)
+    compile_trainer(a.vcc, os.path.join(d, "model.onnx"), w, "train.c")
+    def train(steps):
+        return ["./train", "--data", os.path.join(d, "data.npy"), "--labels", os.path.join(d, "labels.npy"), "--steps",
+                str(steps), "--lr", "0.05", "--momentum", "0.9", "--weight-decay", "0.001"]
+    common = train(6)
+    ref = steps_of(run(common + ["--out", "ref.safetensors"], w).stdout)
+    check(len(ref) == 6, "the uninterrupted run prints 6 steps", str(ref))
+    for every in ("1", "2"):
+        ck = "ck_every" + every
+        cmd = common + ["--checkpoint-dir", ck, "--checkpoint-every", every, "--keep-last", "0", "--out",
+                        "out%s.safetensors" % every]
+        rc, first = kill_after(cmd, w, "step 3 ")
+        check(rc == -signal.SIGKILL and first == ref[:len(first)] and len(first) >= 3,
+              "--checkpoint-every %s: killed after step 3, the lines so far are the uninterrupted run's" % every,
+              "rc %s, %s" % (rc, first))
+        p = run(cmd + ["--resume", ck], w, rc=None)
+        k = resumed_from(p.stderr)
+        second = steps_of(p.stdout)
+        print("     killed after %d lines; resumed from step %s: %s" % (len(first), k, second))
+        check(p.returncode == 0 and k is not None and k <= len(first) + 1 and second == ref[k:],
+              "--checkpoint-every %s: the resumed run prints steps %s..6 exactly as the uninterrupted run"
+              % (every, None if k is None else k + 1),
+              p.stderr)
+        both = {line.split()[1]: line for line in first + second}
+        check(sorted(both.values(), key=lambda x: int(x.split()[1])) == ref,
+              "--checkpoint-every %s: together the two runs printed every step once, as the uninterrupted run" % every)
+        same = open(os.path.join(w, "ref.safetensors"), "rb").read() == \
+            open(os.path.join(w, "out%s.safetensors" % every), "rb").read()
+        check(same, "--checkpoint-every %s: the resumed run's --out file is byte-identical to the uninterrupted run's"
+              % every)
+        m = meta(os.path.join(w, ck, "step6.safetensors"))
+        check(m.get("step") == "6" and m.get("data_position") == "2" and m.get("samples") == "5" and
+              m.get("lr") == "0.05" and len(m.get("run", "")) == 16 and len(m.get("model", "")) == 16,
+              "the checkpoint's metadata: step 6, data position 12 mod 5 = 2, lr, run and model ids", str(m))
+    p = run(common + ["--resume", "ck_every1"], w)
+    check(steps_of(p.stdout) == [] and "nothing left to train" in p.stderr,
+          "resuming a finished run with the same --steps trains nothing", p.stderr)
+    p = run(train(8) + ["--resume", "ck_every1"], w)
+    ext = steps_of(p.stdout)
+    check([x.split()[1] for x in ext] == ["7", "8"], "a larger --steps extends the run from where it stopped", str(ext))
+
+
+def case_kill_write(a):
+    w = fresh(os.path.join(a.work, "kill_write"))
+    d = big_model(w)
+    compile_trainer(a.vcc, os.path.join(d, "model.onnx"), w, "train.c")
+    common = ["./train", "--data", os.path.join(d, "data.npy"), "--labels", os.path.join(d, "labels.npy"), "--steps",
+              "6", "--lr", "0.05", "--checkpoint-every", "1", "--keep-last", "0"]
+    ref = steps_of(run(common[:-4], w).stdout)
+    caught = None
+    for attempt in range(10):
+        ck = os.path.join(w, "ck")
+        shutil.rmtree(ck, ignore_errors=True)
+        p = subprocess.Popen(common + ["--checkpoint-dir", "ck"], cwd=w, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+        tmp = None
+        while p.poll() is None and tmp is None:
+            names = os.listdir(ck) if os.path.isdir(ck) else []
+            tmp = next((n for n in names if n.endswith(".safetensors.tmp") and n != "step0.safetensors.tmp"
+                        and n != "step1.safetensors.tmp"), None)
+            if tmp is None:
+                time.sleep(0.0005)
+        if tmp is not None:
+            p.kill()
+        p.communicate()
+        if tmp is not None and os.path.exists(os.path.join(ck, tmp)):
+            caught = int(tmp[4:].split(".")[0])
+            break
+        print("     attempt %d: the write finished before the kill; again" % (attempt + 1))
+    if not check(caught is not None, "SIGKILL landed while a checkpoint was being written"):
+        return
+    names = sorted(os.listdir(ck))
+    print("     killed while writing step %d: %s" % (caught, names))
+    check("step%d.safetensors" % caught not in names, "no file by the final name for the interrupted write")
+    good = True
+    for n in names:
+        if n.endswith(".safetensors"):
+            try:
+                good &= meta(os.path.join(ck, n)).get("step") == n[4:-12]
+            except Exception as e:  # noqa: BLE001 - any failure to read is the finding
+                good = False
+                print("     %s: %s" % (n, e))
+    check(good, "every stepK.safetensors left loads with the safetensors package and says step K")
+    p = run(common + ["--checkpoint-dir", "ck", "--resume", "ck"], w, rc=None)
+    check(p.returncode == 0 and resumed_from(p.stderr) == caught - 1 and steps_of(p.stdout) == ref[caught - 1:],
+          "--resume picks step %d, the newest complete one, and prints the uninterrupted run's losses" % (caught - 1),
+          p.stderr + p.stdout)
+    check(not any(n.endswith(".tmp") for n in os.listdir(ck)), "the resumed run removed the cut-short .tmp")
+    # the newest checkpoint damaged (cut short by something else than the writer): skipped, with a warning
+    with open(os.path.join(ck, "step6.safetensors"), "r+b") as f:
+        f.truncate(os.path.getsize(os.path.join(ck, "step6.safetensors")) // 2)
+    p = run(common + ["--checkpoint-dir", "ck", "--resume", "ck"], w, rc=None)
+    check(p.returncode == 0 and "warning: skipping" in p.stderr and resumed_from(p.stderr) == 5 and
+          steps_of(p.stdout) == ref[5:], "a damaged step6 is skipped with a warning; step 6 is redone from step 5",
+          p.stderr)
+
+
+def case_keep_last(a):
+    w = fresh(os.path.join(a.work, "keep_last"))
+    t = os.path.join(a.tiny, "res3d")
+    compile_trainer(a.vcc, os.path.join(t, "model.onnx"), w, "train.c")
+    common = ["./train", "--data", os.path.join(t, "data.npy"), "--labels", os.path.join(t, "labels.npy"), "--steps",
+              "6"]
+
+    def files(ck):
+        return sorted(os.listdir(os.path.join(w, ck)), key=lambda n: int(n[4:].split(".")[0]))
+
+    run(common + ["--checkpoint-dir", "k2", "--checkpoint-every", "1", "--keep-last", "2"], w)
+    check(files("k2") == ["step5.safetensors", "step6.safetensors"], "--keep-last 2 keeps step5 and step6",
+          str(files("k2")))
+    run(common + ["--checkpoint-dir", "kdef"], w)
+    check(files("kdef") == ["step6.safetensors"], "the defaults (every 100 steps and the last) leave step6 only",
+          str(files("kdef")))
+    run(common + ["--checkpoint-dir", "k0", "--checkpoint-every", "2", "--keep-last", "0"], w)
+    check(files("k0") == ["step2.safetensors", "step4.safetensors", "step6.safetensors"],
+          "--checkpoint-every 2 --keep-last 0 keeps step2, step4, step6", str(files("k0")))
+    p = run(common + ["--keep-last", "2"], w, rc=2)
+    check("--keep-last needs --checkpoint-dir" in p.stderr, "--keep-last without a folder is a usage error", p.stderr)
+
+
+def snapshot(path):
+    return {n: (os.stat(os.path.join(path, n)).st_mtime_ns, os.path.getsize(os.path.join(path, n)))
+            for n in os.listdir(path)}
+
+
+def case_refuse(a):
+    w = fresh(os.path.join(a.work, "refuse"))
+    t = os.path.join(a.tiny, "res3d")
+    compile_trainer(a.vcc, os.path.join(t, "model.onnx"), w, "train.c")
+    data, labels = os.path.join(t, "data.npy"), os.path.join(t, "labels.npy")
+    common = ["./train", "--data", data, "--labels", labels, "--steps", "2", "--lr", "0.05"]
+    run(common + ["--checkpoint-dir", "runA"], w)
+    before = snapshot(os.path.join(w, "runA"))
+    p = run(common + ["--checkpoint-dir", "runA"], w, rc=1)
+    err = p.stderr.strip()
+    check(err.startswith("train: runA: holds the checkpoints of another run") and "--resume runA" in err and
+          "another --checkpoint-dir" in err and p.stdout == "",
+          "a fresh run in another run's folder is refused before training, saying how to resume or move on", err)
+    check(snapshot(os.path.join(w, "runA")) == before, "the other run's checkpoints are untouched")
+    run(common + ["--checkpoint-dir", "runC"], w)
+    p = run(common + ["--steps", "4", "--resume", "runA/step2.safetensors", "--checkpoint-dir", "runC"], w, rc=1)
+    check("runC: holds the checkpoints of another run" in p.stderr,
+          "a resumed run does not write into a third run's folder", p.stderr.strip())
+    p = run(common[:-2] + ["--lr", "0.01", "--steps", "4", "--resume", "runA"], w, rc=1)
+    check("the run used --lr 0.05, this command line gives --lr 0.01" in p.stderr,
+          "a resume with another --lr is refused, naming it", p.stderr.strip())
+    np.save(os.path.join(w, "other.npy"), np.load(data)[::-1].copy())
+    p = run(["./train", "--data", "other.npy", "--labels", labels, "--steps", "4", "--lr", "0.05", "--resume", "runA"],
+            w, rc=1)
+    check("the run trained on other data" in p.stderr, "a resume with other data is refused", p.stderr.strip())
+    p = run(common + ["--resume", "train.safetensors"], w, rc=1)
+    check("not a resumable vcc checkpoint" in p.stderr and "--weights train.safetensors" in p.stderr,
+          "a plain weights file is not a checkpoint to resume (the message points to --weights)", p.stderr.strip())
+    p = run(common + ["--resume", "runA", "--weights", "train.safetensors"], w, rc=2)
+    check("exclude each other" in p.stderr, "--weights with --resume is a usage error", p.stderr.strip())
+    p = run(common + ["--resume", "empty"], w, rc=1)
+    os.makedirs(os.path.join(w, "empty"))
+    p2 = run(common + ["--resume", "empty"], w, rc=1)
+    check("empty: cannot open" in p.stderr and "holds no checkpoint" in p2.stderr,
+          "--resume of a missing or empty folder says so", (p.stderr + p2.stderr).strip())
+    check(snapshot(os.path.join(w, "runA")) == before, "after all that, runA is still untouched")
+
+
+def case_messages(a):
+    w = fresh(os.path.join(a.work, "messages"))
+    t = os.path.join(a.tiny, "res3d")
+    compile_trainer(a.vcc, os.path.join(t, "model.onnx"), w, "train.c")
+    data, labels = np.load(os.path.join(t, "data.npy")), np.load(os.path.join(t, "labels.npy"))
+    np.save(os.path.join(w, "data.npy"), data)
+    np.save(os.path.join(w, "labels.npy"), labels)
+    np.save(os.path.join(w, "labels_i32.npy"), labels.astype(np.int32))
+    np.save(os.path.join(w, "data_f64.npy"), data.astype(np.float64))
+    p = run(["./train", "--data", "data.npy", "--labels", "labels_i32.npy"], w, rc=1)
+    check(p.stderr == "train: labels_i32.npy: labels must be int64 ('<i8'), got int32 ('<i4')\n",
+          "int32 labels: the plain message", p.stderr.strip())
+    p = run(["./train", "--data", "data_f64.npy", "--labels", "labels.npy"], w, rc=1)
+    check(p.stderr == "train: data_f64.npy: data must be float32 ('<f4'), got float64 ('<f8')\n",
+          "float64 data: the plain message", p.stderr.strip())
+    shutil.copy(os.path.join(w, "train"), os.path.join(w, "my_trainer"))
+    for label, args, rc in (("a missing file", ["--data", "nope.npy", "--labels", "labels.npy"], 1),
+                            ("a bad --lr", ["--data", "data.npy", "--labels", "labels.npy", "--lr", "-1"], 1),
+                            ("an unknown option", ["--bogus"], 2),
+                            ("a missing --labels", ["--data", "data.npy"], 2)):
+        p = run(["./my_trainer"] + args, w, rc=rc)
+        lines = p.stderr.splitlines()
+        check(len(lines) == 1 and lines[0].startswith("my_trainer: "),
+              "a renamed trainer names itself in the error line (%s)" % label, p.stderr.strip())
+    p = run(["./my_trainer", "--bogus"], w, rc=2)
+    check(p.stderr == "my_trainer: unknown option '--bogus' (see my_trainer --help)\n", "unknown option: status 2",
+          p.stderr.strip())
+    for flag in ("--help", "-h"):
+        p = run(["./train", flag], w)
+        check(p.stdout.startswith("usage: train --data X.npy --labels Y.npy") and "--resume DIR|FILE" in p.stdout and
+              "total steps of the run" in p.stdout and "(S, 3, 4, 12, 12)" in p.stdout,
+              "train %s: the usage with the compiled shapes, status 0" % flag)
+    c = os.path.join(a.tiny, "conv1d")
+    printed = run([a.vcc, os.path.join(c, "model.onnx"), "--forward-only", "-o", "fwd.c"], w).stdout.strip()
+    run(printed, w, shell=True)
+    np.save(os.path.join(w, "x.npy"), np.load(os.path.join(c, "data.npy"))[:2])
+    np.save(os.path.join(w, "x_i32.npy"), np.load(os.path.join(c, "data.npy"))[:2].astype(np.int32))
+    p = run(["./fwd", "--help"], w)
+    check(p.stdout.startswith("usage: fwd IN.npy... -o OUT.npy...") and "input float32 (2, 3, 20)" in p.stdout and
+          not os.path.exists(os.path.join(w, "--help")), "fwd --help: the usage, not an input file named --help")
+    p = run(["./fwd", "--bogus", "x.npy", "-o", "y.npy"], w, rc=2)
+    check(p.stderr == "fwd: unknown option '--bogus' (see fwd --help)\n", "fwd: unknown option, status 2",
+          p.stderr.strip())
+    p = run(["./fwd", "x.npy"], w, rc=2)
+    check(p.stderr.startswith("fwd: expected 1 input and 1 output .npy files"), "fwd: a missing output, status 2",
+          p.stderr.strip())
+    p = run(["./fwd", "x_i32.npy", "-o", "y.npy"], w, rc=1)
+    check(p.stderr == "fwd: x_i32.npy: input 'input' must be float32 ('<f4'), got int32 ('<i4')\n",
+          "fwd: an int32 input gets the plain message", p.stderr.strip())
+    shutil.copy(os.path.join(w, "fwd"), os.path.join(w, "eval_once"))
+    p = run(["./eval_once", "nope.npy", "-o", "y.npy"], w, rc=1)
+    check(p.stderr.startswith("eval_once: nope.npy: cannot open"), "a renamed forward program names itself",
+          p.stderr.strip())
+    p = run(["./fwd", "x.npy", "-o", "y.npy"], w)
+    check(os.path.exists(os.path.join(w, "y.npy")), "fwd evaluates the model")
+
+
+CASES = {"build_command": case_build_command, "cuda": case_cuda, "resume": case_resume,
+         "kill_write": case_kill_write, "keep_last": case_keep_last, "refuse": case_refuse,
+         "messages": case_messages}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("case", choices=sorted(CASES))
+    ap.add_argument("--vcc", required=True)
+    ap.add_argument("--tiny", required=True, help="the vcc_tiny fixture's folder (res3d/, conv1d/)")
+    ap.add_argument("--work", required=True)
+    a = ap.parse_args()
+    a.vcc, a.tiny, a.work = (os.path.abspath(x) for x in (a.vcc, a.tiny, a.work))
+    os.makedirs(a.work, exist_ok=True)
+    CASES[a.case](a)
+    if FAILURES:
+        sys.exit("FAIL: %d check(s): %s" % (len(FAILURES), "; ".join(FAILURES)))
+    print("PASS")
+
+
+if __name__ == "__main__":
+    main()
