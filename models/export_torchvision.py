@@ -1,13 +1,14 @@
 #!/usr/bin/python3
 """Export a torchvision video ResNet to ONNX in training mode, with its weights and a data set.
 
-    /usr/bin/python3 models/export_torchvision.py --model mc3_18 --shape 2x3x8x56x56 \
+    .venv/bin/python models/export_torchvision.py --model mc3_18 --shape 2x3x8x56x56 \
         --samples 4 --seed 0 --out /tmp/mc3
 
 Writes, under --out:
 
-    <model>.onnx     torch.onnx.export(training=TRAINING, opset 17, no constant folding, params
-                     embedded); one graph input 'input' (N, C, T, H, W), one output 'logits' (N, K)
+    <model>.onnx     vcc_torch.export_for_training (torch.onnx.export with training=TRAINING, opset
+                     17, no constant folding, params embedded); one graph input 'input'
+                     (N, C, T, H, W), one output 'logits' (N, K)
     <model>.pt       the model's state_dict (parameters, BN running stats, num_batches_tracked)
                      as it was BEFORE the export
     data.npy         float32 (S, C, T, H, W), standard normal, from numpy.random.default_rng(seed)
@@ -16,13 +17,14 @@ Writes, under --out:
 
 Letters: N batch, C channels, T frames, H height, W width, S samples, K classes.
 
-Why the state dict is captured before the export: exporting in training mode traces one forward
-pass in train mode, and that pass updates every BatchNorm's running_mean / running_var and
-num_batches_tracked in place. torch.onnx.export then writes those *updated* buffers as the
-initializers. So that the ONNX file and <model>.pt describe the same starting point, this script
-restores the pre-export state into the model and rewrites the affected ONNX initializers with the
-pre-export values; it then checks that every initializer equals the saved state dict entry of the
-same name. (num_batches_tracked is not exported at all: ONNX BatchNormalization has no counter.)
+The export is python/vcc_torch.py's export_for_training. Exporting in training mode traces one
+forward pass in train mode, which updates every BatchNorm's running_mean / running_var and
+num_batches_tracked in place, and torch.onnx.export writes the updated buffers as the initializers.
+The helper restores the model and rewrites those initializers with the pre-export values, so that
+the ONNX file and <model>.pt describe the same starting point, and records each num_batches_tracked
+(which ONNX BatchNormalization cannot hold) in the file's metadata_props under
+"vcc.num_batches_tracked.<module>". This script checks again that the model is unchanged and that
+every initializer equals the <model>.pt entry of the same name.
 
 The export's dummy input is the first batch of data.npy (samples 0..N-1, wrapping around).
 """
@@ -36,6 +38,9 @@ import sys
 import warnings
 
 from clipshape import parse_shape
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
+from vcc_torch import export_for_training  # noqa: E402
 
 MODELS = ("r3d_18", "mc3_18", "r2plus1d_18")
 
@@ -133,7 +138,11 @@ def check_ort(onnx_path, model, batch, out=sys.stdout):
         print("check-ort: onnxruntime is not installed; skipped", file=out)
         return None
     try:
-        sess = ort.InferenceSession(onnx_path, providers=["CPUExecutionProvider"])
+        # no graph optimizations: onnxruntime's Conv+BatchNormalization fusion ignores training_mode=1
+        # and normalizes with the running statistics
+        opts = ort.SessionOptions()
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        sess = ort.InferenceSession(onnx_path, opts, providers=["CPUExecutionProvider"])
         got = sess.run(["logits"], {"input": batch})[0]
     except Exception as e:  # ORT builds differ in training-mode BN support
         print(f"check-ort: onnxruntime could not run the model: {e}", file=out)
@@ -161,8 +170,8 @@ def main(argv=None):
     ap.add_argument("--check-ort", action="store_true",
                     help="also run the export in onnxruntime on the first batch and compare logits")
     ap.add_argument("--show-warnings", action="store_true",
-                    help="show the exporter's warnings (by default its expected 'Removing mutation' "
-                         "warnings about num_batches_tracked are hidden)")
+                    help="show the exporter's UserWarnings (its expected 'Removing mutation' warnings "
+                         "about num_batches_tracked are always hidden: the file's metadata holds the counts)")
     ap.add_argument("--threads", type=int, default=2, help="torch.set_num_threads")
     args = ap.parse_args(argv)
 
@@ -200,51 +209,29 @@ def main(argv=None):
 
     with warnings.catch_warnings():
         if not args.show_warnings:
-            warnings.filterwarnings("ignore", message=".*Removing mutation from node.*")
             warnings.filterwarnings("ignore", category=UserWarning, module=r"torch\.onnx.*")
-        torch.onnx.export(
-            model, (torch.from_numpy(first),), onnx_path,
-            export_params=True,
-            training=torch.onnx.TrainingMode.TRAINING,
-            do_constant_folding=False,
-            opset_version=args.opset,
-            input_names=["input"],
-            output_names=["logits"],
-        )
+        try:
+            report = export_for_training(model, torch.from_numpy(first), onnx_path, opset_version=args.opset)
+        except Exception as e:
+            sys.exit(f"{onnx_path}: export failed: {e}")
+    mutated, patched = report.mutated_by_trace, report.initializers_restored
 
+    # The helper's promises, checked independently: the model is as before, and every initializer
+    # named like a state_dict entry holds the saved (pre-export) value.
     after = model.state_dict()
-    mutated = sorted(k for k in before if not torch.equal(before[k], after[k]))
-    if not model.training:
-        print("note: the export left the model in eval mode; switching back to train()")
-        model.train()
-    model.load_state_dict(before)  # undo the tracing pass's running-stat update
-
+    changed = sorted(k for k in before if not torch.equal(before[k], after[k]))
+    if changed or not model.training:
+        sys.exit(f"export_for_training changed the model: entries {changed[:4]}, training={model.training}")
     proto = onnx.load(onnx_path)
-    patched, checked = [], 0
-    for i, init in enumerate(proto.graph.initializer):
+    checked = 0
+    for init in proto.graph.initializer:
         if init.name not in before:
             continue
-        want = before[init.name].numpy()
-        have = numpy_helper.to_array(init)
-        if have.shape != want.shape or have.dtype != want.dtype:
-            sys.exit(f"{onnx_path}: initializer '{init.name}' is {have.dtype}{list(have.shape)}, "
-                     f"state_dict has {want.dtype}{list(want.shape)}")
-        if not np.array_equal(have, want):
-            proto.graph.initializer[i].CopyFrom(numpy_helper.from_array(want, init.name))
-            patched.append(init.name)
+        have, want = numpy_helper.to_array(init), before[init.name].numpy()
+        if have.shape != want.shape or have.dtype != want.dtype or not np.array_equal(have, want):
+            sys.exit(f"{onnx_path}: initializer '{init.name}' ({have.dtype}{list(have.shape)}) differs from "
+                     f"the saved state dict ({want.dtype}{list(want.shape)})")
         checked += 1
-    if patched:
-        onnx.save(proto, onnx_path)
-        proto = onnx.load(onnx_path)
-    # Every initializer must now equal the saved state (by name); checked again from the file.
-    for init in proto.graph.initializer:
-        if init.name in before and not np.array_equal(numpy_helper.to_array(init), before[init.name].numpy()):
-            sys.exit(f"{onnx_path}: initializer '{init.name}' still differs from the saved state dict")
-
-    try:
-        onnx.checker.check_model(onnx_path, full_check=True)
-    except Exception as e:
-        sys.exit(f"{onnx_path}: onnx.checker rejected the export: {e}")
 
     torch.save(before, pt_path)
     np.save(os.path.join(args.out, "data.npy"), data)
@@ -253,12 +240,12 @@ def main(argv=None):
     facts = describe_graph(proto, before)
     print(f"exported {args.model} (K={args.num_classes}, batch {n}x{c}x{t}x{h}x{w}, opset {args.opset}) "
           f"-> {onnx_path} ({os.path.getsize(onnx_path) / 1e6:.1f} MB)")
-    print("onnx.checker: ok (full_check)")
+    print("onnx.checker: ok (full_check, by export_for_training)")
     print_facts(facts)
-    print(f"the export mutated {len(mutated)} state_dict entries "
+    print(f"the export's trace mutated {len(mutated)} state_dict entries "
           f"({dict(collections.Counter(k.rsplit('.', 1)[-1] for k in mutated)) or 'none'}); "
-          f"restored them and rewrote {len(patched)} of {checked} matching initializers with the "
-          f"pre-export values")
+          f"export_for_training restored them and rewrote {len(patched)} of {checked} matching "
+          f"initializers with the pre-export values; {len(report.folded)} shape values folded")
     print(f"wrote {pt_path} (pre-export state dict, {len(before)} entries), data.npy {list(data.shape)} "
           f"float32, labels.npy {list(labels.shape)} int64")
 
@@ -269,6 +256,7 @@ def main(argv=None):
         "num_classes": args.num_classes, "opset": args.opset,
         "torch": torch.__version__, "torchvision": torchvision.__version__, "onnx": onnx.__version__,
         "export_mutated_state": mutated, "initializers_rewritten": patched,
+        "shape_values_folded": report.folded, "num_batches_tracked": report.num_batches_tracked,
         "num_parameters": int(sum(p.numel() for p in model.parameters())),
         "ort_logits_rel_err": ort_err,
         **facts,
