@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """End-to-end check of a vcc-generated C trainer against PyTorch (used from CTest).
 
-    /usr/bin/python3 tests/python/compare_training.py --vcc build/vcc --model mc3_18 \
+    .venv/bin/python tests/python/compare_training.py --vcc build/vcc --model mc3_18 \
         --workdir build/e2e/mc3_18 --shape 2x3x8x56x56 --samples 4 --steps 5 [--check-grads]
 
 What it does, in --workdir (DIR):
@@ -229,8 +229,8 @@ def load_safetensors(path, who):
     try:
         from safetensors.numpy import load_file
     except ImportError:
-        raise Failure("the safetensors package is missing: "
-                      "/usr/bin/python3 -m pip install --break-system-packages safetensors==0.4.5")
+        raise Failure(f"the safetensors package is missing from {sys.executable}: run with the project's "
+                      ".venv/bin/python (sh scripts/setup.sh --deps makes it)")
     if not Path(path).is_file():
         raise Failure(f"{who}: {path} was not written")
     try:
