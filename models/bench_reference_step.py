@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Time PyTorch (CPU) training steps of a torchvision video ResNet: the peer figure for vcc's trainer.
 
-    /usr/bin/python3 models/bench_reference_step.py --state /tmp/mc3/mc3_18.pt --model mc3_18 \
+    .venv/bin/python models/bench_reference_step.py --state /tmp/mc3/mc3_18.pt --model mc3_18 \
         --shape 2x3x8x112x112 --threads 2 --steps 5 --warmup 1 [--profile]
 
 One step is what vcc's trainer does per batch: forward in train() mode, mean cross-entropy,

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Independent PyTorch reference for vcc's trainers: SGD on a torchvision video ResNet.
 
-    /usr/bin/python3 models/reference_sgd.py --state /tmp/mc3/mc3_18.pt --model mc3_18 \
+    .venv/bin/python models/reference_sgd.py --state /tmp/mc3/mc3_18.pt --model mc3_18 \
         --data /tmp/mc3/data.npy --labels /tmp/mc3/labels.npy --batch 2 --steps 5 \
         --lr 0.01 --momentum 0.9 --weight-decay 0 --losses-out losses.json \
         [--grads-out grads.safetensors] [--state-out final.safetensors]
@@ -122,7 +122,7 @@ def main(argv=None):
             from safetensors.torch import save_file
         except ImportError:
             fail("--grads-out/--state-out need the safetensors package "
-                 "(pip install --break-system-packages safetensors==0.4.5)")
+                 "(the project's .venv has it: sh scripts/setup.sh --deps, then .venv/bin/python)")
 
     torch.set_num_threads(args.threads)
     torch.use_deterministic_algorithms(True)
