@@ -23,10 +23,11 @@
  * Checkpoints: --checkpoint-dir DIR (created if missing) receives DIR/step<k>.safetensors after every
  * K-th step (--checkpoint-every K, default 100; 0 = none but the last) and after the run's last step:
  * parameters, BN running statistics and momentum buffers ("<param>.momentum"), and in the safetensors
- * "__metadata__": vcc_checkpoint "1", step, data_position, samples, batch, steps, lr, momentum,
- * weight_decay (the shortest decimal text that reads back as the float used), model (a fingerprint of the compiled state table and arena size, the input
- * shape and the class count), data (a fingerprint of the clips and labels; data_file and labels_file
- * name them) and run (an id drawn when the run started, kept across resumes). A step's line is
+ * "__metadata__": vcc_checkpoint "1", step, data_position, samples, batch, steps, lr, momentum and
+ * weight_decay (the shortest decimal text that reads back as the float used), model (a fingerprint of
+ * the compiled state table and arena size, the input shape and the class count), data (a fingerprint
+ * of the clips and labels; data_file and labels_file name them), run (an id drawn when the run
+ * started, kept across resumes) and program (the binary's name). A step's line is
  * printed after its checkpoint is on disk. Each file is written to <file>.tmp, fsync'ed and renamed,
  * so a file named step<k>.safetensors is always complete. After a checkpoint is written, older ones
  * beyond the newest N are deleted (--keep-last N, default 2; 0 keeps all). A fresh run refuses a DIR

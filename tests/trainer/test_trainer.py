@@ -1,6 +1,6 @@
 """The generated trainer as a user meets it: build commands, binary names, resume, checkpoints, messages.
 
-    test_trainer.py CASE --vcc BUILD/vcc --tiny BUILD/tests/e2e/tiny --work DIR
+    test_trainer.py CASE --vcc BUILD/vcc --tiny BUILD/tests/e2e/tiny --work DIR [--cmake CMAKE --build BUILD]
 
 Cases (each one CTest test, trainer_<case>):
   build_command  vcc run in DIR with -o 'sub dir/it's here/t.c': the printed command, run by sh -c in DIR,
@@ -14,7 +14,9 @@ Cases (each one CTest test, trainer_<case>):
   resume         a 6-step run on 5 samples (batch 2, so the data position matters) and the same run killed
                  with SIGKILL once 'step 3' is printed, then resumed with --resume DIR: the printed lines
                  are the uninterrupted run's, string for string, with no step missing or repeated, and the
-                 final --out files are byte-identical; with --checkpoint-every 1 and 2
+                 final --out files are byte-identical; with --checkpoint-every 1 and 2; SIGTERM writes the
+                 checkpoint of the step in flight and exits 143; a finished run resumed trains nothing,
+                 a larger --steps extends it
   kill_write     SIGKILL while a checkpoint is being written (its .tmp is on disk): no file by the final
                  name is left half-written, every checkpoint loads with the safetensors package, --resume DIR
                  continues from the previous step with the uninterrupted run's losses and removes the
@@ -23,6 +25,8 @@ Cases (each one CTest test, trainer_<case>):
   refuse         a fresh run pointed at another run's checkpoint folder is refused and the folder left
                  untouched; so is a resumed run writing into a third run's folder, a resume with another
                  --lr or other data, a resume from a plain weights file, --weights with --resume
+  install        `cmake --install BUILD --prefix P` installs P/bin/vcc, which compiles a model from another
+                 folder into a trainer that builds and trains, needing no file of the source or build tree
   messages       errors begin with the binary's own name; int32 labels and float64 data get
                  "labels must be int64 ('<i8'), got int32 ('<i4')" and "data must be float32 ('<f4'), got
                  float64 ('<f8')"; --help/-h and unknown options for the trainer and the forward program
@@ -169,18 +173,19 @@ def case_cuda(a):
               "no GPU: one sentence naming the program, exit status 1, no source position", err)
 
 
-def kill_after(cmd, cwd, line_prefix):
-    """Start cmd, SIGKILL it once a stdout line starts with line_prefix; the lines it printed."""
+def kill_after(cmd, cwd, line_prefix, sig=signal.SIGKILL):
+    """Start cmd, send it sig once a stdout line starts with line_prefix; its exit status, the lines it
+    printed and its stderr."""
     p = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     lines = []
     for line in p.stdout:
         lines.append(line.rstrip("\n"))
         if line.startswith(line_prefix):
-            p.kill()
+            p.send_signal(sig)
             break
-    rest, _ = p.communicate()
+    rest, err = p.communicate()
     lines += [x for x in rest.splitlines() if x]
-    return p.returncode, lines
+    return p.returncode, lines, err
 
 
 def resumed_from(stderr):
@@ -205,7 +210,7 @@ def case_resume(a):
         ck = "ck_every" + every
         cmd = common + ["--checkpoint-dir", ck, "--checkpoint-every", every, "--keep-last", "0", "--out",
                         "out%s.safetensors" % every]
-        rc, first = kill_after(cmd, w, "step 3 ")
+        rc, first, _ = kill_after(cmd, w, "step 3 ")
         check(rc == -signal.SIGKILL and first == ref[:len(first)] and len(first) >= 3,
               "--checkpoint-every %s: killed after step 3, the lines so far are the uninterrupted run's" % every,
               "rc %s, %s" % (rc, first))
@@ -228,6 +233,15 @@ def case_resume(a):
         check(m.get("step") == "6" and m.get("data_position") == "2" and m.get("samples") == "5" and
               m.get("lr") == "0.05" and len(m.get("run", "")) == 16 and len(m.get("model", "")) == 16,
               "the checkpoint's metadata: step 6, data position 12 mod 5 = 2, lr, run and model ids", str(m))
+    # SIGTERM: the step in flight finishes, its checkpoint is written (though the default is every 100)
+    rc, first, err = kill_after(common + ["--checkpoint-dir", "ck_term"], w, "step 3 ", signal.SIGTERM)
+    last = len(first)
+    check(rc == 128 + signal.SIGTERM and first == ref[:last] and
+          os.path.exists(os.path.join(w, "ck_term", "step%d.safetensors" % last)) and "--resume ck_term" in err,
+          "SIGTERM after step 3: exit status 143 after step %d's checkpoint, with how to resume" % last, err.strip())
+    p = run(common + ["--resume", "ck_term"], w, rc=None)
+    check(p.returncode == 0 and steps_of(p.stdout) == ref[last:], "the run stopped by SIGTERM resumes to the same losses",
+          p.stderr)
     p = run(common + ["--resume", "ck_every1"], w)
     check(steps_of(p.stdout) == [] and "nothing left to train" in p.stderr,
           "resuming a finished run with the same --steps trains nothing", p.stderr)
@@ -414,9 +428,37 @@ def case_messages(a):
     check(os.path.exists(os.path.join(w, "y.npy")), "fwd evaluates the model")
 
 
+def case_install(a):
+    w = fresh(os.path.join(a.work, "install"))
+    prefix, elsewhere = os.path.join(w, "prefix"), fresh(os.path.join(w, "elsewhere"))
+    p = run([a.cmake, "--install", a.build, "--prefix", prefix], w, rc=None)
+    vcc = os.path.join(prefix, "bin", "vcc")
+    if not check(p.returncode == 0 and os.access(vcc, os.X_OK), "cmake --install puts vcc in P/bin", p.stderr):
+        return
+    installed = sorted(os.path.relpath(os.path.join(r, f), prefix) for r, _, fs in os.walk(prefix) for f in fs)
+    print("     installed: %s" % ", ".join(installed))
+    check(installed == ["bin/vcc", "share/doc/vcc/README.md", "share/doc/vcc/design.md"],
+          "the install holds vcc and its documentation, nothing else", str(installed))
+    if shutil.which("ldd"):
+        libs = run(["ldd", vcc], w).stdout
+        tree = [line for line in libs.splitlines() if a.build in line or os.path.dirname(a.tiny) in line]
+        check(not tree, "the installed vcc links no library of the build tree", "\n".join(tree))
+    t = os.path.join(a.tiny, "res3d")
+    shutil.copy(os.path.join(t, "model.onnx"), os.path.join(elsewhere, "m.onnx"))
+    os.makedirs(os.path.join(elsewhere, "out"))
+    p = run([vcc, "m.onnx", "-o", "out/train.c"], elsewhere, rc=None)
+    check(p.returncode == 0 and p.stdout.strip().endswith("out/train.c -o out/train -lopenblas -lm"),
+          "P/bin/vcc compiles a model in another folder", p.stderr)
+    b = run(p.stdout.strip(), elsewhere, rc=None, shell=True)
+    r = run(["out/train", "--data", os.path.join(t, "data.npy"), "--labels", os.path.join(t, "labels.npy")], elsewhere,
+            rc=None)
+    check(b.returncode == 0 and r.returncode == 0 and r.stdout.startswith("step 1 loss "),
+          "its trainer builds with the printed command and trains", b.stderr + r.stderr)
+
+
 CASES = {"build_command": case_build_command, "cuda": case_cuda, "resume": case_resume,
          "kill_write": case_kill_write, "keep_last": case_keep_last, "refuse": case_refuse,
-         "messages": case_messages}
+         "install": case_install, "messages": case_messages}
 
 
 def main():
@@ -425,6 +467,8 @@ def main():
     ap.add_argument("--vcc", required=True)
     ap.add_argument("--tiny", required=True, help="the vcc_tiny fixture's folder (res3d/, conv1d/)")
     ap.add_argument("--work", required=True)
+    ap.add_argument("--cmake", default="cmake", help="install: the cmake to run")
+    ap.add_argument("--build", help="install: the build folder to install from")
     a = ap.parse_args()
     a.vcc, a.tiny, a.work = (os.path.abspath(x) for x in (a.vcc, a.tiny, a.work))
     os.makedirs(a.work, exist_ok=True)
