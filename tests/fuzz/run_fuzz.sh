@@ -80,26 +80,52 @@ status=0
 TMPDIR=$scratch "$bin" "$@" "$work/corpus" $seeds $repro >"$log" 2>&1 || status=$?
 
 # the last status line: "#N <event> cov: C ft: F corp: K/B ... exec/s: E ..." (fork mode: "#N: cov: ...")
-last=$(grep -E '^#[0-9]+:? ' "$log" | tail -n 1 || true)
+last=$(grep -E '^#[0-9]+:?[[:space:]]' "$log" | tail -n 1 || true)
 execs=$(printf '%s\n' "$last" | sed -n 's/^#\([0-9]*\).*/\1/p')
 cov=$(printf '%s\n' "$last" | sed -n 's/.*cov: \([0-9]*\).*/\1/p')
 ft=$(printf '%s\n' "$last" | sed -n 's/.* ft: \([0-9]*\).*/\1/p')
 corp=$(printf '%s\n' "$last" | sed -n 's/.*corp: \([0-9]*\/*[0-9]*[A-Za-z]*\).*/\1/p')
-rate=$(printf '%s\n' "$last" | sed -n 's/.*exec\/s: \([0-9]*\).*/\1/p')
+rate=$(printf '%s\n' "$last" | sed -n 's/.*exec\/s:* \([0-9]*\).*/\1/p')
 stat_execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
+stat_rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n 1)
 [ -n "$stat_execs" ] && execs=$stat_execs
+[ -n "$stat_rate" ] && rate=$stat_rate
+# fork mode: the status line's rate is the last job's; the run's average is executions / time
+elapsed=$(printf '%s\n' "$last" | sed -n 's/.* time: \([0-9]*\)s.*/\1/p')
+[ -n "$elapsed" ] && [ "$elapsed" -gt 0 ] && [ -n "$execs" ] && rate=$((execs / elapsed))
 echo "executions: ${execs:-?}  exec/s: ${rate:-?}  coverage: ${cov:-?} edges, ${ft:-?} features  corpus: ${corp:-?}"
 echo "corpus files in $work/corpus: $(ls "$work/corpus" | wc -l)"
 
+# One line that tells a finding apart: where UBSan or ASan stopped, the failed check, the assertion,
+# the first frame of a leak, or the timeout.
+signature() {
+    TMPDIR=$scratch "$bin" -timeout=10 -rss_limit_mb=2048 "$1" 2>&1 | awk '
+        /runtime error:/ && !s { s = $0 }
+        /fuzz check failed/ && !s { s = substr($0, 1, 160) }
+        /internal error/ && !s { s = $0 }
+        /ERROR: AddressSanitizer/ && !a { a = $0; want = 1; next }
+        want && / #[0-9]+ / && !/ in (malloc|calloc|realloc|free|strdup|__interceptor|operator)/ && !/compiler-rt|libc\.so/ { f = $0; want = 0 }
+        /Direct leak/ && !l { l = 1; wantl = 1; next }
+        wantl && / #[0-9]+ / && !/ in (malloc|calloc|realloc|strdup|__interceptor)/ && !/compiler-rt/ { lf = $0; wantl = 0 }
+        /SUMMARY: libFuzzer: timeout/ && !t { t = "timeout (a hang, or slower than 10 s)" }
+        /out-of-memory/ && !o { o = "out of memory (rss limit)" }
+        END {
+            if (s) print s
+            else if (a) { sub(/^.*ERROR: /, "", a); sub(/ on address.*/, "", a); sub(/^ *#[0-9]+ 0x[0-9a-f]+ /, "", f); print a " " f }
+            else if (l) { sub(/^ *#[0-9]+ 0x[0-9a-f]+ /, "", lf); print "leak: " lf }
+            else if (t) print t
+            else if (o) print o
+            else print "(no report on replay: flaky, or needs the fuzzing process state)"
+        }' | sed -E 's#/[^ :]*/(ir|passes|frontend|codegen|runtime|tests)/#\1/#g'
+
+}
+
 findings=$(ls "$work/artifacts" 2>/dev/null | grep -E '^(crash|leak|timeout|oom|slow-unit)-' || true)
 if [ -n "$findings" ]; then
-    echo "findings in $work/artifacts:"
+    echo "findings in $work/artifacts (replayed one by one; same signature = same finding):"
     for f in $findings; do
-        echo "  $f ($(wc -c <"$work/artifacts/$f") bytes)"
-    done
-    echo "first reports in the log:"
-    grep -E '^(==[0-9]+==ERROR|SUMMARY|.*runtime error|fuzz check failed|.*internal error)' "$log" | sort | uniq -c |
-        sort -rn | head -n 20
+        printf '%s\t%s (%s bytes)\n' "$(signature "$work/artifacts/$f")" "$f" "$(wc -c <"$work/artifacts/$f")"
+    done | sort | awk -F '\t' '$1 != prev { n++; print "  [" n "] " $1; prev = $1 } { print "        " $2 }'
     exit 1
 fi
 if [ "$status" -ne 0 ]; then
