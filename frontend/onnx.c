@@ -34,7 +34,7 @@
 #include "onnx.pb-c.h"
 
 /* TensorProto.DataType values vcc reads. */
-enum { DT_FLOAT = 1, DT_INT32 = 6, DT_INT64 = 7 };
+enum { DT_FLOAT = 1, DT_INT32 = 6, DT_INT64 = 7, DT_BOOL = 9 };
 
 /* ======================================================================== loader state, diagnostics */
 
@@ -54,7 +54,20 @@ typedef struct {
     VccStatus status;
     NameMap names;
     bool *binding_used; /* ctx->nshapes entries */
+    /* values of an element type vcc does not have: defined (so that names resolve) but untyped; their
+     * problems are recorded once the nodes reading them are known */
+    struct Unsup {
+        int t;              /* the placeholder tensor */
+        char *what;         /* "initializer 'w'", "Constant '/c'", "input 'x'" */
+        char *dtype;        /* the ONNX element type ("BOOL", "DOUBLE", ...) */
+    } *unsup;
+    size_t nunsup, cap_unsup;
 } Loader;
+
+/* Define name as an untyped placeholder for a value of an element type vcc does not support; the
+ * problem is recorded by record_unsupported_types with the nodes that read it. */
+static void add_unsupported_value(Loader *L, const char *name, VccTensorKind kind, const char *what,
+                                  const char *dtype);
 
 /* Report one problem (vcc_error escapes what names from the file could carry). */
 #if defined(__GNUC__)
@@ -382,9 +395,10 @@ static int add_tensor_proto(Loader *L, const Onnx__TensorProto *tp, const char *
     case DT_FLOAT: dt = VCC_F32; src_esize = 4; break;
     case DT_INT64: dt = VCC_I64; src_esize = 8; break;
     case DT_INT32: dt = VCC_I64; src_esize = 4; break; /* widened, see frontend.h */
+    case DT_BOOL: dt = VCC_BOOL; src_esize = 1; break;
     default:
-        fail(L, VCC_ERR_UNSUPPORTED, "%s: element type %s is not supported (FLOAT, INT64 and INT32 are)", what,
-             vcc_onnx_dtype_name(odt));
+        add_unsupported_value(L, name, float_kind == VCC_T_PARAM ? VCC_T_PARAM : VCC_T_CONST, what,
+                              vcc_onnx_dtype_name(odt));
         return -1;
     }
     if (tp->n_dims > VCC_MAX_RANK) {
@@ -421,6 +435,7 @@ static int add_tensor_proto(Loader *L, const Onnx__TensorProto *tp, const char *
         fail(L, VCC_ERR_UNSUPPORTED, "%s: data_location %d is not supported", what, (int)tp->data_location);
         return -1;
     }
+    /* BOOL and INT32 values sit in int32_data (TensorProto's comment on the field) */
     size_t typed = odt == DT_FLOAT ? tp->n_float_data : odt == DT_INT64 ? tp->n_int64_data : tp->n_int32_data;
     size_t other_typed = tp->n_float_data + tp->n_int64_data + tp->n_int32_data + tp->n_double_data +
                          tp->n_uint64_data + tp->n_string_data - typed;
@@ -473,6 +488,9 @@ static int add_tensor_proto(Loader *L, const Onnx__TensorProto *tp, const char *
             }
             d[i] = v;
         }
+    } else if (odt == DT_BOOL) {
+        unsigned char *d = data;
+        for (size_t i = 0; i < n; i++) d[i] = src ? src[i] != 0 : tp->int32_data[i] != 0;
     } else if (src) {
         copy_le(data, src, n, src_esize);
     } else if (n) {
@@ -553,8 +571,9 @@ static void load_input(Loader *L, const Onnx__ValueInfoProto *vi, size_t index) 
     int odt = tt->has_elem_type ? tt->elem_type : 0;
     VccDType dt = odt == DT_FLOAT ? VCC_F32 : odt == DT_INT64 ? VCC_I64 : VCC_DT_UNDEF;
     if (dt == VCC_DT_UNDEF) {
-        fail(L, VCC_ERR_UNSUPPORTED, "input '%s' has element type %s; inputs must be FLOAT or INT64", name,
-             vcc_onnx_dtype_name(odt));
+        char *what = vcc_strfmt("input '%s'", name);
+        add_unsupported_value(L, name, VCC_T_INPUT, what, vcc_onnx_dtype_name(odt));
+        free(what);
         return;
     }
     int rank = -1; /* -1: the file gives no shape */
@@ -694,7 +713,7 @@ static void load_constant(Loader *L, const Onnx__NodeProto *np, const char *labe
     if (strcmp(an, "value") == 0 && at == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR && a->t) {
         size_t len = strlen(label) + 32;
         char *what = vcc_malloc(len);
-        snprintf(what, len, "node '%s' (Constant)", label);
+        snprintf(what, len, "Constant '%s'", label);
         add_tensor_proto(L, a->t, out, what, VCC_T_CONST);
         free(what);
         return;
@@ -711,8 +730,13 @@ static void load_constant(Loader *L, const Onnx__NodeProto *np, const char *labe
     } else if (strcmp(an, "value_ints") == 0 && at == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS) {
         dt = VCC_I64, n = a->n_ints, src = a->ints, shape.rank = 1, shape.dims[0] = (int64_t)n;
     } else {
-        fail(L, VCC_ERR_UNSUPPORTED, "node '%s' (Constant): attribute '%s' of type %s is not supported", label, an,
-             attr_type_name(at));
+        size_t len = strlen(label) + 32;
+        char *what = vcc_malloc(len);
+        snprintf(what, len, "Constant '%s'", label);
+        char *kind = vcc_strfmt("%s (attribute '%s')", attr_type_name(at), an);
+        add_unsupported_value(L, out, VCC_T_CONST, what, kind);
+        free(kind);
+        free(what);
         return;
     }
     size_t bytes = n * vcc_dtype_size(dt);
@@ -725,7 +749,9 @@ static void load_constant(Loader *L, const Onnx__NodeProto *np, const char *labe
 
 /* ======================================================================== nodes */
 
-static void copy_attributes(Loader *L, VccNode *n, const Onnx__NodeProto *np, const char *label) {
+/* Copy np's attributes onto n. An attribute of a type vcc does not represent (TENSOR, GRAPH, ...) is a
+ * problem for the report, except on a node whose op is unsupported anyway (it is dropped then). */
+static void copy_attributes(Loader *L, VccNode *n, const Onnx__NodeProto *np, const char *label, bool op_unsupported) {
     const char *op = str_or_empty(np->op_type);
     for (size_t k = 0; k < np->n_attribute; k++) {
         const Onnx__AttributeProto *a = np->attribute[k];
@@ -739,8 +765,13 @@ static void copy_attributes(Loader *L, VccNode *n, const Onnx__NodeProto *np, co
             continue;
         }
         if (a->ref_attr_name && *a->ref_attr_name) {
-            fail(L, VCC_ERR_UNSUPPORTED, "node '%s' (%s): attribute '%s' refers to a function attribute", label,
-                 op, an);
+            if (!op_unsupported) {
+                char b[48];
+                char *group = vcc_strfmt("%s attribute '%s'", op, an);
+                vcc_unsupported(L->ctx, VCC_PROB_ATTR, group, "'%s' (refers to a function attribute)",
+                                vcc_short_name(label, b, sizeof b));
+                free(group);
+            }
             continue;
         }
         int at = attr_type(a);
@@ -778,8 +809,13 @@ static void copy_attributes(Loader *L, VccNode *n, const Onnx__NodeProto *np, co
             break;
         }
         default:
-            fail(L, VCC_ERR_UNSUPPORTED, "node '%s' (%s): attribute '%s' has type %s, which vcc does not support",
-                 label, op, an, attr_type_name(at));
+            if (!op_unsupported) {
+                char b[48];
+                char *group = vcc_strfmt("%s attribute '%s'", op, an);
+                vcc_unsupported(L->ctx, VCC_PROB_ATTR, group, "'%s' (type %s, which vcc does not support)",
+                                vcc_short_name(label, b, sizeof b), attr_type_name(at));
+                free(group);
+            }
             break;
         }
     }
@@ -810,47 +846,16 @@ static void define_node_outputs(Loader *L, const Onnx__GraphProto *gp, char **la
     }
 }
 
-/* Append to a growing string. */
-static void sb_append(char **buf, size_t *len, size_t *cap, const char *s) {
-    size_t n = strlen(s);
-    if (*len + n + 1 > *cap) {
-        *cap = (*len + n + 1) * 2;
-        *buf = vcc_realloc(*buf, *cap);
-    }
-    memcpy(*buf + *len, s, n + 1);
-    *len += n;
-}
-
+/* Stage 3: one IR node per ONNX node. A node of an op vcc does not have (or of another domain) becomes
+ * a VCC_OP_UNSUPPORTED node with its inputs, outputs and attributes, so that passes/support.c can
+ * report every problem of the model at once. */
 static void load_nodes(Loader *L, const Onnx__GraphProto *gp, char **labels, const bool *skip) {
-    /* unsupported ops first, all in one line */
-    size_t nunsup = 0, len = 0, cap = 0;
-    char *list = NULL;
-    for (size_t i = 0; i < gp->n_node; i++) {
-        if (skip[i]) continue;
-        const Onnx__NodeProto *np = gp->node[i];
-        const char *op = str_or_empty(np->op_type);
-        if (is_default_domain(np->domain) && vcc_op_from_onnx(op) != VCC_OP_COUNT) continue;
-        size_t need = strlen(labels[i]) + strlen(op) + strlen(str_or_empty(np->domain)) + 32;
-        char *item = vcc_malloc(need);
-        if (is_default_domain(np->domain))
-            snprintf(item, need, "%s'%s' (%s)", nunsup ? ", " : "", labels[i], op);
-        else
-            snprintf(item, need, "%s'%s' (%s, domain '%s')", nunsup ? ", " : "", labels[i], op, np->domain);
-        sb_append(&list, &len, &cap, item);
-        free(item);
-        nunsup++;
-    }
-    if (nunsup) {
-        fail(L, VCC_ERR_UNSUPPORTED, "%zu unsupported node%s: %s", nunsup, nunsup == 1 ? "" : "s", list);
-        free(list);
-    }
-
     for (size_t i = 0; i < gp->n_node; i++) {
         if (skip[i]) continue;
         const Onnx__NodeProto *np = gp->node[i];
         const char *op = str_or_empty(np->op_type);
         VccOp vop = is_default_domain(np->domain) ? vcc_op_from_onnx(op) : VCC_OP_COUNT;
-        if (vop == VCC_OP_COUNT) continue;
+        if (vop == VCC_OP_COUNT) vop = VCC_OP_UNSUPPORTED;
         if (np->n_input > INT_MAX || np->n_output > INT_MAX) {
             fail(L, VCC_ERR_UNSUPPORTED, "node '%s' (%s): too many inputs or outputs", labels[i], op);
             continue;
@@ -874,10 +879,66 @@ static void load_nodes(Loader *L, const Onnx__GraphProto *gp, char **labels, con
             int id = vcc_node_add(L->g, vop, labels[i], in, nin, out, nout, VCC_PHASE_FORWARD);
             VccNode *n = &L->g->nodes[id];
             n->onnx_op = vcc_strdup(op);
-            copy_attributes(L, n, np, labels[i]);
+            if (!is_default_domain(np->domain)) n->domain = vcc_strdup(np->domain);
+            copy_attributes(L, n, np, labels[i], vop == VCC_OP_UNSUPPORTED);
         }
         free(in);
     }
+}
+
+static void add_unsupported_value(Loader *L, const char *name, VccTensorKind kind, const char *what,
+                                  const char *dtype) {
+    VccShape unknown = {.rank = 0};
+    for (int d = 0; d < VCC_MAX_RANK; d++) unknown.dims[d] = -1;
+    int t = add_tensor(L, name, VCC_DT_UNDEF, &unknown, kind);
+    if (kind == VCC_T_INPUT) {
+        L->g->inputs = vcc_realloc(L->g->inputs, sizeof(int) * (size_t)(L->g->ninputs + 1));
+        L->g->inputs[L->g->ninputs++] = t;
+    }
+    if (L->nunsup == L->cap_unsup) {
+        L->cap_unsup = L->cap_unsup ? 2 * L->cap_unsup : 8;
+        L->unsup = vcc_realloc(L->unsup, sizeof *L->unsup * L->cap_unsup);
+    }
+    L->unsup[L->nunsup++] = (struct Unsup){t, vcc_strdup(what), vcc_strdup(dtype)};
+}
+
+/* One problem per value of an unsupported element type, naming up to two nodes that read it (the op
+ * that needs the value is what a user looks for). */
+static void record_unsupported_types(Loader *L, const Onnx__GraphProto *gp, char **labels) {
+    if (!L->nunsup) return;
+    int *slot = vcc_malloc(sizeof(int) * (size_t)L->g->ntensors);
+    for (int t = 0; t < L->g->ntensors; t++) slot[t] = -1;
+    for (size_t u = 0; u < L->nunsup; u++) slot[L->unsup[u].t] = (int)u;
+    char *(*readers)[2] = vcc_calloc(L->nunsup, sizeof *readers);
+    int *nreaders = vcc_calloc(L->nunsup, sizeof(int));
+    for (size_t i = 0; i < gp->n_node; i++) {
+        const Onnx__NodeProto *np = gp->node[i];
+        for (size_t k = 0; k < np->n_input; k++) {
+            int t = np->input[k] && *np->input[k] ? name_find(L, np->input[k]) : -1;
+            int u = t >= 0 ? slot[t] : -1;
+            if (u < 0) continue;
+            if (nreaders[u] < 2) {
+                char b[48];
+                readers[u][nreaders[u]] =
+                    vcc_strfmt("%s '%s'", str_or_empty(np->op_type), vcc_short_name(labels[i], b, sizeof b));
+            }
+            nreaders[u]++;
+        }
+    }
+    for (size_t u = 0; u < L->nunsup; u++) {
+        const struct Unsup *x = &L->unsup[u];
+        if (!nreaders[u])
+            vcc_unsupported(L->ctx, VCC_PROB_DTYPE, x->dtype, "%s", x->what);
+        else
+            vcc_unsupported(L->ctx, VCC_PROB_DTYPE, x->dtype, "%s (read by %s%s%s%s)", x->what, readers[u][0],
+                            nreaders[u] > 1 ? ", " : "", nreaders[u] > 1 ? readers[u][1] : "",
+                            nreaders[u] > 2 ? ", ..." : "");
+        free(readers[u][0]);
+        free(readers[u][1]);
+    }
+    free(readers);
+    free(nreaders);
+    free(slot);
 }
 
 static void load_outputs(Loader *L, const Onnx__GraphProto *gp) {
@@ -894,17 +955,18 @@ static void load_outputs(Loader *L, const Onnx__GraphProto *gp) {
         L->g->outputs = vcc_realloc(L->g->outputs, sizeof(int) * (size_t)(L->g->noutputs + 1));
         L->g->outputs[L->g->noutputs++] = t;
     }
+    if (gp->n_output == 0) fail(L, VCC_ERR_PARSE, "the graph has no outputs: there is nothing to compute");
 }
 
 /* ======================================================================== vcc_onnx_load */
 
 static VccStatus load_graph(Loader *L, const Onnx__ModelProto *m) {
-    if (!m->graph) {
-        fail(L, VCC_ERR_PARSE, "not an ONNX model (no graph)");
+    if (!m->has_ir_version || m->ir_version <= 0) {
+        fail(L, VCC_ERR_PARSE, "not an ONNX model: ir_version is %s", m->has_ir_version ? "not positive" : "missing");
         return L->status;
     }
-    if (!m->has_ir_version || m->ir_version <= 0) {
-        fail(L, VCC_ERR_PARSE, "not an ONNX model (no graph): ir_version is missing");
+    if (!m->graph) {
+        fail(L, VCC_ERR_PARSE, "not an ONNX model: it has no graph");
         return L->status;
     }
     int64_t opset = 0;
@@ -945,6 +1007,8 @@ static VccStatus load_graph(Loader *L, const Onnx__ModelProto *m) {
     /* stages 3 and 4 */
     if (L->status == VCC_OK) load_nodes(L, gp, labels, skip);
     if (L->status == VCC_OK) load_outputs(L, gp);
+
+    if (L->status == VCC_OK) record_unsupported_types(L, gp, labels);
 
     for (size_t i = 0; i < gp->n_node; i++) free(labels[i]);
     free(labels);
@@ -992,9 +1056,15 @@ VccStatus vcc_onnx_load(VccCtx *ctx, const char *path, VccGraph **out) {
     free(L.dir_real);
     free(L.names.slot);
     free(L.binding_used);
+    for (size_t u = 0; u < L.nunsup; u++) {
+        free(L.unsup[u].what);
+        free(L.unsup[u].dtype);
+    }
+    free(L.unsup);
     if (st == VCC_OK) {
         *out = L.g;
     } else {
+        vcc_report_problems(ctx); /* what was found besides the errors that ended the load */
         vcc_graph_free(L.g);
     }
     ctx->file = saved_file;

@@ -192,8 +192,9 @@ VirType vir_type(VirParser *p, char *dtype, const VirLoc *dloc, VirType dims) {
     if (dtype) {
         if (strcmp(dtype, vcc_dtype_name(VCC_F32)) == 0) t.dt = VCC_F32;
         else if (strcmp(dtype, vcc_dtype_name(VCC_I64)) == 0) t.dt = VCC_I64;
+        else if (strcmp(dtype, vcc_dtype_name(VCC_BOOL)) == 0) t.dt = VCC_BOOL;
         else {
-            vir_report(p, dloc, VCC_ERR_UNSUPPORTED, "unknown dtype '%s' (f32, i64 or ? for not inferred yet)",
+            vir_report(p, dloc, VCC_ERR_UNSUPPORTED, "unknown dtype '%s' (f32, i64, bool or ? for not inferred yet)",
                        dtype);
             t.bad = true;
         }
@@ -309,7 +310,7 @@ static bool phase_from_name(const char *s, VccPhase *ph) {
 
 static VccOp op_from_name(const char *s) {
     for (int i = 0; i < VCC_OP_COUNT; i++)
-        if (strcmp(s, vcc_op_name((VccOp)i)) == 0) return (VccOp)i;
+        if (i != VCC_OP_UNSUPPORTED && strcmp(s, vcc_op_name((VccOp)i)) == 0) return (VccOp)i;
     return VCC_OP_COUNT;
 }
 

@@ -90,6 +90,7 @@ size_t vcc_dtype_size(VccDType dt) {
     switch (dt) {
     case VCC_F32: return 4;
     case VCC_I64: return 8;
+    case VCC_BOOL: return 1;
     default: return 0;
     }
 }
@@ -98,6 +99,7 @@ const char *vcc_dtype_name(VccDType dt) {
     switch (dt) {
     case VCC_F32: return "f32";
     case VCC_I64: return "i64";
+    case VCC_BOOL: return "bool";
     default: return "?";
     }
 }
@@ -176,6 +178,7 @@ void vcc_graph_free(VccGraph *g) {
         VccNode *n = &g->nodes[i];
         free(n->name);
         free(n->onnx_op);
+        free(n->domain);
         free(n->in);
         free(n->out);
         for (int a = 0; a < n->nattrs; a++) {

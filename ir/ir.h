@@ -69,6 +69,9 @@ typedef struct VccCtx {
     /* training options baked into the graph (defaults: PyTorch SGD, see passes/optimizer.c) */
     float momentum;        /* SGD momentum (default 0.9); lr and weight decay are runtime arguments */
     bool forward_only;     /* compile the forward graph alone (no loss, backward or update): --forward-only */
+    bool eval;             /* compile the forward graph in inference form (BatchNormalization with its running
+                              statistics, Dropout off) for the evaluation program: --eval */
+    bool allow_inference_export; /* compile a trainer from an inference-form export: --allow-inference-export */
     const char *dump_after;/* --dump-ir=PASS, or NULL */
     FILE *dump;            /* where dumps go (stdout) */
 } VccCtx;
@@ -136,7 +139,8 @@ char *vcc_strdup(const char *s);
 
 #define VCC_MAX_RANK 8
 
-typedef enum { VCC_DT_UNDEF = 0, VCC_F32, VCC_I64 } VccDType;
+/* Element types. VCC_BOOL (1 byte, 0 or 1) exists for constants only (Dropout's training_mode). */
+typedef enum { VCC_DT_UNDEF = 0, VCC_F32, VCC_I64, VCC_BOOL } VccDType;
 
 typedef struct {
     int rank;                       /* 0 = scalar */
@@ -202,6 +206,7 @@ typedef struct {
     VccOp op;
     char *name;                /* ONNX node name, or a derived one ("/layer1/Conv_3.grad_data") */
     char *onnx_op;             /* op type as read from ONNX (kept for messages about unsupported ops) */
+    char *domain;              /* the ONNX domain when it is not the default one (unsupported ops), else NULL */
     int *in, nin;              /* tensor indices; -1 = absent optional input */
     int *out, nout;
     VccAttr *attrs;

@@ -2,15 +2,26 @@
  * canonical.c — bring ONNX variants to one internal form.
  *
  * Requires: the forward graph from frontend/onnx.c.
- * Checks: nodes in topological order; every attribute known to vcc for its op, with its ONNX type.
+ * Checks: nodes in topological order; what vcc supports (passes/support.c: ops, element types, attributes
+ *   per the model's opset, inference-form exports), all problems in one report.
  * Produces:
- *   - BatchNormalization (training_mode=1, ONNX opset 14/15 form): inputs (X, scale, B, input_mean,
- *     input_var), outputs (Y, saved_mean, saved_invstd, running_mean, running_var) (absent running
- *     outputs are -1). Training: input_mean/input_var are BUFFER tensors updated in place each step and
- *     the running outputs are views of them. Forward-only (ctx->forward_only): the statistics may be
- *     graph inputs and the running outputs are tensors of their own (the kernel copies, then updates).
+ *   - BatchNormalization, every opset's form in one internal form with an explicit training_mode:
+ *     training_mode=1: inputs (X, scale, B, input_mean, input_var), outputs (Y, saved_mean, saved_invstd,
+ *     running_mean, running_var), absent outputs -1. ONNX opset 14+ has (Y, running_mean, running_var);
+ *     opsets 7-13 have (Y, mean, var, saved_mean, saved_var), where saved_var holds the inverse standard
+ *     deviation as onnxruntime computes it (the spec says only "saved variance"). In a trainer,
+ *     input_mean/input_var are BUFFER tensors updated in place each step and the running outputs are
+ *     views of them; the running variance uses the unbiased batch variance, as PyTorch does
+ *     (running_var_unbiased=1). Forward-only (ctx->forward_only): the statistics may be graph inputs, the
+ *     running outputs are tensors of their own (the kernel copies, then updates) and the running
+ *     variance uses the biased batch variance, as the ONNX spec and onnxruntime do.
+ *     training_mode=0 (inference form, and every BatchNormalization under ctx->eval): inputs (X, scale,
+ *     B, mean, var), output (Y) normalized with mean and var; under ctx->eval a training-form node drops
+ *     its other outputs (they must have no readers).
+ *   - Reshape before opset 5 (the shape as an attribute) reads the shape as a CONST input, as from opset 5.
  *   - Flatten, Reshape, Identity outputs are views (alias_of) of their data input; Reshape's shape input
  *     is a CONST.
+ *   - Attributes that only hinted at in-place execution in early opsets (consumed_inputs) are dropped.
  */
 #include "passes.h"
 
@@ -21,27 +32,79 @@ static bool is_initializer(const VccGraph *g, int t) {
     return t >= 0 && g->tensors[t].producer < 0 && g->tensors[t].data != NULL;
 }
 
+/* Remove attribute name from node n (no-op when absent). */
+static void drop_attr(VccNode *n, const char *name) {
+    for (int a = 0; a < n->nattrs; a++) {
+        if (strcmp(n->attrs[a].name, name) != 0) continue;
+        free(n->attrs[a].name);
+        free(n->attrs[a].ints);
+        free(n->attrs[a].floats);
+        free(n->attrs[a].s);
+        n->attrs[a] = n->attrs[--n->nattrs];
+        return;
+    }
+}
+
+/* True if a node reads t or t is a graph output. */
+static bool is_used(const VccGraph *g, int t) {
+    for (int i = 0; i < g->noutputs; i++)
+        if (g->outputs[i] == t) return true;
+    for (int k = 0; k < g->nnodes; k++)
+        for (int i = 0; i < g->nodes[k].nin; i++)
+            if (g->nodes[k].in[i] == t) return true;
+    return false;
+}
+
+/* The inference form: (X, scale, B, mean, var) -> Y. Under ctx->eval a training-form node loses its
+ * other outputs, which must be unused. */
+static VccStatus bn_inference(VccCtx *ctx, VccGraph *g, int k) {
+    VccNode *n = &g->nodes[k];
+    for (int i = 1; i < n->nout; i++) {
+        int t = n->out[i];
+        if (t < 0) continue;
+        if (is_used(g, t)) {
+            vcc_error(ctx, "node '%s' (BatchNormalization): output '%s' (batch or running statistics) has no "
+                      "value when the model is evaluated with its running statistics",
+                      n->name, g->tensors[t].name);
+            return VCC_ERR_UNSUPPORTED;
+        }
+        g->tensors[t].producer = -1;
+    }
+    n->nout = 1;
+    drop_attr(n, "spatial");
+    vcc_attr_set_int(n, "training_mode", 0);
+    return VCC_OK;
+}
+
 static VccStatus canonical_bn(VccCtx *ctx, VccGraph *g, int k) {
     VccNode *n = &g->nodes[k];
-    if (vcc_attr_int(n, "training_mode", 0) != 1) {
-        vcc_error(ctx,
-                  "node '%s' (BatchNormalization): training_mode=0 (inference form) is not supported for training; "
-                  "export with torch.onnx.TrainingMode.TRAINING",
-                  n->name);
-        return VCC_ERR_UNSUPPORTED;
-    }
     if (n->nin != 5 || n->nout < 1 || n->out[0] < 0) {
         vcc_error(ctx, "node '%s' (BatchNormalization): expected 5 inputs and an output Y", n->name);
         return VCC_ERR_SHAPE;
     }
+    for (int i = 1; i < 5; i++)
+        if (n->in[i] < 0) {
+            vcc_error(ctx, "node '%s' (BatchNormalization): input %d is missing", n->name, i);
+            return VCC_ERR_SHAPE;
+        }
+    const char *what, *why;
+    int form = vcc_batchnorm_form(g, n, &what, &why); /* >= 0: passes/support.c refused the others */
+    VCC_ASSERT(form >= 0);
+    drop_attr(n, "consumed_inputs");
+    drop_attr(n, "is_test");
+    if (form == 0 || ctx->eval) return bn_inference(ctx, g, k);
     for (int i = 1; i < 5 && !ctx->forward_only; i++)
         if (!is_initializer(g, n->in[i])) {
             vcc_error(ctx, "node '%s' (BatchNormalization): input %d must be an initializer", n->name, i);
             return VCC_ERR_UNSUPPORTED;
         }
-    int running[2] = {n->nout > 1 ? n->out[1] : -1, n->nout > 2 ? n->out[2] : -1};
+    int out[5] = {n->out[0], -1, -1, n->nout > 1 ? n->out[1] : -1, n->nout > 2 ? n->out[2] : -1};
+    if (g->opset < 14) { /* (Y, mean, var, saved_mean, saved_var) */
+        out[1] = n->nout > 3 ? n->out[3] : -1;
+        out[2] = n->nout > 4 ? n->out[4] : -1;
+    }
     for (int i = 0; i < 2; i++) {
-        int t = running[i];
+        int t = out[3 + i];
         if (ctx->forward_only) continue;
         g->tensors[n->in[3 + i]].kind = VCC_T_BUFFER;
         if (t < 0) continue;
@@ -51,59 +114,37 @@ static VccStatus canonical_bn(VccCtx *ctx, VccGraph *g, int k) {
         o->shape = g->tensors[n->in[3 + i]].shape;
         o->kind = VCC_T_BUFFER;
     }
-    int sm = vcc_tensor_add_unique(g, VCC_DT_UNDEF, NULL, VCC_T_ACT, "%s.saved_mean", n->name);
-    int si = vcc_tensor_add_unique(g, VCC_DT_UNDEF, NULL, VCC_T_ACT, "%s.saved_invstd", g->nodes[k].name);
+    if (out[1] < 0) out[1] = vcc_tensor_add_unique(g, VCC_DT_UNDEF, NULL, VCC_T_ACT, "%s.saved_mean", n->name);
+    if (out[2] < 0)
+        out[2] = vcc_tensor_add_unique(g, VCC_DT_UNDEF, NULL, VCC_T_ACT, "%s.saved_invstd", g->nodes[k].name);
     n = &g->nodes[k];
     n->out = vcc_realloc(n->out, 5 * sizeof(int));
     n->nout = 5;
-    n->out[1] = sm;
-    n->out[2] = si;
-    n->out[3] = running[0];
-    n->out[4] = running[1];
-    g->tensors[sm].producer = g->tensors[si].producer = k;
+    memcpy(n->out, out, sizeof out);
+    for (int i = 1; i < 3; i++) g->tensors[out[i]].producer = k;
+    drop_attr(n, "spatial");
+    vcc_attr_set_int(n, "training_mode", 1);
+    if (!ctx->forward_only) vcc_attr_set_int(n, "running_var_unbiased", 1);
     return VCC_OK;
 }
 
-/* The attributes vcc knows for each forward op and their ONNX types (ONNX Operators, opset 17). An
- * attribute of another type, or one vcc does not know (its meaning would be ignored), is an error. */
-static const struct {
-    VccOp op;
-    const char *name;
-    VccAttrType type;
-} known_attrs[] = {
-    {VCC_OP_CONV, "auto_pad", VCC_A_STRING},        {VCC_OP_CONV, "dilations", VCC_A_INTS},
-    {VCC_OP_CONV, "group", VCC_A_INT},              {VCC_OP_CONV, "kernel_shape", VCC_A_INTS},
-    {VCC_OP_CONV, "pads", VCC_A_INTS},              {VCC_OP_CONV, "strides", VCC_A_INTS},
-    {VCC_OP_BATCHNORM, "epsilon", VCC_A_FLOAT},     {VCC_OP_BATCHNORM, "momentum", VCC_A_FLOAT},
-    {VCC_OP_BATCHNORM, "training_mode", VCC_A_INT}, {VCC_OP_FLATTEN, "axis", VCC_A_INT},
-    {VCC_OP_RESHAPE, "allowzero", VCC_A_INT},       {VCC_OP_GEMM, "alpha", VCC_A_FLOAT},
-    {VCC_OP_GEMM, "beta", VCC_A_FLOAT},             {VCC_OP_GEMM, "transA", VCC_A_INT},
-    {VCC_OP_GEMM, "transB", VCC_A_INT},
-    {VCC_OP_GEMM, "broadcast", VCC_A_INT}, /* Gemm before opset 7; C is always broadcast from opset 7 on */
-};
-
-static const char *attr_type_name(VccAttrType t) {
-    static const char *names[] = {"INT", "FLOAT", "INTS", "FLOATS", "STRING"};
-    return names[t];
-}
-
-static VccStatus check_attrs(VccCtx *ctx, const VccNode *n) {
-    VccStatus st = VCC_OK;
-    for (int a = 0; a < n->nattrs; a++) {
-        const VccAttr *at = &n->attrs[a];
-        int found = -1;
-        for (size_t i = 0; i < sizeof known_attrs / sizeof known_attrs[0]; i++)
-            if (known_attrs[i].op == n->op && !strcmp(known_attrs[i].name, at->name)) found = (int)i;
-        if (found < 0) {
-            vcc_error(ctx, "node '%s' (%s): attribute '%s' is not supported", n->name, vcc_op_name(n->op), at->name);
-            st = VCC_ERR_UNSUPPORTED;
-        } else if (known_attrs[found].type != at->type) {
-            vcc_error(ctx, "node '%s' (%s): attribute '%s' has type %s, expected %s", n->name, vcc_op_name(n->op),
-                      at->name, attr_type_name(at->type), attr_type_name(known_attrs[found].type));
-            st = VCC_ERR_SHAPE;
-        }
+/* Reshape of opsets 1-4 takes the shape as an attribute: make it the CONST input opset 5 reads. */
+static void reshape_shape_input(VccGraph *g, int k) {
+    VccNode *n = &g->nodes[k];
+    const VccAttr *a = vcc_attr_get(n, "shape");
+    if (!a || a->type != VCC_A_INTS || (n->nin > 1 && n->in[1] >= 0)) return;
+    VccShape s = {1, {a->n}};
+    int t = vcc_tensor_add_unique(g, VCC_I64, &s, VCC_T_CONST, "%s.shape", n->name);
+    g->tensors[t].data = vcc_malloc(sizeof(int64_t) * (size_t)(a->n ? a->n : 1));
+    g->tensors[t].data_bytes = sizeof(int64_t) * (size_t)a->n;
+    if (a->n) memcpy(g->tensors[t].data, a->ints, sizeof(int64_t) * (size_t)a->n);
+    n = &g->nodes[k];
+    if (n->nin < 2) {
+        n->in = vcc_realloc(n->in, 2 * sizeof(int));
+        n->nin = 2;
     }
-    return st;
+    n->in[1] = t;
+    drop_attr(n, "shape");
 }
 
 /* ONNX requires nodes in topological order; a node reading a value that a later node produces means a
@@ -126,16 +167,18 @@ static VccStatus check_order(VccCtx *ctx, const VccGraph *g) {
 VccStatus vcc_canonicalize(VccCtx *ctx, VccGraph *g) {
     VccStatus st = check_order(ctx, g);
     if (st) return st;
-    for (int k = 0; k < g->nnodes; k++)
-        if (check_attrs(ctx, &g->nodes[k]) != VCC_OK) st = VCC_ERR_UNSUPPORTED;
+    st = vcc_check_supported(ctx, g);
     if (st) return st;
     for (int k = 0; k < g->nnodes; k++) {
         VccNode *n = &g->nodes[k];
+        drop_attr(n, "consumed_inputs");
         switch (n->op) {
         case VCC_OP_BATCHNORM:
             if (canonical_bn(ctx, g, k) != VCC_OK) st = VCC_ERR_UNSUPPORTED;
             break;
         case VCC_OP_RESHAPE:
+            reshape_shape_input(g, k);
+            n = &g->nodes[k];
             if (n->nin == 2 && n->in[1] >= 0) {
                 if (!is_initializer(g, n->in[1]) || g->tensors[n->in[1]].dtype != VCC_I64) {
                     vcc_error(ctx, "node '%s' (Reshape): the shape input must be a constant int64 tensor", n->name);

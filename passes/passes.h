@@ -10,6 +10,22 @@
 
 #include "../ir/ir.h"
 
+/* ======================================================================== passes/support.c */
+
+/* Check what vcc can compile before anything changes, and report every problem in one report
+ * (vcc_report_problems): unsupported ops (VCC_OP_UNSUPPORTED nodes), element-type problems the loader
+ * left in ctx->problems, attributes that the node's op does not have in the model's opset, has with
+ * another type, or with a value vcc does not support (with the reason), and, when compiling a trainer
+ * without ctx->allow_inference_export, the signs of an inference-form export. canonical runs it first.
+ * Returns VCC_OK or VCC_ERR_UNSUPPORTED. */
+VccStatus vcc_check_supported(VccCtx *ctx, VccGraph *g);
+
+/* The form of a BatchNormalization node in the model's opset: 1 = training form (normalizes with batch
+ * statistics, updates the running ones: opset 14+ training_mode=1, opsets 7-13 with more than one output),
+ * 0 = inference form (normalizes with its mean and var inputs), -1 = a form vcc does not support, with
+ * *what (e.g. "attribute 'spatial=0'") and *why set to static strings. */
+int vcc_batchnorm_form(const VccGraph *g, const VccNode *n, const char **what, const char **why);
+
 /* ======================================================================== passes/canonical.c */
 
 /* One internal form: BN running statistics become BUFFER tensors updated in place (the ONNX running_mean/

@@ -19,7 +19,7 @@ static const VccPass passes[] = {NULL,         vcc_canonicalize, vcc_infer_shape
 VccStatus vcc_run_pipeline(VccCtx *ctx, VccGraph *g) {
     for (int i = 0; vcc_pass_names[i]; i++) {
         bool training_pass = passes[i] == vcc_add_loss || passes[i] == vcc_autodiff || passes[i] == vcc_optimizer;
-        if (passes[i] && !(ctx->forward_only && training_pass)) {
+        if (passes[i] && !((ctx->forward_only || ctx->eval) && training_pass)) {
             VccStatus st = passes[i](ctx, g);
             if (st) return st;
             st = vcc_verify(ctx, g, vcc_pass_names[i]);

@@ -67,6 +67,14 @@ VCC_HD float vcc_bn_norm(float x, float mean, float invstd, float gamma, float b
     return (x - mean) * invstd * gamma + beta;
 }
 
+/* vcc_bn_invstd: 1/sqrt(var + eps) in double, rounded to float once (the
+ * inference form's per-channel scale; PyTorch's CPU batch_norm also works in
+ * double for float inputs). */
+VCC_HD float vcc_bn_invstd(float var, float eps)
+{
+    return (float)(1.0 / sqrt((double)var + (double)eps));
+}
+
 /* vcc_bn_dx: input gradient of training-mode batch norm for one element.
  *   xhat = (x - mean) * invstd
  *   dx   = gamma * invstd * (dy - sum_dy * inv_m - xhat * sum_dy_xhat * inv_m)

@@ -71,7 +71,7 @@ int main(void)
 
     /* forward */
     conv_forward(&rt, &cd, x, w, b, y, ws, ws_bytes);
-    batchnorm_forward_train(&rt, N, K, S_out, y, gamma, beta, rmean, rvar, 0.9f, 1e-5f, y, mean, invstd);
+    batchnorm_forward_train(&rt, N, K, S_out, y, gamma, beta, rmean, rvar, 0.9f, 1e-5f, 1, y, mean, invstd);
     relu_forward(&rt, ny, y, y);
     add_forward(&rt, ny, y, y, dy);
     copy_forward(&rt, ny, dy, y);

@@ -69,7 +69,7 @@ void vccref_batchnorm_forward_train(int64_t N, int64_t C, int64_t S, const float
 {
     VccRt rt;
     vcc_rt_init(&rt);
-    batchnorm_forward_train(&rt, N, C, S, x, gamma, beta, running_mean, running_var, momentum, eps, y, save_mean,
+    batchnorm_forward_train(&rt, N, C, S, x, gamma, beta, running_mean, running_var, momentum, eps, 1, y, save_mean,
                             save_invstd);
     vcc_rt_destroy(&rt);
 }

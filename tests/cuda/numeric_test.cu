@@ -263,7 +263,7 @@ static void bn_case(int64_t N, int64_t C, int64_t S, float offset, float scale)
 
     gx = dup(x, n); gg = dup(gamma, C); gb = dup(beta, C); grm = dup(rm, C); grv = dup(rv, C);
     gy = dnan(n); gmean = dnan(C); gistd = dnan(C);
-    batchnorm_forward_train(&g_rt, N, C, S, gx, gg, gb, grm, grv, momentum, eps, gy, gmean, gistd);
+    batchnorm_forward_train(&g_rt, N, C, S, gx, gg, gb, grm, grv, momentum, eps, 1, gy, gmean, gistd);
     check("y = batchnorm_forward_train", gy, y_ref, n, 1e-5);
     check("save_mean", gmean, mean_ref, C, 1e-5);
     check("save_invstd", gistd, istd_ref, C, 1e-5);
@@ -271,7 +271,7 @@ static void bn_case(int64_t N, int64_t C, int64_t S, float offset, float scale)
     check("running_var (unbiased)", grv, rv_ref, C, 1e-5);
     /* in place, y == x */
     gxy = dup(x, n); grm = dup(rm, C); grv = dup(rv, C); gmean = dnan(C); gistd = dnan(C);
-    batchnorm_forward_train(&g_rt, N, C, S, gxy, gg, gb, grm, grv, momentum, eps, gxy, gmean, gistd);
+    batchnorm_forward_train(&g_rt, N, C, S, gxy, gg, gb, grm, grv, momentum, eps, 1, gxy, gmean, gistd);
     check("y = batchnorm_forward_train (y == x)", gxy, y_ref, n, 1e-5);
 
     /* backward from the CPU's saved statistics, so only the backward differs */

@@ -95,9 +95,10 @@ def ext_tensor(name, shape, location, offset=None, length=None, dtype=TensorProt
     return t
 
 
-def conv_nodes(conv_bias=True):
-    """Conv + BN(training) + Relu + GlobalAveragePool + Flatten + Gemm: (N,C,T,H,W) -> (N,K)."""
-    return [
+def conv_nodes(conv_bias=True, opset=None):
+    """Conv + BN(training) + Relu + GlobalAveragePool + Flatten + Gemm: (N,C,T,H,W) -> (N,K). Before opset 14
+    the BN is in that opset's training form: five outputs, no training_mode attribute."""
+    nodes = [
         helper.make_node("Conv", ["input", "conv.weight", "conv.bias" if conv_bias else ""], ["/conv/Conv_output_0"],
                          name="/conv/Conv", kernel_shape=[3, 3, 3], pads=[1] * 6, strides=[1, 1, 1]),
         helper.make_node("BatchNormalization",
@@ -112,6 +113,12 @@ def conv_nodes(conv_bias=True):
         helper.make_node("Gemm", ["/Flatten_output_0", "fc.weight", "fc.bias"], ["logits"], name="/fc/Gemm",
                          alpha=1.0, beta=1.0, transB=1),
     ]
+    if opset is not None and opset < 14:
+        bn = nodes[1]
+        nodes[1] = helper.make_node("BatchNormalization", list(bn.input),
+                                    list(bn.output) + ["/bn/saved_mean", "/bn/saved_var"], name=bn.name,
+                                    epsilon=1e-5, momentum=0.9)
+    return nodes
 
 
 def conv_input(dims=(N, C, T, H, W)):
@@ -183,7 +190,8 @@ def main():
     # conv_initin: initializers also listed as graph inputs (IR version 3 exporters)
     inits = [raw_tensor(k, v) for k, v in w.items()]
     ins = [conv_input()] + [helper.make_tensor_value_info(k, TensorProto.FLOAT, list(v.shape)) for k, v in w.items()]
-    save(os.path.join(out, "conv_initin.onnx"), model(conv_nodes(), inits, ins, ir_version=3, opset=9), check=False)
+    save(os.path.join(out, "conv_initin.onnx"), model(conv_nodes(opset=9), inits, ins, ir_version=3, opset=9),
+         check=False)
 
     # constant: Constant nodes of each attribute kind; no Constant node survives loading
     c0 = np.array([0.5, -1.0, 2.0, 3.25], dtype=np.float32)

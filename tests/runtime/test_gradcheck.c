@@ -248,7 +248,7 @@ static void bn_check(int64_t N, int64_t C, int64_t S, double offset)
     vcc_rt_init(&rt);
     for (j = 0; j < n; j++) { xd[j] = x[j]; rd[j] = r[j]; }
     for (j = 0; j < C; j++) { gd[j] = g[j]; bd[j] = b[j]; }
-    batchnorm_forward_train(&rt, N, C, S, x, g, b, rm, rv, 0.9f, eps, y, mean, inv);
+    batchnorm_forward_train(&rt, N, C, S, x, g, b, rm, rv, 0.9f, eps, 1, y, mean, inv);
     bn_direct(N, C, S, xd, gd, bd, eps, yd);
     snprintf(what, sizeof what, "batchnorm (%lld,%lld,%lld)+%g forward vs double", (long long)N, (long long)C,
              (long long)S, offset);
@@ -276,8 +276,8 @@ static void bn_check(int64_t N, int64_t C, int64_t S, double offset)
     for (j = 0; j < (cnt); j++) {                                              \
         float keep = arr[j];                                                   \
         double lp, lm;                                                         \
-        arr[j] = keep + (h); batchnorm_forward_train(&rt, N, C, S, x, g, b, rm, rv, 0.9f, eps, y, mean, inv); lp = dot_fd(y, r, n); \
-        arr[j] = keep - (h); batchnorm_forward_train(&rt, N, C, S, x, g, b, rm, rv, 0.9f, eps, y, mean, inv); lm = dot_fd(y, r, n); \
+        arr[j] = keep + (h); batchnorm_forward_train(&rt, N, C, S, x, g, b, rm, rv, 0.9f, eps, 1, y, mean, inv); lp = dot_fd(y, r, n); \
+        arr[j] = keep - (h); batchnorm_forward_train(&rt, N, C, S, x, g, b, rm, rv, 0.9f, eps, 1, y, mean, inv); lm = dot_fd(y, r, n); \
         out[j] = (lp - lm) / ((double)(keep + (h)) - (double)(keep - (h)));    \
         arr[j] = keep;                                                         \
     }

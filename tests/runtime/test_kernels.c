@@ -225,7 +225,7 @@ static void test_bn(VccRt *rt, int i)
     y = falloc(n); dx = falloc(n);
     mean = falloc(C); invstd = falloc(C); dg = falloc(C); db = falloc(C);
     /* PyTorch momentum p is ONNX momentum 1 - p. */
-    batchnorm_forward_train(rt, N, C, S, x, gamma, beta, rm, rv, 1.0f - f[1], f[0], y, mean, invstd);
+    batchnorm_forward_train(rt, N, C, S, x, gamma, beta, rm, rv, 1.0f - f[1], f[0], 1, y, mean, invstd);
     check("batchnorm_forward", "y", i, y, ry, n);
     check("batchnorm_forward", "mean", i, mean, rmean, C);
     check("batchnorm_forward", "invstd", i, invstd, rinv, C);
@@ -241,7 +241,7 @@ static void test_bn(VccRt *rt, int i)
         float *rm2 = falloc(C), *rv2 = falloc(C);
         memcpy(x2, x, (size_t)n * sizeof(float));
         memcpy(dy2, dy, (size_t)n * sizeof(float));
-        batchnorm_forward_train(rt, N, C, S, x2, gamma, beta, rm2, rv2, 0.9f, f[0], x2, m2, s2);
+        batchnorm_forward_train(rt, N, C, S, x2, gamma, beta, rm2, rv2, 0.9f, f[0], 1, x2, m2, s2);
         check("batchnorm_forward", "inplace", i, x2, ry, n);
         batchnorm_backward(rt, N, C, S, x, dy2, gamma, mean, invstd, dy2, NULL, NULL);
         check("batchnorm_backward", "inplace", i, dy2, rdx, n);

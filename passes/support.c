@@ -1,0 +1,270 @@
+/*
+ * support.c — what vcc can compile, checked before anything is changed, and reported all at once.
+ *
+ * Requires: the forward graph from a frontend (frontend/onnx.c keeps nodes of unsupported ops as
+ *   VCC_OP_UNSUPPORTED and leaves element-type problems in ctx->problems).
+ * Produces: nothing in the graph; one report (vcc_report_problems) of every problem found:
+ *   - unsupported ops, grouped by op type;
+ *   - attributes a node's op does not have in the model's opset, of the wrong type, or with a value vcc
+ *     does not support (each with the reason);
+ *   - when compiling a trainer, the signs of an inference-form export (eval mode, constant folding):
+ *     BatchNormalization folded into convolutions, parameters with exporter-generated names,
+ *     BatchNormalization or Dropout in inference mode. ctx->allow_inference_export accepts the graph as
+ *     it is (then only a BatchNormalization in inference mode stays refused: vcc cannot train one).
+ *
+ * Semantics follow the node's opset, ONNX Operators' change log (https://onnx.ai/onnx/operators/):
+ *   Conv 1, 11 (no semantic change). BatchNormalization 1/6 (is_test=1: the inference form; is_test=0,
+ *   the training form, refused: its outputs are not pinned down and onnxruntime has no kernel for it),
+ *   7 (spatial; training form = 5 outputs), 9 (no spatial), 14/15 (training_mode; 3 outputs). Relu 1
+ *   (consumed_inputs, an in-place hint without meaning: ignored), 6, 13, 14. Add 1/6 (broadcast, axis:
+ *   vcc adds equal shapes only), 7+ (multidirectional broadcast). Flatten 1 (axis >= 0), 11 (negative
+ *   axis). Reshape 1 (shape attribute), 5 (shape input), 14 (allowzero). Gemm 1/6 (broadcast), 7, 9, 11
+ *   (C optional), 13. GlobalAveragePool 1. Identity 1. Dropout (refused as an op; read here for its
+ *   mode): 1/6 is_test, 7-11 no mode, 12+ training_mode input.
+ */
+#include "passes.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* An attribute op has in opsets [since, until]. */
+typedef struct {
+    VccOp op;
+    int since, until;
+    const char *name;
+    VccAttrType type;
+} AttrSpec;
+
+#define NOW INT_MAX
+static const AttrSpec attr_specs[] = {
+    {VCC_OP_CONV, 1, NOW, "auto_pad", VCC_A_STRING},
+    {VCC_OP_CONV, 1, NOW, "dilations", VCC_A_INTS},
+    {VCC_OP_CONV, 1, NOW, "group", VCC_A_INT},
+    {VCC_OP_CONV, 1, NOW, "kernel_shape", VCC_A_INTS},
+    {VCC_OP_CONV, 1, NOW, "pads", VCC_A_INTS},
+    {VCC_OP_CONV, 1, NOW, "strides", VCC_A_INTS},
+    {VCC_OP_BATCHNORM, 1, NOW, "epsilon", VCC_A_FLOAT},
+    {VCC_OP_BATCHNORM, 1, NOW, "momentum", VCC_A_FLOAT},
+    {VCC_OP_BATCHNORM, 1, 5, "consumed_inputs", VCC_A_INTS},
+    {VCC_OP_BATCHNORM, 1, 6, "is_test", VCC_A_INT},
+    {VCC_OP_BATCHNORM, 1, 8, "spatial", VCC_A_INT},
+    {VCC_OP_BATCHNORM, 14, NOW, "training_mode", VCC_A_INT},
+    {VCC_OP_RELU, 1, 5, "consumed_inputs", VCC_A_INTS},
+    {VCC_OP_ADD, 1, 5, "consumed_inputs", VCC_A_INTS},
+    {VCC_OP_ADD, 1, 6, "broadcast", VCC_A_INT},
+    {VCC_OP_ADD, 1, 6, "axis", VCC_A_INT},
+    {VCC_OP_FLATTEN, 1, NOW, "axis", VCC_A_INT},
+    {VCC_OP_RESHAPE, 1, 4, "consumed_inputs", VCC_A_INTS},
+    {VCC_OP_RESHAPE, 1, 4, "shape", VCC_A_INTS},
+    {VCC_OP_RESHAPE, 14, NOW, "allowzero", VCC_A_INT},
+    {VCC_OP_GEMM, 1, NOW, "alpha", VCC_A_FLOAT},
+    {VCC_OP_GEMM, 1, NOW, "beta", VCC_A_FLOAT},
+    {VCC_OP_GEMM, 1, NOW, "transA", VCC_A_INT},
+    {VCC_OP_GEMM, 1, NOW, "transB", VCC_A_INT},
+    {VCC_OP_GEMM, 1, 6, "broadcast", VCC_A_INT},
+};
+
+static const char *attr_type_name(VccAttrType t) {
+    static const char *names[] = {"INT", "FLOAT", "INTS", "FLOATS", "STRING"};
+    return names[t];
+}
+
+/* The node's name, shortened for a report line, quoted. buf holds at least 64 bytes. */
+static const char *label(const VccNode *n, char *buf) {
+    char tmp[48];
+    snprintf(buf, 64, "'%s'", vcc_short_name(n->name, tmp, sizeof tmp));
+    return buf;
+}
+
+static void attr_problem(VccCtx *ctx, const VccNode *n, const char *group_fmt, const char *a, const char *why) {
+    char b[64];
+    char *group = vcc_strfmt(group_fmt, vcc_op_name(n->op), a);
+    if (why)
+        vcc_unsupported(ctx, VCC_PROB_ATTR, group, "%s (%s)", label(n, b), why);
+    else
+        vcc_unsupported(ctx, VCC_PROB_ATTR, group, "%s", label(n, b));
+    free(group);
+}
+
+/* Every attribute of n is one its op has in opset, with the ONNX type. */
+static void check_attr_names(VccCtx *ctx, const VccNode *n, int64_t opset) {
+    for (int a = 0; a < n->nattrs; a++) {
+        const VccAttr *at = &n->attrs[a];
+        const AttrSpec *spec = NULL, *other = NULL;
+        for (size_t i = 0; i < sizeof attr_specs / sizeof attr_specs[0]; i++) {
+            const AttrSpec *s = &attr_specs[i];
+            if (s->op != n->op || strcmp(s->name, at->name) != 0) continue;
+            if (opset >= s->since && opset <= s->until) spec = s;
+            else other = s;
+        }
+        char why[96];
+        if (!spec && other) {
+            if (other->until == NOW)
+                snprintf(why, sizeof why, "exists from opset %d; the model imports opset %lld", other->since,
+                         (long long)opset);
+            else
+                snprintf(why, sizeof why, "exists in opsets %d-%d; the model imports opset %lld", other->since,
+                         other->until, (long long)opset);
+            attr_problem(ctx, n, "%s attribute '%s'", at->name, why);
+        } else if (!spec) {
+            attr_problem(ctx, n, "%s attribute '%s'", at->name, "not an attribute vcc knows for this op");
+        } else if (spec->type != at->type) {
+            snprintf(why, sizeof why, "has type %s, ONNX defines %s", attr_type_name(at->type),
+                     attr_type_name(spec->type));
+            attr_problem(ctx, n, "%s attribute '%s'", at->name, why);
+        }
+    }
+}
+
+int vcc_batchnorm_form(const VccGraph *g, const VccNode *n, const char **what, const char **why) {
+    int nout = 0;
+    for (int i = 0; i < n->nout; i++) nout += n->out[i] >= 0;
+    *what = *why = NULL;
+    if (g->opset < 9 && vcc_attr_int(n, "spatial", 1) != 1) {
+        *what = "attribute 'spatial=0'";
+        *why = "per-activation statistics are not supported";
+        return -1;
+    }
+    if (g->opset < 7) { /* is_test selects the form; the training form's outputs are not pinned down */
+        if (vcc_attr_int(n, "is_test", 0) != 0 && nout == 1) return 0;
+        *what = g->opset < 6 ? "of opset 1-5 with is_test=0" : "of opset 6 with is_test=0";
+        *why = "the training form before opset 7 is not supported; re-export with opset 7 or later";
+        return -1;
+    }
+    if (g->opset < 14) return nout > 1; /* opsets 7-13: the outputs after Y exist only in training */
+    int64_t tm = vcc_attr_int(n, "training_mode", 0);
+    if (tm != 0 && tm != 1) {
+        *what = "attribute 'training_mode'";
+        *why = "must be 0 or 1";
+        return -1;
+    }
+    if (tm == 0 && nout > 1) {
+        *what = "attribute 'training_mode=0'";
+        *why = "running_mean/running_var outputs exist only in training mode";
+        return -1;
+    }
+    return (int)tm;
+}
+
+/* Attribute values vcc does not support, with the reason; per op and opset. */
+static void check_attr_values(VccCtx *ctx, const VccGraph *g, const VccNode *n) {
+    switch (n->op) {
+    case VCC_OP_CONV: {
+        const char *ap = vcc_attr_string(n, "auto_pad", "NOTSET");
+        if (strcmp(ap, "NOTSET") && strcmp(ap, "SAME_UPPER") && strcmp(ap, "SAME_LOWER") && strcmp(ap, "VALID"))
+            attr_problem(ctx, n, "%s attribute '%s'", "auto_pad",
+                         "not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID");
+        break;
+    }
+    case VCC_OP_FLATTEN:
+        if (g->opset < 11 && vcc_attr_int(n, "axis", 1) < 0)
+            attr_problem(ctx, n, "%s attribute '%s'", "axis<0", "negative axes need opset 11 or later");
+        break;
+    case VCC_OP_BATCHNORM: {
+        const char *what, *why;
+        if (vcc_batchnorm_form(g, n, &what, &why) < 0) attr_problem(ctx, n, "%s %s", what, why);
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+/* ------------------------------------------------------------------ inference-form exports */
+
+/* The initializer a value is, through Identity nodes (exporters deduplicate initializers with them). */
+static int initializer_of(const VccGraph *g, int t) {
+    for (int guard = 0; t >= 0 && guard < g->nnodes + 1; guard++) {
+        const VccTensor *x = &g->tensors[t];
+        if (x->producer < 0) return x->data ? t : -1;
+        const VccNode *p = &g->nodes[x->producer];
+        if (p->op != VCC_OP_IDENTITY || p->nin < 1) return -1;
+        t = p->in[0];
+    }
+    return -1;
+}
+
+/* A name PyTorch's exporter made up for a value it computed ("onnx::Conv_192"): a parameter of the
+ * model keeps its module path ("layer1.0.conv1.0.weight"). */
+static bool exporter_name(const char *s) { return strncmp(s, "onnx::", 6) == 0; }
+
+/* The signs that the file is an inference-form export (model.eval() and constant folding): BN folded
+ * into Conv weights, parameters the exporter named, BN or Dropout in inference mode. */
+static void check_training_form(VccCtx *ctx, const VccGraph *g) {
+    bool *seen = vcc_calloc((size_t)(g->ntensors ? g->ntensors : 1), sizeof(bool));
+    char b[64], tb[48];
+    for (int k = 0; k < g->nnodes; k++) {
+        const VccNode *n = &g->nodes[k];
+        if (n->op == VCC_OP_CONV && n->nin > 1) {
+            int w = initializer_of(g, n->in[1]);
+            if (w >= 0 && exporter_name(g->tensors[w].name)) {
+                vcc_unsupported(ctx, VCC_PROB_TRAINING_FORM,
+                                "Conv with BatchNormalization folded in (exporter-named weights)", "%s (weight '%s')",
+                                label(n, b), vcc_short_name(g->tensors[w].name, tb, sizeof tb));
+                for (int i = 1; i < n->nin; i++) {
+                    int p = initializer_of(g, n->in[i]);
+                    if (p >= 0) seen[p] = true;
+                }
+            }
+        } else if (n->op == VCC_OP_BATCHNORM) {
+            const char *what, *why;
+            if (vcc_batchnorm_form(g, n, &what, &why) == 0)
+                vcc_unsupported(ctx, VCC_PROB_TRAINING_FORM, "BatchNormalization in inference mode", "%s%s",
+                                label(n, b), g->opset >= 14 ? " (training_mode=0)" : " (one output)");
+        } else if (n->op == VCC_OP_UNSUPPORTED && n->onnx_op && !strcmp(n->onnx_op, "Dropout")) {
+            bool inference;
+            if (g->opset >= 12) {
+                int t = n->nin > 2 ? n->in[2] : -1;
+                const VccTensor *m = t >= 0 ? &g->tensors[t] : NULL;
+                /* no training_mode input, or a constant false one */
+                inference = !m || (m->data && m->data_bytes >= 1 && m->dtype == VCC_BOOL &&
+                                   !((const unsigned char *)m->data)[0]);
+            } else {
+                inference = g->opset < 7 && vcc_attr_int(n, "is_test", 0) != 0;
+            }
+            if (inference)
+                vcc_unsupported(ctx, VCC_PROB_TRAINING_FORM, "Dropout in inference mode", "%s", label(n, b));
+        }
+    }
+    for (int t = 0; t < g->ntensors; t++) {
+        const VccTensor *x = &g->tensors[t];
+        if (x->kind != VCC_T_PARAM || seen[t] || !exporter_name(x->name)) continue;
+        vcc_unsupported(ctx, VCC_PROB_TRAINING_FORM, "parameters with exporter-generated names (folded constants)",
+                        "'%s'", vcc_short_name(x->name, tb, sizeof tb));
+    }
+    free(seen);
+}
+
+VccStatus vcc_check_supported(VccCtx *ctx, VccGraph *g) {
+    char b[64];
+    for (int k = 0; k < g->nnodes; k++) {
+        const VccNode *n = &g->nodes[k];
+        if (n->op == VCC_OP_UNSUPPORTED) {
+            const char *op = n->onnx_op ? n->onnx_op : "?";
+            if (n->domain) {
+                char *group = vcc_strfmt("%s (domain '%s')", op, n->domain);
+                vcc_unsupported(ctx, VCC_PROB_OP, group, "%s", label(n, b));
+                free(group);
+            } else {
+                vcc_unsupported(ctx, VCC_PROB_OP, op, "%s", label(n, b));
+            }
+            continue;
+        }
+        check_attr_names(ctx, n, g->opset);
+        check_attr_values(ctx, g, n);
+    }
+    bool trainer = !ctx->forward_only && !ctx->eval;
+    if (trainer && !ctx->allow_inference_export) {
+        check_training_form(ctx, g);
+    } else if (trainer) {
+        for (int k = 0; k < g->nnodes; k++) {
+            const VccNode *n = &g->nodes[k];
+            const char *what, *why;
+            if (n->op == VCC_OP_BATCHNORM && vcc_batchnorm_form(g, n, &what, &why) == 0)
+                attr_problem(ctx, n, "%s in inference mode%s", "",
+                             "training a BatchNormalization with frozen statistics is not supported");
+        }
+    }
+    return vcc_report_problems(ctx);
+}
