@@ -32,7 +32,8 @@
  * so a file named step<k>.safetensors is always complete. After a checkpoint is written, older ones
  * beyond the newest N are deleted (--keep-last N, default 2; 0 keeps all). A fresh run refuses a DIR
  * that already holds checkpoints (it would overwrite another run's); the message says how to resume
- * that run or to choose another folder.
+ * that run or to choose another folder. One trainer at a time writes into a folder (a POSIX lock on
+ * DIR/.vcc.lock, dropped when the process ends); a second one is refused, naming the first's pid.
  *
  * Resume: --resume DIR continues the run from the newest checkpoint in DIR that loads (a damaged one is
  * skipped with a warning); --resume FILE from that checkpoint. Parameters, BN statistics, momentum,
@@ -58,6 +59,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #define VCC_ISATTY(fd) isatty(fd)
@@ -275,9 +277,9 @@ static int vcc_same_dir(const char *x, const char *y) {
 }
 
 /* Make sure the checkpoint folder may receive this run's checkpoints: created if missing, writable,
- * holding no other run's checkpoints (from_dir: the folder of the checkpoint this run resumed from, whose
- * checkpoints are this run's; NULL for a fresh run); leftover temporary files of cut-short writes are
- * removed. */
+ * locked against other trainers, holding no other run's checkpoints (from_dir: the folder of the
+ * checkpoint this run resumed from, whose checkpoints are this run's; NULL for a fresh run); leftover
+ * temporary files of cut-short writes are removed. */
 static void vcc_ckpt_claim(const char *dir, const char *from_dir) {
     struct stat sb;
     char err[1024], path[4200];
@@ -289,6 +291,21 @@ static void vcc_ckpt_claim(const char *dir, const char *from_dir) {
         vcc_dief("%s: --checkpoint-dir is not a folder", dir);
     }
     vcc_check_writable(vcc_ckpt_path(dir, 0, path, sizeof path));
+    /* one trainer per folder at a time: a POSIX record lock on DIR/.vcc.lock, held until exit (the
+     * system drops it when the process ends, however it ends) */
+    snprintf(path, sizeof path, "%s/.vcc.lock", dir);
+    int fd = open(path, O_RDWR | O_CREAT, 0666);
+    struct flock lk;
+    memset(&lk, 0, sizeof lk);
+    lk.l_type = F_WRLCK;
+    lk.l_whence = SEEK_SET;
+    if (fd < 0) vcc_dief("%s: cannot create: %s", path, strerror(errno));
+    if (fcntl(fd, F_SETLK, &lk) != 0) {
+        if (fcntl(fd, F_GETLK, &lk) == 0 && lk.l_type != F_UNLCK)
+            vcc_dief("%s: another trainer (process %ld) is writing checkpoints here; wait for it or choose another "
+                     "--checkpoint-dir", dir, (long)lk.l_pid);
+        vcc_dief("%s: cannot lock %s: %s", dir, path, strerror(errno));
+    }
     if (vcc_ckpt_list(dir, 0, &steps, &n, err, sizeof err)) vcc_die(err);
     if (n && !from_dir)
         vcc_dief("%s: holds the checkpoints of another run (newest %s); to continue that run add --resume %s, to "

@@ -24,7 +24,8 @@ Cases (each one CTest test, trainer_<case>):
   keep_last      --keep-last 2 leaves the 2 newest; the defaults leave only the last step's; 0 keeps all
   refuse         a fresh run pointed at another run's checkpoint folder is refused and the folder left
                  untouched; so is a resumed run writing into a third run's folder, a resume with another
-                 --lr or other data, a resume from a plain weights file, --weights with --resume
+                 --lr or other data, a resume from a plain weights file, --weights with --resume, and a
+                 second trainer on a folder another running trainer writes into
   install        `cmake --install BUILD --prefix P` installs P/bin/vcc, which compiles a model from another
                  folder into a trainer that builds and trains, needing no file of the source or build tree
   messages       errors begin with the binary's own name; int32 labels and float64 data get
@@ -313,7 +314,8 @@ def case_keep_last(a):
               "6"]
 
     def files(ck):
-        return sorted(os.listdir(os.path.join(w, ck)), key=lambda n: int(n[4:].split(".")[0]))
+        names = [n for n in os.listdir(os.path.join(w, ck)) if n.endswith(".safetensors")]
+        return sorted(names, key=lambda n: int(n[4:].split(".")[0]))
 
     run(common + ["--checkpoint-dir", "k2", "--checkpoint-every", "1", "--keep-last", "2"], w)
     check(files("k2") == ["step5.safetensors", "step6.safetensors"], "--keep-last 2 keeps step5 and step6",
@@ -369,6 +371,15 @@ def case_refuse(a):
     check("empty: cannot open" in p.stderr and "holds no checkpoint" in p2.stderr,
           "--resume of a missing or empty folder says so", (p.stderr + p2.stderr).strip())
     check(snapshot(os.path.join(w, "runA")) == before, "after all that, runA is still untouched")
+    # two trainers at once on one folder: the second is refused while the first runs
+    first = subprocess.Popen(common[:-4] + ["--steps", "100000000", "--checkpoint-dir", "busy", "--checkpoint-every",
+                                            "0"], cwd=w, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first.stdout.readline()
+    p = run(common + ["--checkpoint-dir", "busy"], w, rc=None)
+    first.kill()
+    first.communicate()
+    check(p.returncode == 1 and "busy: another trainer (process %d) is writing checkpoints here" % first.pid in p.stderr,
+          "a second trainer on a folder in use is refused, naming the first's process", p.stderr.strip())
 
 
 def case_messages(a):
