@@ -1,10 +1,12 @@
 /*
  * cli.c — the vcc command line.
  *
- *   vcc MODEL.onnx [-o train.c | -o train.cu] [--shape NAME=2x3x8x112x112 ...] [--dump-ir=PASS]
- *       [--plan-json FILE] [--momentum M] [--forward-only]
+ *   vcc MODEL.onnx|DUMP.vir [-o train.c | -o train.cu] [--shape NAME=2x3x8x112x112 ...] [--dump-ir PASS]
+ *       [--plan-json FILE] [--momentum M] [--forward-only | --eval] [--allow-inference-export]
  *
- * Reads the model, runs the pass pipeline, and writes the trainer, its initial weights
+ * Every option that takes a value accepts it as the next argument or after '=' (--dump-ir memplan,
+ * --dump-ir=memplan). Reads the model (an ONNX file, or a .vir dump: then the passes after the one it
+ * was dumped after run), runs the pass pipeline, and writes the program, its initial weights
  * (<output without extension>.safetensors) and the plan JSON, and prints the trainer's build command
  * as it runs from the current folder (paths shell-quoted; the binary of X.c is X, of X.cu X_cuda; the
  * file's first line holds the same command relative to its own folder); with none of -o, --plan-json and
@@ -15,6 +17,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,13 +39,23 @@ static void usage(FILE *f) {
           "                     the command that builds it, run from here: X.c builds the binary X, X.cu builds\n"
           "                     X_cuda (the C and CUDA trainers of a model can share a folder)\n"
           "  --shape NAME=DIMS  bind a symbolic input shape (NAME=2x3x8x112x112) or one symbolic dim (batch=2)\n"
-          "  --dump-ir=PASS     print the IR after PASS: onnx canonical shape loss autodiff optimizer schedule\n"
+          "  --dump-ir PASS     print the IR after PASS: onnx canonical shape loss autodiff optimizer schedule\n"
           "                     liveness inplace memplan (memplan shows live intervals, offsets, arena size)\n"
           "  --plan-json FILE   write the memory plan as JSON\n"
           "  --momentum M       default SGD momentum baked into the trainer (default 0.9)\n"
           "  --forward-only     compile the forward graph alone: a program that evaluates the model once,\n"
           "                     ./fwd IN.npy... -o OUT.npy... (used by the ONNX conformance tests)\n"
-          "  --version, --help\n",
+          "  --eval             compile the evaluation program: BatchNormalization with its running statistics,\n"
+          "                     Dropout off; ./eval --data X.npy [--labels Y.npy] --weights trained.safetensors\n"
+          "                     prints top-1/top-5 accuracy and mean loss, or writes the logits (--logits F.npy)\n"
+          "  --allow-inference-export\n"
+          "                     train an inference-form export as it is (BatchNormalization folded into the\n"
+          "                     convolutions, exporter-named parameters) instead of refusing it\n"
+          "  --version, --help\n"
+          "\n"
+          "MODEL may be a .vir dump (vcc MODEL.onnx --dump-ir PASS > m.vir): the passes after PASS run on it,\n"
+          "so an edited schedule or plan can be re-planned or checked. A .vir file holds no weights: run the\n"
+          "program with --weights.\n",
           f);
 }
 
@@ -72,21 +86,83 @@ static bool has_suffix(const char *s, const char *suf) {
     return n >= m && strcmp(s + n - m, suf) == 0;
 }
 
-/* Write to path via path.tmp; returns the open temp stream and fills tmp. */
-static FILE *open_tmp(const char *path, char *tmp, size_t len) {
-    snprintf(tmp, len, "%s.tmp", path);
-    return fopen(tmp, "w");
+/* The process umask (read and restored: POSIX has no query-only call). */
+static mode_t current_umask(void) {
+    mode_t m = umask(0);
+    umask(m);
+    return m;
 }
 
-static int commit_tmp(VccCtx *ctx, FILE *f, const char *tmp, const char *path) {
+/* Open a new temporary file beside path (path.XXXXXX, created exclusively) for writing; *tmp receives
+ * its malloc'd name. NULL (errno set) when it cannot be created. */
+static FILE *open_tmp(const char *path, char **tmp) {
+    *tmp = vcc_strfmt("%s.XXXXXX", path);
+    int fd = mkstemp(*tmp);
+    if (fd < 0) {
+        free(*tmp);
+        *tmp = NULL;
+        return NULL;
+    }
+    fchmod(fd, 0666 & ~current_umask());
+    FILE *f = fdopen(fd, "w");
+    if (!f) {
+        close(fd);
+        remove(*tmp);
+        free(*tmp);
+        *tmp = NULL;
+    }
+    return f;
+}
+
+/* Close f and rename the temporary file onto path; on any failure remove it and report. Frees tmp. */
+static int commit_tmp(FILE *f, char *tmp, const char *path) {
     int bad = ferror(f) != 0;
     if (fclose(f) != 0) bad = 1;
+    int rc = 0;
     if (bad || rename(tmp, path) != 0) {
-        fprintf(ctx->diag, "vcc: %s: cannot write: %s\n", path, strerror(errno));
+        fprintf(stderr, "vcc: %s: cannot write: %s\n", path, strerror(errno));
         remove(tmp);
-        return 1;
+        rc = 1;
     }
-    return 0;
+    free(tmp);
+    return rc;
+}
+
+/* Discard a temporary file opened with open_tmp. */
+static void drop_tmp(FILE *f, char *tmp) {
+    fclose(f);
+    remove(tmp);
+    free(tmp);
+}
+
+/* The value of option name at argv[*i]: "--name VALUE" (advancing *i) or "--name=VALUE". NULL when
+ * argv[*i] is another option; *missing is set when it is this option without a value. */
+static const char *opt_value(int argc, char **argv, int *i, const char *name, bool *missing) {
+    const char *a = argv[*i];
+    size_t n = strlen(name);
+    if (strncmp(a, name, n) != 0) return NULL;
+    if (a[n] == '=') return a + n + 1;
+    if (a[n] != 0) return NULL;
+    if (*i + 1 >= argc) {
+        *missing = true;
+        return NULL;
+    }
+    return argv[++*i];
+}
+
+/* The pass a .vir dump was written after, from its first line "# vcc IR after PASS" (what --dump-ir
+ * writes); -1 when the line is not there. */
+static int vir_stage(const char *path) {
+    FILE *f = fopen(path, "r");
+    if (!f) return -2;
+    char line[128] = {0};
+    int stage = -1;
+    if (fgets(line, sizeof line, f) && !strncmp(line, "# vcc IR after ", 15)) {
+        line[strcspn(line, "\r\n")] = 0;
+        stage = vcc_pass_index(line + 15);
+    }
+    fclose(f);
+    return stage;
 }
 
 int main(int argc, char **argv) {
@@ -94,32 +170,37 @@ int main(int argc, char **argv) {
     VccShapeBinding shapes[32];
     int nshapes = 0;
     float momentum = 0.9f;
-    bool forward_only = false;
+    bool forward_only = false, eval = false, allow_inference = false;
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
+        const char *a = argv[i], *v;
+        bool missing = false;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             return 0;
         } else if (!strcmp(a, "--version")) {
             printf("vcc %s\n", VCC_VERSION);
             return 0;
-        } else if (!strcmp(a, "-o") && i + 1 < argc) {
-            out = argv[++i];
-        } else if (!strcmp(a, "--plan-json") && i + 1 < argc) {
-            plan_json = argv[++i];
+        } else if ((v = opt_value(argc, argv, &i, "-o", &missing))) {
+            out = v;
+        } else if ((v = opt_value(argc, argv, &i, "--plan-json", &missing))) {
+            plan_json = v;
+        } else if ((v = opt_value(argc, argv, &i, "--dump-ir", &missing))) {
+            dump = v;
         } else if (!strcmp(a, "--forward-only")) {
             forward_only = true;
-        } else if (!strncmp(a, "--dump-ir=", 10)) {
-            dump = a + 10;
-        } else if (!strcmp(a, "--momentum") && i + 1 < argc) {
+        } else if (!strcmp(a, "--eval")) {
+            eval = true;
+        } else if (!strcmp(a, "--allow-inference-export")) {
+            allow_inference = true;
+        } else if ((v = opt_value(argc, argv, &i, "--momentum", &missing))) {
             char *end;
-            momentum = strtof(argv[++i], &end);
-            if (*end || end == argv[i] || !(momentum >= 0.0f && momentum < 1e30f)) {
-                fprintf(stderr, "vcc: --momentum needs a finite number >= 0, got '%s'\n", argv[i]);
+            momentum = strtof(v, &end);
+            if (*end || end == v || !(momentum >= 0.0f && momentum < 1e30f)) {
+                fprintf(stderr, "vcc: --momentum needs a finite number >= 0, got '%s'\n", v);
                 return 2;
             }
-        } else if (!strcmp(a, "--shape") && i + 1 < argc) {
-            int bad = nshapes == 32 || parse_shape(argv[++i], &shapes[nshapes]);
+        } else if ((v = opt_value(argc, argv, &i, "--shape", &missing))) {
+            int bad = nshapes == 32 || parse_shape(v, &shapes[nshapes]);
             for (int j = 0; !bad && j < nshapes; j++)
                 if (!strcmp(shapes[j].name, shapes[nshapes].name)) {
                     fprintf(stderr, "vcc: --shape %s is given twice\n", shapes[j].name);
@@ -129,13 +210,12 @@ int main(int argc, char **argv) {
             if (bad) {
                 if (bad == 1)
                     fprintf(stderr, "vcc: --shape needs NAME=DIMS with dims from 1 to 2^31-1, like "
-                                    "input=2x3x8x112x112 or batch=2; got '%s'\n", argv[i]);
+                                    "input=2x3x8x112x112 or batch=2; got '%s'\n", v);
                 for (int j = 0; j < nshapes; j++) free(shapes[j].name);
                 return 2;
             }
             nshapes++;
-        } else if (!strcmp(a, "-o") || !strcmp(a, "--plan-json") || !strcmp(a, "--momentum") ||
-                   !strcmp(a, "--shape")) {
+        } else if (missing) {
             fprintf(stderr, "vcc: option %s needs a value\n", a);
             return 2;
         } else if (a[0] == '-') {
@@ -152,19 +232,19 @@ int main(int argc, char **argv) {
         usage(stderr);
         return 2;
     }
-    if (dump) {
-        bool known = false;
-        for (int i = 0; vcc_pass_names[i]; i++) known |= !strcmp(dump, vcc_pass_names[i]);
-        if (!known) {
-            fprintf(stderr, "vcc: unknown pass '%s' for --dump-ir (see vcc --help)\n", dump);
-            return 2;
-        }
+    if (forward_only && eval) {
+        fprintf(stderr, "vcc: --forward-only and --eval are two different programs; give one\n");
+        return 2;
+    }
+    if (dump && vcc_pass_index(dump) < 0) {
+        fprintf(stderr, "vcc: unknown pass '%s' for --dump-ir (see vcc --help)\n", dump);
+        return 2;
     }
     VccTarget target = VCC_TARGET_C;
     if (out) {
         if (has_suffix(out, ".cu")) target = VCC_TARGET_CUDA;
         else if (!has_suffix(out, ".c")) {
-            fprintf(stderr, "vcc: output '%s' must end in .c (CPU trainer) or .cu (CUDA trainer)\n", out);
+            fprintf(stderr, "vcc: output '%s' must end in .c (CPU program) or .cu (CUDA program)\n", out);
             return 2;
         }
         /* the file name becomes part of the printed build command and the file's first line */
@@ -180,6 +260,16 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
+    bool vir = has_suffix(model, ".vir");
+    int stage = 0;
+    if (vir) {
+        stage = vir_stage(model);
+        if (stage == -1) {
+            fprintf(stderr, "vcc: %s: the first line must name the pass the dump follows ('# vcc IR after PASS', as "
+                            "--dump-ir writes it)\n", model);
+            return 1;
+        }
+    }
 
     VccCtx ctx;
     vcc_ctx_init(&ctx, model);
@@ -188,25 +278,26 @@ int main(int argc, char **argv) {
     ctx.momentum = momentum;
     ctx.dump_after = dump;
     ctx.forward_only = forward_only;
+    ctx.eval = eval;
+    ctx.allow_inference_export = allow_inference;
     VccGraph *g = NULL;
     int rc = 1;
-    char tmp[4096], wpath[4096], cmd[20000], cmd_here[20000];
+    char *tmp = NULL, *wpath = NULL, cmd[20000], cmd_here[20000];
     FILE *f = NULL;
-    if (vcc_onnx_load(&ctx, model, &g) != VCC_OK) goto done;
-    if (vcc_run_pipeline(&ctx, g) != VCC_OK) goto done;
+    VccStatus st = vir ? vcc_vir_load(&ctx, model, &g) : vcc_onnx_load(&ctx, model, &g);
+    if (st == VCC_OK) st = vcc_run_passes_after(&ctx, g, vir ? stage : 0);
+    if (st != VCC_OK) goto done;
     if (plan_json) {
-        if (!(f = open_tmp(plan_json, tmp, sizeof tmp))) {
+        if (!(f = open_tmp(plan_json, &tmp))) {
             fprintf(stderr, "vcc: %s: cannot write: %s\n", plan_json, strerror(errno));
             goto done;
         }
         vcc_plan_write_json(f, g);
-        if (commit_tmp(&ctx, f, tmp, plan_json)) goto done;
+        if (commit_tmp(f, tmp, plan_json)) goto done;
     }
     if (out) {
-        /* weights beside the trainer: train.c -> train.safetensors */
-        snprintf(wpath, sizeof wpath, "%s", out);
-        *strrchr(wpath, '.') = 0;
-        strncat(wpath, ".safetensors", sizeof wpath - strlen(wpath) - 1);
+        /* weights beside the program: train.c -> train.safetensors */
+        wpath = vcc_strfmt("%.*s.safetensors", (int)(strrchr(out, '.') - out), out);
         const char *wbase = strrchr(wpath, '/');
         wbase = wbase ? wbase + 1 : wpath;
         /* the file's first line builds from the file's folder; the printed command from here */
@@ -215,25 +306,26 @@ int main(int argc, char **argv) {
             fprintf(stderr, "vcc: %s: output path too long\n", out);
             goto done;
         }
-        if (!(f = open_tmp(out, tmp, sizeof tmp))) {
+        if (!(f = open_tmp(out, &tmp))) {
             fprintf(stderr, "vcc: %s: cannot write: %s\n", out, strerror(errno));
             goto done;
         }
         if (vcc_emit_trainer(&ctx, g, target, cmd, wbase, f) != VCC_OK) {
-            fclose(f);
-            remove(tmp);
+            drop_tmp(f, tmp);
             goto done;
         }
-        if (vcc_write_weights(&ctx, g, wpath) != VCC_OK) {
-            fclose(f);
-            remove(tmp);
+        if (!vir && vcc_write_weights(&ctx, g, wpath) != VCC_OK) {
+            drop_tmp(f, tmp);
             goto done;
         }
-        if (commit_tmp(&ctx, f, tmp, out)) {
-            remove(wpath);
+        if (commit_tmp(f, tmp, out)) {
+            if (!vir) remove(wpath);
             goto done;
         }
         printf("%s\n", cmd_here);
+        if (vir)
+            fprintf(stderr, "vcc: note: %s holds no weights; run the program with --weights FILE.safetensors (the "
+                            "file vcc wrote beside a program compiled from the ONNX model)\n", model);
     }
     if (!out && !plan_json && !dump)
         printf("%s: %d steps, arena %lld bytes (persistent %lld, planned %lld), lower bound %lld, no reuse %lld\n",
@@ -241,7 +333,10 @@ int main(int argc, char **argv) {
                (long long)g->planned_bytes, (long long)g->lower_bound_bytes, (long long)g->no_reuse_bytes);
     rc = 0;
 done:
+    vcc_diag_finish(&ctx);
+    vcc_problems_clear(&ctx);
     vcc_graph_free(g);
+    free(wpath);
     for (int i = 0; i < nshapes; i++) free(shapes[i].name);
     return rc;
 }

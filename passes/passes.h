@@ -121,4 +121,12 @@ extern const char *const vcc_pass_names[];
  * (with the plan after memplan). Returns the first failing pass's status. */
 VccStatus vcc_run_pipeline(VccCtx *ctx, VccGraph *g);
 
+/* Run the passes after vcc_pass_names[done] (a graph read back from a dump after that pass: a .vir
+ * file). A --dump-ir pass at or before done prints the graph as given, headed as after done. A graph
+ * given after memplan keeps its offsets, which vcc_plan_check must accept. */
+VccStatus vcc_run_passes_after(VccCtx *ctx, VccGraph *g, int done);
+
+/* Index of a pass in vcc_pass_names, or -1. */
+int vcc_pass_index(const char *name);
+
 #endif /* VCC_PASSES_H */

@@ -16,8 +16,23 @@ const char *const vcc_pass_names[] = {"onnx",      "canonical", "shape",    "los
 static const VccPass passes[] = {NULL,         vcc_canonicalize, vcc_infer_shapes, vcc_add_loss, vcc_autodiff,
                                  vcc_optimizer, vcc_schedule,    vcc_liveness,     vcc_inplace,  vcc_memplan};
 
-VccStatus vcc_run_pipeline(VccCtx *ctx, VccGraph *g) {
-    for (int i = 0; vcc_pass_names[i]; i++) {
+int vcc_pass_index(const char *name) {
+    for (int i = 0; vcc_pass_names[i]; i++)
+        if (strcmp(vcc_pass_names[i], name) == 0) return i;
+    return -1;
+}
+
+VccStatus vcc_run_pipeline(VccCtx *ctx, VccGraph *g) { return vcc_run_passes_after(ctx, g, 0); }
+
+VccStatus vcc_run_passes_after(VccCtx *ctx, VccGraph *g, int done) {
+    int want = ctx->dump_after ? vcc_pass_index(ctx->dump_after) : -1;
+    if (want >= 0 && want <= done) { /* the graph as given is the graph after that pass */
+        fprintf(ctx->dump, "# vcc IR after %s\n", vcc_pass_names[done]);
+        vcc_print_graph(ctx->dump, g, done >= 7);
+    }
+    /* a plan that comes from outside (a hand-edited .vir) is checked like one memplan made */
+    if (done >= vcc_pass_index("memplan")) return vcc_plan_check(ctx, g);
+    for (int i = done + 1; vcc_pass_names[i]; i++) {
         bool training_pass = passes[i] == vcc_add_loss || passes[i] == vcc_autodiff || passes[i] == vcc_optimizer;
         if (passes[i] && !((ctx->forward_only || ctx->eval) && training_pass)) {
             VccStatus st = passes[i](ctx, g);

@@ -7,7 +7,8 @@ an elementwise op (Relu, Add) that runs after it, where it would otherwise die. 
 with `vcc --forward-only`, run, and every output is compared with onnxruntime (graph optimizations
 off) to 1e-5. The plan of each is also checked outside vcc (check_plan.py), and a copy of the plan in
 which a graph output IS written over (the later op marked inplace_of the output, at its offset) must be
-rejected by that checker.
+rejected by that checker, and by vcc's own when the same hand-made plan comes back as a .vir dump
+(`vcc bad.vir`), while vcc's unedited dump is accepted.
 
 Models (letters: N batch, C channels, H height, W width):
   relu_add      c = Conv(x); a = Relu(c); b = Add(a, c)          outputs (a, b)
@@ -20,6 +21,7 @@ import argparse
 import copy
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -132,6 +134,25 @@ def main():
         fails += not rejected
         print("%-13s check_plan on a plan writing %r over output %r: %s" % (
             name, writer["name"], victim, "rejected" if rejected else "NOT REJECTED\n" + r.stdout))
+
+        # the same hand-made plan as a .vir dump: vcc's own plan check must refuse it
+        vir = run([args.vcc, path, "--forward-only", "--dump-ir", "memplan"]).stdout
+        with open(os.path.join(d, "plan.vir"), "w") as f:
+            f.write(vir)
+        root = victim if by[victim]["view_of"] is None else by[victim]["view_of"]
+        line = re.compile(r'^(plan "%s" \S+ bytes=\d+ live=\S+ offset=)\d+.*$' % re.escape(writer["name"]), re.M)
+        bad_vir, n = line.subn(lambda m: '%s%d inplace_of="%s"' % (m.group(1), by[root]["offset"], root), vir)
+        assert n == 1
+        with open(os.path.join(d, "bad_plan.vir"), "w") as f:
+            f.write(bad_vir)
+        good = subprocess.run([args.vcc, os.path.join(d, "plan.vir")], capture_output=True, text=True)
+        bad = subprocess.run([args.vcc, os.path.join(d, "bad_plan.vir")], capture_output=True, text=True)
+        ok = good.returncode == 0 and bad.returncode == 1 and "plan check" in bad.stderr and "host" in bad.stderr
+        fails += not ok
+        print("%-13s vcc on its own dump: exit %d; on the hand-made .vir: exit %d %s" % (
+            name, good.returncode, bad.returncode, "(rejected)" if ok else "FAIL\n" + good.stderr + bad.stderr))
+        if name == "relu_add":
+            print("   " + bad.stderr.strip())
     print("FAIL" if fails else "PASS")
     sys.exit(1 if fails else 0)
 
