@@ -38,9 +38,11 @@
  * Resume: --resume DIR continues the run from the newest checkpoint in DIR that loads (a damaged one is
  * skipped with a warning); --resume FILE from that checkpoint. Parameters, BN statistics, momentum,
  * the step and the data position are restored, so the resumed run prints the losses the uninterrupted
- * run would have printed, bit for bit. The checkpoint must come from the same compiled model, the same
- * data and labels and the same --lr, --momentum and --weight-decay (else an error names the
- * difference; --weights CKPT starts a new run from a checkpoint's weights and momentum instead).
+ * run would have printed, bit for bit (on the GPU as far as the run itself is reproducible: cuDNN's
+ * atomics-based algorithms are not bitwise deterministic). The checkpoint must come from the same
+ * compiled model, the same data and labels and the same --lr, --momentum and --weight-decay (else an
+ * error names the difference; --weights CKPT starts a new run from a checkpoint's weights and momentum
+ * instead).
  * With --resume DIR, checkpoints go on into DIR unless --checkpoint-dir names another (empty) folder.
  * --weights and --resume exclude each other.
  *
