@@ -294,19 +294,20 @@ static unsigned char *read_external(Loader *L, const Onnx__TensorProto *tp, cons
                 return NULL;
             }
             location = value;
-        } else if (strcmp(key, "offset") == 0) {
-            if (have_offset || !parse_u63(value, &offset)) {
-                fail(L, VCC_ERR_PARSE, "%s: external data offset '%s' is not a non-negative integer", what,
-                     value);
+        } else if (strcmp(key, "offset") == 0 || strcmp(key, "length") == 0) {
+            bool is_offset = key[0] == 'o';
+            int64_t *dst = is_offset ? &offset : &length;
+            if (is_offset ? have_offset : length >= 0) {
+                fail(L, VCC_ERR_PARSE, "%s: external data '%s' is given twice", what, key);
                 return NULL;
             }
-            have_offset = true;
-        } else if (strcmp(key, "length") == 0) {
-            if (length >= 0 || !parse_u63(value, &length)) {
-                fail(L, VCC_ERR_PARSE, "%s: external data length '%s' is not a non-negative integer", what,
-                     value);
+            if (!parse_u63(value, dst)) {
+                bool digits = *value && strspn(value, "0123456789") == strlen(value);
+                fail(L, VCC_ERR_PARSE, "%s: external data %s '%s' %s", what, key, value,
+                     digits ? "is out of range (at most 2^63-1)" : "is not a non-negative integer");
                 return NULL;
             }
+            have_offset |= is_offset;
         } /* "checksum" and unknown keys are ignored */
     }
     if (!location || !*location) {
@@ -537,13 +538,13 @@ static int find_binding(const Loader *L, const char *name) {
     return -1;
 }
 
-/* "Nx3x8x112x112" into buf: fixed dims as numbers, unbound ones as "N". */
+/* "2x3x8x112x112" into buf: fixed dims as they are, unbound ones as 2 (an example size). */
 static void format_example(char *buf, size_t len, const int64_t *dims, int rank) {
     size_t k = 0;
     buf[0] = 0;
     for (int i = 0; i < rank && k < len; i++) {
         int w = dims[i] >= 0 ? snprintf(buf + k, len - k, "%s%jd", i ? "x" : "", (intmax_t)dims[i])
-                             : snprintf(buf + k, len - k, "%sN", i ? "x" : "");
+                             : snprintf(buf + k, len - k, "%s2", i ? "x" : "");
         if (w < 0) break;
         k += (size_t)w;
     }
@@ -658,11 +659,11 @@ static void load_input(Loader *L, const Onnx__ValueInfoProto *vi, size_t index) 
             }
             format_example(example, sizeof example, shape.dims, rank);
             if (param[i])
-                fail(L, VCC_ERR_SHAPE, "input '%s' dim %d ('%s') is symbolic; bind it with --shape %s=%s or "
-                     "--shape %s=N", name, i, param[i], name, example, param[i]);
+                fail(L, VCC_ERR_SHAPE, "input '%s' dim %d ('%s') is symbolic; bind it to a size, e.g. --shape %s=2 "
+                     "(that dim) or --shape %s=%s (the whole input)", name, i, param[i], param[i], name, example);
             else
-                fail(L, VCC_ERR_SHAPE, "input '%s' dim %d is unknown; bind it with --shape %s=%s", name, i, name,
-                     example);
+                fail(L, VCC_ERR_SHAPE, "input '%s' dim %d is unknown; bind it to a size, e.g. --shape %s=%s", name, i,
+                     name, example);
             ok = false;
         }
     }

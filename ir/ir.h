@@ -328,7 +328,7 @@ VccStatus vcc_conv_params(VccCtx *ctx, const VccNode *node, const VccShape *x, c
                           VccConvParams *p);
 
 /* Workspace of one conv kernel call in bytes: the im2col column buffer for one sample and one group,
- * (C/group) * prod(kernel) * prod(out) floats. The CPU trainer needs exactly this; the CUDA trainer hands
+ * (C/group) * prod(kernel) * prod(out) floats; -1 when that passes VCC_MAX_TENSOR_BYTES. The CPU trainer needs exactly this; the CUDA trainer hands
  * the same region to cuDNN as the workspace limit for its algorithm choice. */
 int64_t vcc_conv_ws_bytes(const VccConvParams *p);
 

@@ -135,15 +135,22 @@ bad_len_kernel:
 
 int64_t vcc_conv_ws_bytes(const VccConvParams *p) {
     int64_t n = p->C / p->group;
-    for (int i = 0; i < p->nsp; i++) n *= p->kernel[i] * p->out[i];
-    return n * 4;
+    for (int i = 0; i < p->nsp; i++)
+        if (!vcc_mul_i64(n, p->kernel[i], &n) || !vcc_mul_i64(n, p->out[i], &n)) return -1;
+    return n > VCC_MAX_TENSOR_BYTES / 4 ? -1 : n * 4;
 }
 
 VccStatus vcc_conv_add_workspace(VccCtx *ctx, VccGraph *g, int k, const VccShape *x, const VccShape *w) {
     VccConvParams p;
     VccStatus st = vcc_conv_params(ctx, &g->nodes[k], x, w, &p);
     if (st) return st;
-    VccShape s = {1, {vcc_conv_ws_bytes(&p) / 4}};
+    int64_t bytes = vcc_conv_ws_bytes(&p);
+    if (bytes < 0) {
+        vcc_error(ctx, "node '%s' (%s): its im2col workspace would be larger than vcc's limit of 2^47 bytes",
+                  g->nodes[k].name, g->nodes[k].onnx_op ? g->nodes[k].onnx_op : vcc_op_name(g->nodes[k].op));
+        return VCC_ERR_SHAPE;
+    }
+    VccShape s = {1, {bytes / 4}};
     int ws = vcc_tensor_add_unique(g, VCC_F32, &s, VCC_T_WORKSPACE, "%s.ws", g->nodes[k].name);
     VccNode *n = &g->nodes[k];
     n->out = vcc_realloc(n->out, sizeof(int) * (size_t)(n->nout + 1));

@@ -92,7 +92,7 @@ VccStatus vcc_schedule(VccCtx *ctx, VccGraph *g) {
     } else {
         VccNode *nodes = vcc_malloc(sizeof(VccNode) * (size_t)(n ? n : 1));
         for (int i = 0; i < n; i++) nodes[i] = g->nodes[order[i]];
-        memcpy(g->nodes, nodes, sizeof(VccNode) * (size_t)n);
+        if (n > 0) memcpy(g->nodes, nodes, sizeof(VccNode) * (size_t)n); /* g->nodes is NULL when n == 0 */
         free(nodes);
         for (int k = 0; k < n; k++)
             for (int i = 0; i < g->nodes[k].nout; i++)

@@ -158,11 +158,13 @@ static VccStatus infer_node(VccCtx *ctx, VccGraph *g, int k) {
             else if (d < 0) {
                 vcc_error(ctx, "node '%s' (Reshape): invalid shape value %lld at %d", n->name, (long long)v[i], i);
                 return VCC_ERR_SHAPE;
-            } else known *= d;
+            } else if (!vcc_mul_i64(known, d, &known)) {
+                known = -1; /* overflows: cannot equal the input's element count */
+            }
             out.dims[i] = d;
         }
-        if (infer >= 0) out.dims[infer] = known ? total / known : 0;
-        if (vcc_shape_numel(&out) != total) {
+        if (infer >= 0) out.dims[infer] = known > 0 ? total / known : 0;
+        if (known < 0 || vcc_shape_numel(&out) != total) {
             shape_str(s1, sizeof s1, &x->shape);
             vcc_error(ctx, "node '%s' (Reshape): cannot reshape %s to the requested shape", n->name, s1);
             return VCC_ERR_SHAPE;
@@ -248,7 +250,12 @@ VccStatus vcc_infer_shapes(VccCtx *ctx, VccGraph *g) {
     for (int i = 0; i < g->ntensors; i++) {
         VccTensor *t = &g->tensors[i];
         if (t->dtype == VCC_DT_UNDEF && (t->producer >= 0 || t->alias_of >= 0)) {
-            vcc_error(ctx, "tensor '%s': shape could not be inferred", t->name);
+            const VccNode *p = t->producer >= 0 ? &g->nodes[t->producer] : NULL;
+            if (p)
+                vcc_error(ctx, "node '%s' (%s): the shape of its output '%s' could not be inferred", p->name,
+                          p->onnx_op ? p->onnx_op : vcc_op_name(p->op), t->name);
+            else
+                vcc_error(ctx, "tensor '%s': the shape could not be inferred", t->name);
             return VCC_ERR_SHAPE;
         }
     }
