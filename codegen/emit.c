@@ -215,6 +215,8 @@ static VccStatus emit_node(Emit *e, int k) {
                 N, C, S, F(e, in[0]), F(e, in[1]), F(e, in[2]), F(e, run[0]), F(e, run[1]),
                 (double)vcc_attr_float(n, "momentum", 0.9f), (double)vcc_attr_float(n, "epsilon", 1e-5f),
                 (int)vcc_attr_int(n, "running_var_unbiased", 0), F(e, out[0]), F(e, out[1]), F(e, out[2]));
+        if (n->nin > 5 && in[5] >= 0) /* num_batches_tracked */
+            fprintf(f, "    counter_increment(rt, (int64_t *)(A + %" PRId64 "));\n", g->tensors[in[5]].offset);
         return VCC_OK;
     }
     case VCC_OP_BATCHNORM_GRAD: {

@@ -22,6 +22,7 @@
  * What the graph holds (the conventions later passes rely on):
  *
  *   g->opset      the version of the "" / "ai.onnx" entry of opset_import (required).
+ *   g->meta_*     the model's metadata_props, key and value strings as in the file.
  *
  *   Initializers  one tensor each, data copied into t->data in host byte order (t->data_bytes =
  *                 numel * element size), shape from dims. FLOAT -> VCC_F32, kind VCC_T_PARAM;

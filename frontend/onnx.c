@@ -982,6 +982,14 @@ static VccStatus load_graph(Loader *L, const Onnx__ModelProto *m) {
     }
     L->g->opset = opset;
     const Onnx__GraphProto *gp = m->graph;
+    if (m->n_metadata_props > 0 && m->n_metadata_props < INT_MAX) {
+        L->g->meta_keys = vcc_calloc(m->n_metadata_props, sizeof(char *));
+        L->g->meta_values = vcc_calloc(m->n_metadata_props, sizeof(char *));
+        for (size_t i = 0; i < m->n_metadata_props; i++) {
+            L->g->meta_keys[L->g->nmeta] = vcc_strdup(str_or_empty(m->metadata_props[i]->key));
+            L->g->meta_values[L->g->nmeta++] = vcc_strdup(str_or_empty(m->metadata_props[i]->value));
+        }
+    }
 
     /* stage 2: definitions */
     load_initializers(L, gp);

@@ -160,6 +160,12 @@ int *vcc_tensor_roots(const VccGraph *g) {
     return root;
 }
 
+const char *vcc_graph_meta(const VccGraph *g, const char *key) {
+    for (int i = 0; i < g->nmeta; i++)
+        if (strcmp(g->meta_keys[i], key) == 0) return g->meta_values[i];
+    return NULL;
+}
+
 VccGraph *vcc_graph_new(void) {
     VccGraph *g = vcc_calloc(1, sizeof *g);
     g->data_input = g->label = g->loss = -1;
@@ -189,6 +195,12 @@ void vcc_graph_free(VccGraph *g) {
         }
         free(n->attrs);
     }
+    for (int i = 0; i < g->nmeta; i++) {
+        free(g->meta_keys[i]);
+        free(g->meta_values[i]);
+    }
+    free(g->meta_keys);
+    free(g->meta_values);
     free(g->tensors);
     free(g->name_index);
     free(g->nodes);

@@ -223,12 +223,17 @@ typedef struct {
     int *inputs, ninputs;     /* graph inputs that are not initializers */
     int *outputs, noutputs;   /* graph outputs (ONNX), then the loss after passes/loss */
     int64_t opset;            /* ai.onnx opset version */
+    char **meta_keys, **meta_values; /* the model's metadata_props (ONNX), nmeta pairs */
+    int nmeta;
     int data_input;           /* the clip input tensor (-1 until passes/loss picks it) */
     int label;                /* label tensor (-1 until passes/loss) */
     int loss;                 /* loss tensor (-1 until passes/loss) */
     /* filled by passes/memplan */
     int64_t arena_bytes, persistent_bytes, planned_bytes, lower_bound_bytes, no_reuse_bytes;
 } VccGraph;
+
+/* The value of the model's metadata_props entry key, or NULL. */
+const char *vcc_graph_meta(const VccGraph *g, const char *key);
 
 /* Op name as in ops.def ("Conv", "ConvGradData"...). */
 const char *vcc_op_name(VccOp op);

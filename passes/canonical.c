@@ -12,7 +12,8 @@
  *     deviation as onnxruntime computes it (the spec says only "saved variance"). In a trainer,
  *     input_mean/input_var are BUFFER tensors updated in place each step and the running outputs are
  *     views of them; the running variance uses the unbiased batch variance, as PyTorch does
- *     (running_var_unbiased=1). Forward-only (ctx->forward_only): the statistics may be graph inputs, the
+ *     (running_var_unbiased=1), and a sixth input counts the batches (num_batches_tracked, see
+ *     add_batch_counter). Forward-only (ctx->forward_only): the statistics may be graph inputs, the
  *     running outputs are tensors of their own (the kernel copies, then updates) and the running
  *     variance uses the biased batch variance, as the ONNX spec and onnxruntime do.
  *     training_mode=0 (inference form, and every BatchNormalization under ctx->eval): inputs (X, scale,
@@ -76,6 +77,37 @@ static VccStatus bn_inference(VccCtx *ctx, VccGraph *g, int k) {
     return VCC_OK;
 }
 
+/* PyTorch's BatchNorm modules count their training batches in a buffer "<module>.num_batches_tracked"
+ * (int64, 0-dim) that ONNX does not export. A trainer keeps that counter as a BUFFER, sixth input of the
+ * BatchNormalization, incremented each step, so its saved state is the module's whole state_dict.
+ * The module is known from the running mean's name "<module>.running_mean"; the starting count comes
+ * from the model's metadata_props "vcc.num_batches_tracked.<module>" (python/vcc_torch.py writes it), 0
+ * when absent. No counter when the names do not follow PyTorch's or the name is taken. */
+static void add_batch_counter(VccGraph *g, int k) {
+    const char *rm = g->tensors[g->nodes[k].in[3]].name, *suffix = ".running_mean";
+    size_t len = strlen(rm), sl = strlen(suffix);
+    if (len <= sl || strcmp(rm + len - sl, suffix) != 0) return;
+    char *name = vcc_strfmt("%.*s.num_batches_tracked", (int)(len - sl), rm);
+    char *key = vcc_strfmt("vcc.num_batches_tracked.%.*s", (int)(len - sl), rm);
+    if (vcc_tensor_find(g, name) < 0) {
+        const char *v = vcc_graph_meta(g, key);
+        char *end = NULL;
+        long long start = v ? strtoll(v, &end, 10) : 0;
+        if (v && (end == v || *end || start < 0)) start = 0;
+        VccShape scalar = {0, {0}};
+        int t = vcc_tensor_add(g, name, VCC_I64, &scalar, VCC_T_BUFFER);
+        g->tensors[t].data = vcc_malloc(sizeof(int64_t));
+        g->tensors[t].data_bytes = sizeof(int64_t);
+        *(int64_t *)g->tensors[t].data = start;
+        VccNode *n = &g->nodes[k];
+        n->in = vcc_realloc(n->in, 6 * sizeof(int));
+        n->in[5] = t;
+        n->nin = 6;
+    }
+    free(key);
+    free(name);
+}
+
 static VccStatus canonical_bn(VccCtx *ctx, VccGraph *g, int k) {
     VccNode *n = &g->nodes[k];
     if (n->nin != 5 || n->nout < 1 || n->out[0] < 0) {
@@ -124,7 +156,10 @@ static VccStatus canonical_bn(VccCtx *ctx, VccGraph *g, int k) {
     for (int i = 1; i < 3; i++) g->tensors[out[i]].producer = k;
     drop_attr(n, "spatial");
     vcc_attr_set_int(n, "training_mode", 1);
-    if (!ctx->forward_only) vcc_attr_set_int(n, "running_var_unbiased", 1);
+    if (!ctx->forward_only) {
+        vcc_attr_set_int(n, "running_var_unbiased", 1);
+        add_batch_counter(g, k);
+    }
     return VCC_OK;
 }
 

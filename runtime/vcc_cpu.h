@@ -641,6 +641,14 @@ VCC_CPU_FN void copy_forward(VccRt *rt, int64_t n, const float *x, float *y)
     if (n > 0 && x != y) memmove(y, x, (size_t)n * sizeof(float));
 }
 
+/* counter_increment: *count += 1 (a BatchNormalization's num_batches_tracked,
+ * which PyTorch counts up once per training-mode forward). */
+VCC_CPU_FN void counter_increment(VccRt *rt, int64_t *count)
+{
+    (void)rt;
+    *count += 1;
+}
+
 /* fill_forward: y[i] = value for i < n (e.g. the loss seed dloss = 1). */
 VCC_CPU_FN void fill_forward(VccRt *rt, int64_t n, float value, float *y)
 {

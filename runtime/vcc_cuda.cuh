@@ -863,6 +863,17 @@ static inline void copy_forward(VccRt *rt, int64_t n, const float *x, float *y)
     VCC_CUDA_LAUNCHED();
 }
 
+static __global__ void counter_increment_kernel(int64_t *count) { *count += 1; }
+
+/* counter_increment: *count += 1 on the device (a BatchNormalization's num_batches_tracked,
+ * which PyTorch counts up once per training-mode forward). */
+static inline void counter_increment(VccRt *rt, int64_t *count)
+{
+    (void)rt;
+    counter_increment_kernel<<<1, 1>>>(count);
+    VCC_CUDA_LAUNCHED();
+}
+
 static inline void fill_forward(VccRt *rt, int64_t n, float value, float *y)
 {
     (void)rt;

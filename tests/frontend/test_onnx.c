@@ -279,7 +279,7 @@ static void test_good(void) {
 
 static void test_symbolic(void) {
     expect_error("symbolic.onnx", VCC_ERR_SHAPE, "input 'input' dim 0 ('batch') is symbolic",
-                 "--shape input=Nx3x4x8x8", "--shape batch=");
+                 "--shape input=2x3x4x8x8", "--shape batch=");
     expect_error("unknown_dim.onnx", VCC_ERR_SHAPE, "input 'input' dim 3 is unknown", "--shape input=");
 
     Load l;
