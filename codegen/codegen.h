@@ -27,12 +27,14 @@ const char *vcc_program_name(VccTarget target, const char *out_path, char *buf, 
  * [A-Za-z0-9_./+-:=@%,]). Returns 0, or 1 when the command does not fit in len bytes. */
 int vcc_build_command(VccTarget target, const char *out_path, VccBuildFrom from, char *buf, size_t len);
 
-/* Write the self-contained trainer for a planned graph to f (with ctx->forward_only, a program that
- * evaluates the forward graph once, inputs and outputs as .npy files: runtime/vcc_forward_main.h): first line
- * "// build (from this file's folder): <command>", a header
- * comment with the arena breakdown, the inlined runtime, the arena layout, the step function (one kernel
- * call per scheduled node) and main(). weights_name is the default --weights path (the safetensors
- * vcc writes beside the trainer). Errors: VCC_ERR_UNSUPPORTED for a node the target cannot run. */
+/* Write the self-contained program for a planned graph to f: the trainer (runtime/vcc_main.h); with
+ * ctx->forward_only a program that evaluates the forward graph once, inputs and outputs as .npy files
+ * (runtime/vcc_forward_main.h); with ctx->eval the evaluation program, the inference-form graph over a
+ * data set (runtime/vcc_eval_main.h; the graph must have one float input (N, C, ...) and one output
+ * (N, K)). First line "// build (from this file's folder): <command>", a header comment with the arena
+ * breakdown, the inlined runtime, the arena layout, the step function (one kernel call per scheduled
+ * node) and main(). weights_name is the default --weights path (the safetensors vcc writes beside the
+ * program). Errors: VCC_ERR_UNSUPPORTED for a node the target cannot run or a graph --eval cannot take. */
 VccStatus vcc_emit_trainer(VccCtx *ctx, const VccGraph *g, VccTarget target, const char *build_cmd,
                            const char *weights_name, FILE *f);
 
@@ -46,6 +48,6 @@ VccStatus vcc_write_weights(VccCtx *ctx, const VccGraph *g, const char *path);
 
 /* The runtime headers' text, embedded at build time from runtime/ (see CMakeLists.txt). */
 extern const char vcc_rt_elem_h[], vcc_rt_io_h[], vcc_rt_cpu_h[], vcc_rt_cuda_cuh[], vcc_rt_main_h[],
-    vcc_rt_forward_main_h[], vcc_rt_state_h[];
+    vcc_rt_forward_main_h[], vcc_rt_eval_main_h[], vcc_rt_state_h[];
 
 #endif /* VCC_CODEGEN_H */

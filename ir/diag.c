@@ -5,13 +5,16 @@
  * Requires: nothing. Produces: what ir.h's "status, context, diagnostics" section declares.
  *
  * Names in messages come from the model file (untrusted): every message is written through
- * vcc_fputs_escaped, so control characters, escape sequences and invalid UTF-8 never reach the terminal.
+ * vcc_fputs_escaped (runtime/vcc_io.h's vcc_io_escape, which the generated programs use too), so control
+ * characters, escape sequences and invalid UTF-8 never reach the terminal.
  */
 #define _POSIX_C_SOURCE 200809L /* open_memstream */
 #include "ir.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+#include "../runtime/vcc_io.h" /* vcc_io_escape: one escaping rule for the compiler and the programs */
 
 void vcc_ctx_init(VccCtx *ctx, const char *file) {
     memset(ctx, 0, sizeof *ctx);
@@ -41,42 +44,12 @@ char *vcc_strfmt(const char *fmt, ...) {
     return s;
 }
 
-/* Length of the valid UTF-8 sequence at s (1-4), or 0 if the bytes there are not one (overlong forms,
- * surrogates and code points above U+10FFFF included, per RFC 3629). */
-static int utf8_len(const unsigned char *s) {
-    unsigned c = s[0];
-    int n;
-    unsigned min;
-    if (c < 0x80) return 1;
-    if (c >= 0xc2 && c <= 0xdf) n = 2, min = 0x80;
-    else if (c >= 0xe0 && c <= 0xef) n = 3, min = 0x800;
-    else if (c >= 0xf0 && c <= 0xf4) n = 4, min = 0x10000;
-    else return 0;
-    unsigned cp = c & (0x3f >> (n - 1));
-    for (int i = 1; i < n; i++) {
-        if ((s[i] & 0xc0) != 0x80) return 0;
-        cp = cp << 6 | (s[i] & 0x3f);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
-    return n;
-}
-
 void vcc_fputs_escaped(FILE *f, const char *text) {
-    const unsigned char *s = (const unsigned char *)text;
-    while (*s) {
-        int n = utf8_len(s);
-        if (n > 1) {
-            fwrite(s, 1, (size_t)n, f);
-            s += n;
-            continue;
-        }
-        unsigned c = *s++;
-        if (n == 1 && c >= 0x20 && c != 0x7f) fputc((int)c, f);
-        else if (c == '\n') fputs("\\n", f);
-        else if (c == '\t') fputs("\\t", f);
-        else if (c == '\r') fputs("\\r", f);
-        else fprintf(f, "\\x%02x", c);
-    }
+    size_t cap = 4 * strlen(text) + 1; /* a byte becomes at most "\\xNN" */
+    char *out = vcc_malloc(cap);
+    vcc_io_escape(text, out, cap);
+    fputs(out, f);
+    free(out);
 }
 
 void vcc_error(VccCtx *ctx, const char *fmt, ...) {
@@ -146,7 +119,7 @@ void vcc_unsupported(VccCtx *ctx, VccProblemKind kind, const char *group, const 
 static const char *const kind_titles[VCC_PROB_COUNT] = {
     "unsupported ops",
     "unsupported element types",
-    "unsupported attributes",
+    "unsupported attributes and op forms",
     "inference-form export (a trainer needs the model's training form)",
 };
 

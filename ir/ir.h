@@ -92,8 +92,8 @@ void vcc_error(VccCtx *ctx, const char *fmt, ...)
 void vcc_diag_finish(VccCtx *ctx);
 
 /* Write s to f with every byte that is not printable text escaped the way C writes it: \n, \t, \r
- * and \xNN for other control characters, DEL and bytes that are not valid UTF-8 (RFC 3629). Valid
- * multi-byte UTF-8 characters pass unchanged. */
+ * and \xNN for other control characters (C0, DEL, C1) and bytes that are not valid UTF-8 (RFC 3629).
+ * Valid multi-byte UTF-8 characters pass unchanged (runtime/vcc_io.h: vcc_io_escape). */
 void vcc_fputs_escaped(FILE *f, const char *s);
 
 /* Collect one unsupported construct for the model's report (nothing is printed yet). group names the

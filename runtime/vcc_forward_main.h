@@ -19,15 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A graph input or output: where it lives in the arena and what it must look like. */
-typedef struct {
-    const char *name;
-    size_t offset, bytes;
-    int rank;
-    int64_t dims[8];
-    int is_i64;
-} VccIoInfo;
-
 typedef struct {
     size_t arena_bytes;
     const char *default_weights;

@@ -120,14 +120,6 @@ static const char *vcc_float_text(float v, char *buf) {
     return buf;
 }
 
-/* "(S, 3, 8, 56, 56)": the compiled clip shape with the sample count left open, into buf. */
-static const char *vcc_clip_shape(const VccModel *m, char *buf, size_t cap) {
-    size_t o = (size_t)snprintf(buf, cap, "(S");
-    for (int d = 1; d < m->input_rank && o < cap; d++) o += (size_t)snprintf(buf + o, cap - o, ", %lld", (long long)m->input_dims[d]);
-    if (o < cap) snprintf(buf + o, cap - o, ")");
-    return buf;
-}
-
 static void vcc_usage(FILE *f, const VccModel *m) {
     char shape[256], mom[32];
     fprintf(f,
@@ -152,7 +144,7 @@ static void vcc_usage(FILE *f, const VccModel *m) {
             "  --resume DIR|FILE       continue the run of the newest complete checkpoint in DIR (or of FILE)\n"
             "                          where it stopped: same step numbers, samples and losses\n"
             "  -h, --help              this text\n",
-            vcc_program, vcc_clip_shape(m, shape, sizeof shape), (long long)m->num_classes, vcc_float_text(m->default_momentum, mom),
+            vcc_program, vcc_clip_shape(m->input_rank, m->input_dims, shape, sizeof shape), (long long)m->num_classes, vcc_float_text(m->default_momentum, mom),
             m->default_weights, VCC_CKPT_EVERY_DEFAULT, VCC_KEEP_LAST_DEFAULT);
 }
 
@@ -328,26 +320,8 @@ static void vcc_ckpt_claim(const char *dir, const char *from_dir) {
 
 /* Load --data and --labels, checked against the compiled shapes and class count. */
 static void vcc_load_data(const VccModel *m, const VccTrainArgs *a, VccNpy *x, VccNpy *y) {
-    char err[1024];
-    if (vcc_npy_load_as(a->data, "f4", "data", x, err, sizeof err)) vcc_die(err);
-    int shape_ok = x->rank == m->input_rank && x->dims[0] >= 1;
-    for (int d = 1; shape_ok && d < m->input_rank; d++) shape_ok = x->dims[d] == m->input_dims[d];
-    if (!shape_ok) {
-        char want[256], got[256];
-        size_t o = (size_t)snprintf(got, sizeof got, "(");
-        for (int d = 0; d < x->rank && o < sizeof got; d++) o += (size_t)snprintf(got + o, sizeof got - o, d ? ", %lld" : "%lld", (long long)x->dims[d]);
-        if (o < sizeof got) snprintf(got + o, sizeof got - o, ")");
-        vcc_dief("%s: expected shape %s, got %s", a->data, vcc_clip_shape(m, want, sizeof want), got);
-    }
-    if (vcc_npy_load_as(a->labels, "i8", "labels", y, err, sizeof err)) vcc_die(err);
-    if (y->rank != 1 || y->dims[0] != x->dims[0])
-        vcc_dief("%s: expected shape (%lld,) to match the data's %lld samples", a->labels, (long long)x->dims[0],
-                 (long long)x->dims[0]);
-    const int64_t *labels = (const int64_t *)y->data;
-    for (int64_t i = 0; i < y->dims[0]; i++)
-        if (labels[i] < 0 || labels[i] >= m->num_classes)
-            vcc_dief("%s: label %lld at index %lld is outside [0, %lld)", a->labels, (long long)labels[i], (long long)i,
-                     (long long)m->num_classes);
+    vcc_load_clips(a->data, m->input_rank, m->input_dims, x);
+    vcc_load_labels(a->labels, x->dims[0], m->num_classes, y);
 }
 
 static int vcc_trainer_main(int argc, char **argv, const VccModel *m) {

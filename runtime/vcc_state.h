@@ -152,6 +152,59 @@ VCC_STATE_FN const char *vcc_beside_program(const char *argv0, const char *name,
 }
 
 /* ------------------------------------------------------------------------ */
+/* Data files: clips and labels                                             */
+/* ------------------------------------------------------------------------ */
+
+/* A graph input or output: where it lives in the arena and what it must look like. */
+typedef struct {
+    const char *name;
+    size_t offset, bytes;
+    int rank;
+    int64_t dims[8];
+    int is_i64;
+} VccIoInfo;
+
+/* vcc_clip_shape: "(S, 3, 8, 56, 56)", the compiled shape (N, C, T, H, W) with the sample count left
+ * open, into buf (cap bytes). */
+VCC_STATE_FN const char *vcc_clip_shape(int rank, const int64_t *dims, char *buf, size_t cap) {
+    size_t o = (size_t)snprintf(buf, cap, "(S");
+    for (int d = 1; d < rank && o < cap; d++) o += (size_t)snprintf(buf + o, cap - o, ", %lld", (long long)dims[d]);
+    if (o < cap) snprintf(buf + o, cap - o, ")");
+    return buf;
+}
+
+/* vcc_load_clips: load path as float32 (S, C, T, H, W) with (C, T, H, W) = dims[1..] and S >= 1 into x;
+ * dies with a one-line message naming the file otherwise. */
+VCC_STATE_FN void vcc_load_clips(const char *path, int rank, const int64_t *dims, VccNpy *x) {
+    char err[1024];
+    if (vcc_npy_load_as(path, "f4", "data", x, err, sizeof err)) vcc_die(err);
+    int shape_ok = x->rank == rank && x->dims[0] >= 1;
+    for (int d = 1; shape_ok && d < rank; d++) shape_ok = x->dims[d] == dims[d];
+    if (!shape_ok) {
+        char want[256], got[256];
+        size_t o = (size_t)snprintf(got, sizeof got, "(");
+        for (int d = 0; d < x->rank && o < sizeof got; d++)
+            o += (size_t)snprintf(got + o, sizeof got - o, d ? ", %lld" : "%lld", (long long)x->dims[d]);
+        if (o < sizeof got) snprintf(got + o, sizeof got - o, ")");
+        vcc_dief("%s: expected shape %s, got %s", path, vcc_clip_shape(rank, dims, want, sizeof want), got);
+    }
+}
+
+/* vcc_load_labels: load path as int64 (S,) with every value in [0, K) into y; dies with a one-line
+ * message naming the file otherwise. */
+VCC_STATE_FN void vcc_load_labels(const char *path, int64_t S, int64_t K, VccNpy *y) {
+    char err[1024];
+    if (vcc_npy_load_as(path, "i8", "labels", y, err, sizeof err)) vcc_die(err);
+    if (y->rank != 1 || y->dims[0] != S)
+        vcc_dief("%s: expected shape (%lld,) to match the data's %lld samples", path, (long long)S, (long long)S);
+    const int64_t *labels = (const int64_t *)y->data;
+    for (int64_t i = 0; i < S; i++)
+        if (labels[i] < 0 || labels[i] >= K)
+            vcc_dief("%s: label %lld at index %lld is outside [0, %lld)", path, (long long)labels[i], (long long)i,
+                     (long long)K);
+}
+
+/* ------------------------------------------------------------------------ */
 /* Fingerprints (FNV-1a, 64 bits): what identifies a model, a data set, a run */
 /* ------------------------------------------------------------------------ */
 

@@ -8,6 +8,8 @@ Models (letters: N batch, C channels, T frames, H height, W width, K classes):
   conv2d    (2, 4, 9, 11): grouped, dilated conv with asymmetric pads and a bias, BN, Relu, a second conv
             with auto_pad SAME_UPPER, GlobalAveragePool, Reshape, Gemm with alpha/beta and no transB
   conv1d    (2, 3, 20): strided 1-D conv, BN, Relu, Identity, GlobalAveragePool, Flatten, Gemm
+  res3d_opset9  res3d at opset 9, where BatchNormalization's training form is the one with five outputs
+            (Y, running mean, running var, saved mean, saved var) and has no training_mode attribute
 """
 
 import os
@@ -19,9 +21,10 @@ from onnx import TensorProto, helper, numpy_helper
 
 
 class Builder:
-    def __init__(self, seed):
+    def __init__(self, seed, opset=17):
         self.rng = np.random.default_rng(seed)
         self.nodes, self.inits, self.n = [], [], 0
+        self.opset = opset
 
     def init(self, name, arr):
         self.inits.append(numpy_helper.from_array(arr, name))
@@ -51,9 +54,14 @@ class Builder:
             ("running_var", self.rng.uniform(0.5, 1.5, c).astype(np.float32)))]
         self.n += 1
         out = "/BatchNormalization_%d_output_0" % self.n
-        self.nodes.append(helper.make_node(
-            "BatchNormalization", [x] + names, [out, out + "_rm", out + "_rv"],
-            name="/BatchNormalization_%d" % self.n, epsilon=1e-5, momentum=0.9, training_mode=1))
+        if self.opset >= 14:
+            self.nodes.append(helper.make_node(
+                "BatchNormalization", [x] + names, [out, out + "_rm", out + "_rv"],
+                name="/BatchNormalization_%d" % self.n, epsilon=1e-5, momentum=0.9, training_mode=1))
+        else:  # opsets 7-13: the training form is the one with five outputs
+            self.nodes.append(helper.make_node(
+                "BatchNormalization", [x] + names, [out, out + "_rm", out + "_rv", out + "_sm", out + "_sv"],
+                name="/BatchNormalization_%d" % self.n, epsilon=1e-5, momentum=0.9))
         return out
 
     def fc(self, x, cin, k, trans_b=True, **attrs):
@@ -71,7 +79,7 @@ class Builder:
         g = helper.make_graph(self.nodes, name, [helper.make_tensor_value_info("input", TensorProto.FLOAT, in_shape)],
                               [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [in_shape[0], k])],
                               initializer=self.inits)
-        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], producer_name="vcc-tests")
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", self.opset)], producer_name="vcc-tests")
         m.ir_version = 8
         onnx.checker.check_model(m)
         onnx.save(m, os.path.join(d, "model.onnx"))
@@ -79,8 +87,8 @@ class Builder:
         np.save(os.path.join(d, "labels.npy"), self.rng.integers(0, k, samples).astype(np.int64))
 
 
-def res3d(outdir):
-    b = Builder(1)
+def res3d(outdir, opset=17):
+    b = Builder(1, opset)
     x = b.conv("input", 3, 8, (3, 3, 3), strides=[1, 2, 2], pads=[1] * 6)
     x = b.node("Relu", [b.bn(x, 8)])
     y = b.node("Relu", [b.bn(b.conv(x, 8, 8, (3, 3, 3), pads=[1] * 6), 8)])
@@ -92,7 +100,11 @@ def res3d(outdir):
     x = b.node("Relu", [b.node("Add", [y, p])])
     x = b.node("Flatten", [b.node("GlobalAveragePool", [x])], axis=1)
     b.fc(x, 16, 5)
-    b.save(outdir, "res3d", [2, 3, 4, 12, 12], 5)
+    b.save(outdir, "res3d" if opset == 17 else "res3d_opset%d" % opset, [2, 3, 4, 12, 12], 5)
+
+
+def res3d_opset9(outdir):
+    res3d(outdir, opset=9)
 
 
 def conv2d(outdir):
@@ -117,5 +129,5 @@ def conv1d(outdir):
 
 
 if __name__ == "__main__":
-    for make in (res3d, conv2d, conv1d):
+    for make in (res3d, res3d_opset9, conv2d, conv1d):
         make(sys.argv[1])

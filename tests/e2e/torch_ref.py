@@ -6,7 +6,7 @@ torch.nn.functional, gradients come from torch autograd, the update is torch.opt
 Semantics followed (the same contract vcc's trainer implements, from the ONNX spec and PyTorch):
   Conv                 ONNX Conv: cross-correlation, explicit pads [b1..bn, e1..en] (asymmetric via F.pad),
                        auto_pad SAME_UPPER/SAME_LOWER/VALID, strides, dilations, group
-  BatchNormalization   training_mode=1: batch statistics, running = running*momentum + batch*(1-momentum),
+  BatchNormalization   training form (training_mode=1 from opset 14, five outputs in opsets 7-13): batch statistics, running = running*momentum + batch*(1-momentum),
                        unbiased running variance (PyTorch F.batch_norm(training=True), momentum = 1 - ONNX momentum)
   Relu, Add, GlobalAveragePool, Flatten, Reshape, Identity, Gemm (alpha, beta, transA, transB)
   loss                 nn.CrossEntropyLoss (mean) on the single graph output
@@ -64,8 +64,10 @@ def forward(model, env, params):
         if op == "Conv":
             y = _conv(get(0), get(1), get(2), a)
         elif op == "BatchNormalization":
-            if a.get("training_mode", 0) != 1:
-                raise ValueError("reference handles training_mode=1 only")
+            opset = next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))
+            training = a.get("training_mode", 0) == 1 if opset >= 14 else len([o for o in node.output if o]) > 1
+            if not training:
+                raise ValueError("reference handles the training form only")
             rm, rv = get(3), get(4)
             y = F.batch_norm(get(0), rm, rv, get(1), get(2), training=True,
                              momentum=1.0 - a.get("momentum", 0.9), eps=a.get("epsilon", 1e-5))
