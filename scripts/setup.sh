@@ -1,7 +1,8 @@
 #!/bin/sh
 # Install vcc's dependencies on Debian 12 (as root), build vcc, and run the main job on a real model:
 # export torchvision's mc3_18 to ONNX, compile it with vcc into a C trainer (and a CUDA trainer where
-# nvcc and cuDNN are installed), build the C trainer and train 5 steps on seeded random clips.
+# nvcc and cuDNN are installed), build the C trainer, train 5 steps on seeded random clips and evaluate
+# the trained weights with the evaluation program.
 #
 #   sh scripts/setup.sh            everything (needs network access to Debian's archive and PyPI)
 #   sh scripts/setup.sh --deps     only the Debian packages and the Python environment .venv
@@ -17,7 +18,7 @@
 #
 # Outputs: build/vcc, and in build/quickstart/: the export (mc3_18.onnx, mc3_18.pt, data.npy, labels.npy,
 # export_info.json), the trainer (train.c, train.safetensors, train, plan.json; train.cu with nvcc) and
-# trained.safetensors after the 5 steps.
+# trained.safetensors after the 5 steps; the evaluation program (eval.c, eval).
 set -eu
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -85,3 +86,8 @@ if command -v nvcc >/dev/null 2>&1; then
 fi
 echo "\$ ./train --data data.npy --labels labels.npy --steps 5 --lr 0.01 --momentum 0.9 --out trained.safetensors"
 ./train --data data.npy --labels labels.npy --steps 5 --lr 0.01 --momentum 0.9 --out trained.safetensors
+echo "\$ vcc mc3_18.onnx --eval -o eval.c    (the evaluation program: BatchNormalization with its running statistics)"
+EVAL_BUILD=$("$ROOT/build/vcc" mc3_18.onnx --eval -o eval.c)
+sh -c "$EVAL_BUILD"
+echo "\$ ./eval --data data.npy --labels labels.npy --weights trained.safetensors"
+./eval --data data.npy --labels labels.npy --weights trained.safetensors
