@@ -101,7 +101,10 @@ echo "corpus files in $work/corpus: $(ls "$work/corpus" | wc -l)"
 signature() {
     TMPDIR=$scratch "$bin" -timeout=10 -rss_limit_mb=2048 "$1" 2>&1 | awk '
         /runtime error:/ && !s { s = $0 }
-        /fuzz check failed/ && !s { s = substr($0, 1, 160) }
+        /fuzz check failed/ && !s {
+            s = substr($0, 1, 160)  # the same check on other bytes is the same finding
+            gsub(/U\+[0-9A-F]+/, "U+XXXX", s); gsub(/0x[0-9a-f]+/, "0xXX", s); gsub(/byte [0-9]+/, "byte N", s)
+        }
         /internal error/ && !s { s = $0 }
         /ERROR: AddressSanitizer/ && !a { a = $0; want = 1; next }
         want && / #[0-9]+ / && !/ in (malloc|calloc|realloc|free|strdup|__interceptor|operator)/ && !/compiler-rt|libc\.so/ { f = $0; want = 0 }
