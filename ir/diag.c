@@ -73,6 +73,7 @@ void vcc_error(VccCtx *ctx, const char *fmt, ...) {
 }
 
 void vcc_diag_finish(VccCtx *ctx) {
+    vcc_report_problems(ctx); /* collected but never reported: they are errors all the same */
     if (!ctx->suppressed) return;
     if (ctx->file) {
         vcc_fputs_escaped(ctx->diag, ctx->file);

@@ -88,7 +88,8 @@ void vcc_error(VccCtx *ctx, const char *fmt, ...)
 #endif
     ;
 
-/* After the last error: print "<file>: N more errors not shown" when the cap hid some. */
+/* After the last error: report problems still collected (vcc_report_problems), then print "<file>: N
+ * more errors not shown" when the cap hid some. Call it once a compilation is over. */
 void vcc_diag_finish(VccCtx *ctx);
 
 /* Write s to f with every byte that is not printable text escaped the way C writes it: \n, \t, \r

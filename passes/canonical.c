@@ -201,7 +201,10 @@ static VccStatus check_order(VccCtx *ctx, const VccGraph *g) {
 
 VccStatus vcc_canonicalize(VccCtx *ctx, VccGraph *g) {
     VccStatus st = check_order(ctx, g);
-    if (st) return st;
+    if (st) {
+        vcc_report_problems(ctx); /* what the loader found goes out with the error that stops here */
+        return st;
+    }
     st = vcc_check_supported(ctx, g);
     if (st) return st;
     for (int k = 0; k < g->nnodes; k++) {
