@@ -65,12 +65,21 @@ void vccref_conv_backward_filter(const VccConvDesc *d, const float *x, const flo
 
 void vccref_batchnorm_forward_train(int64_t N, int64_t C, int64_t S, const float *x, const float *gamma,
                                     const float *beta, float *running_mean, float *running_var, float momentum,
-                                    float eps, float *y, float *save_mean, float *save_invstd)
+                                    float eps, int unbiased, float *y, float *save_mean, float *save_invstd)
 {
     VccRt rt;
     vcc_rt_init(&rt);
-    batchnorm_forward_train(&rt, N, C, S, x, gamma, beta, running_mean, running_var, momentum, eps, 1, y, save_mean,
-                            save_invstd);
+    batchnorm_forward_train(&rt, N, C, S, x, gamma, beta, running_mean, running_var, momentum, eps, unbiased, y,
+                            save_mean, save_invstd);
+    vcc_rt_destroy(&rt);
+}
+
+void vccref_batchnorm_forward_infer(int64_t N, int64_t C, int64_t S, const float *x, const float *gamma,
+                                    const float *beta, const float *mean, const float *var, float eps, float *y)
+{
+    VccRt rt;
+    vcc_rt_init(&rt);
+    batchnorm_forward_infer(&rt, N, C, S, x, gamma, beta, mean, var, eps, y);
     vcc_rt_destroy(&rt);
 }
 

@@ -20,7 +20,9 @@ void vccref_conv_backward_data(const VccConvDesc *d, const float *dy, const floa
 void vccref_conv_backward_filter(const VccConvDesc *d, const float *x, const float *dy, float *dw, float *db);
 void vccref_batchnorm_forward_train(int64_t N, int64_t C, int64_t S, const float *x, const float *gamma,
                                     const float *beta, float *running_mean, float *running_var, float momentum,
-                                    float eps, float *y, float *save_mean, float *save_invstd);
+                                    float eps, int unbiased, float *y, float *save_mean, float *save_invstd);
+void vccref_batchnorm_forward_infer(int64_t N, int64_t C, int64_t S, const float *x, const float *gamma,
+                                    const float *beta, const float *mean, const float *var, float eps, float *y);
 void vccref_batchnorm_backward(int64_t N, int64_t C, int64_t S, const float *x, const float *dy, const float *gamma,
                                const float *save_mean, const float *save_invstd, float *dx, float *dgamma,
                                float *dbeta);

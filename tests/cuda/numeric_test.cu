@@ -257,7 +257,7 @@ static void bn_case(int64_t N, int64_t C, int64_t S, float offset, float scale)
 
     printf("batchnorm: N=%lld C=%lld S=%lld, x = %g + %g*U(-1,1)\n", (long long)N, (long long)C, (long long)S,
            offset, scale);
-    vccref_batchnorm_forward_train(N, C, S, x, gamma, beta, rm_ref, rv_ref, momentum, eps, y_ref, mean_ref,
+    vccref_batchnorm_forward_train(N, C, S, x, gamma, beta, rm_ref, rv_ref, momentum, eps, 1, y_ref, mean_ref,
                                    istd_ref);
     vccref_batchnorm_backward(N, C, S, x, dy, gamma, mean_ref, istd_ref, dx_ref, dg_ref, db_ref);
 
@@ -273,6 +273,24 @@ static void bn_case(int64_t N, int64_t C, int64_t S, float offset, float scale)
     gxy = dup(x, n); grm = dup(rm, C); grv = dup(rv, C); gmean = dnan(C); gistd = dnan(C);
     batchnorm_forward_train(&g_rt, N, C, S, gxy, gg, gb, grm, grv, momentum, eps, 1, gxy, gmean, gistd);
     check("y = batchnorm_forward_train (y == x)", gxy, y_ref, n, 1e-5);
+    /* the ONNX form: the running variance takes the biased batch variance */
+    {
+        float *rm_b = hcopy(rm, C), *rv_b = hcopy(rv, C), *y_b = (float *)xmalloc((size_t)n * sizeof(float));
+        float *m_b = (float *)xmalloc((size_t)C * sizeof(float)), *s_b = (float *)xmalloc((size_t)C * sizeof(float));
+        vccref_batchnorm_forward_train(N, C, S, x, gamma, beta, rm_b, rv_b, momentum, eps, 0, y_b, m_b, s_b);
+        grm = dup(rm, C); grv = dup(rv, C); gy = dnan(n); gmean = dnan(C); gistd = dnan(C);
+        batchnorm_forward_train(&g_rt, N, C, S, gx, gg, gb, grm, grv, momentum, eps, 0, gy, gmean, gistd);
+        check("running_var (biased)", grv, rv_b, C, 1e-5);
+        /* the inference form: normalized with the given (running) statistics */
+        vccref_batchnorm_forward_infer(N, C, S, x, gamma, beta, rm, rv, eps, y_b);
+        grm = dup(rm, C); grv = dup(rv, C); gy = dnan(n);
+        batchnorm_forward_infer(&g_rt, N, C, S, gx, gg, gb, grm, grv, eps, gy);
+        check("y = batchnorm_forward_infer", gy, y_b, n, 1e-5);
+        gxy = dup(x, n);
+        batchnorm_forward_infer(&g_rt, N, C, S, gxy, gg, gb, grm, grv, eps, gxy);
+        check("y = batchnorm_forward_infer (y == x)", gxy, y_b, n, 1e-5);
+        free(rm_b); free(rv_b); free(y_b); free(m_b); free(s_b);
+    }
 
     /* backward from the CPU's saved statistics, so only the backward differs */
     gsm = dup(mean_ref, C); gsi = dup(istd_ref, C); gdy = dup(dy, n);
@@ -441,6 +459,19 @@ static void test_misc(void)
     vccref_fill_forward(n, -2.5f, ref);
     fill_forward(&g_rt, n, -2.5f, gy);
     check("fill_forward", gy, ref, n, 0.0);
+    {
+        /* num_batches_tracked: one increment per call, in int64 (past 2^32 too) */
+        int64_t start = ((int64_t)1 << 32) - 1, got = 0, *gc = (int64_t *)dalloc(sizeof(int64_t));
+        cudaMemcpy(gc, &start, sizeof start, cudaMemcpyHostToDevice);
+        counter_increment(&g_rt, gc);
+        counter_increment(&g_rt, gc);
+        cudaMemcpy(&got, gc, sizeof got, cudaMemcpyDeviceToHost);
+        g_checks++;
+        if (got != start + 2) {
+            printf("  FAIL counter_increment: %lld, expected %lld\n", (long long)got, (long long)(start + 2));
+            g_fail++;
+        }
+    }
 
     gp = dup(px, NC * S); gy = dnan(NC);
     vccref_global_avgpool_forward(NC, S, px, py);
