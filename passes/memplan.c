@@ -137,6 +137,14 @@ static VccStatus check_intervals(VccCtx *ctx, const VccGraph *g, const int *root
     return VCC_OK;
 }
 
+/* True for a value the host reads after the step: the loss, a graph output, or what one of them views. */
+static bool host_reads(const VccGraph *g, int t) {
+    for (int i = -1; i < g->noutputs; i++)
+        for (int x = i < 0 ? g->loss : g->outputs[i]; x >= 0; x = g->tensors[x].alias_of)
+            if (x == t) return true;
+    return false;
+}
+
 typedef struct {
     int root, start, end, t;
 } Member;
@@ -174,7 +182,7 @@ static VccStatus check_inplace(VccCtx *ctx, const VccGraph *g, const int *roots)
         if (m[prev].end > m[i].start || (m[prev].end == m[i].start && !handoff)) {
             vcc_error(ctx, "internal: plan check: '%s' (live=[%d,%d]) is written over '%s' (live=[%d,%d]), which is "
                       "still %s", b->name, b->start, b->end, a->name, a->start, a->end,
-                      a->end >= g->nnodes ? "read by the host after the step" : "read later");
+                      host_reads(g, m[prev].t) ? "read by the host after the step" : "live");
             st = VCC_ERR_INTERNAL;
         }
         if (m[i].end > m[prev].end) prev = i;

@@ -1,0 +1,119 @@
+"""The vcc command line: option forms, usage errors, and .vir dumps as inputs.
+
+    test_cli.py --vcc BUILD/vcc --model MODEL.onnx --work DIR
+
+MODEL is a small training model (tests/e2e/tiny_models.py's res3d).
+
+  - Every option that takes a value accepts "--opt VALUE" and "--opt=VALUE" with the same result
+    (--dump-ir memplan gave "unknown option" once): the dumps, plan JSON files and programs written
+    are byte for byte the same.
+  - Usage errors exit with status 2 and one line: an unknown option, a missing value, --forward-only
+    with --eval, an unknown pass.
+  - A .vir dump is an input: `vcc m.vir` (after memplan) accepts vcc's own plan; a dump after liveness
+    whose live interval was widened by hand is re-planned: the memplan dump keeps the edited interval,
+    and the plan passes tests/e2e/check_plan.py; a dump whose interval was shrunk below a use is refused
+    by vcc's plan check; a dump without its first line says what is missing.
+"""
+
+import argparse
+import filecmp
+import os
+import re
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+fails = []
+
+
+def run(args, cwd, **kw):
+    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, **kw)
+
+
+def check(ok, label, detail=""):
+    print("%-4s %s%s" % ("ok" if ok else "FAIL", label, ("\n     " + detail.strip().replace("\n", "\n     "))
+                         if detail and not ok else ""))
+    if not ok:
+        fails.append(label)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--vcc", required=True)
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--work", required=True)
+    args = ap.parse_args()
+    vcc, model = os.path.abspath(args.vcc), os.path.abspath(args.model)
+    work = os.path.abspath(args.work)
+    for sub in ("sep", "eq"):
+        os.makedirs(os.path.join(work, sub), exist_ok=True)
+
+    # --- option forms: the same outputs
+    forms = {"sep": [model, "-o", "t.c", "--plan-json", "p.json", "--dump-ir", "memplan", "--momentum", "0.5",
+                     "--shape", "input=2x3x4x12x12"],
+             "eq": [model, "-o=t.c", "--plan-json=p.json", "--dump-ir=memplan", "--momentum=0.5",
+                    "--shape=input=2x3x4x12x12"]}
+    outs = {}
+    for k, a in forms.items():
+        p = run([vcc] + a, os.path.join(work, k))
+        outs[k] = p
+        check(p.returncode == 0, "vcc %s" % " ".join(a[1:]), p.stderr)
+    same = outs["sep"].stdout == outs["eq"].stdout and all(
+        filecmp.cmp(os.path.join(work, "sep", f), os.path.join(work, "eq", f), shallow=False)
+        for f in ("t.c", "p.json", "t.safetensors"))
+    check(same, "--opt VALUE and --opt=VALUE write the same dump, plan JSON, program and weights")
+
+    # --- usage errors: status 2, one line
+    for label, a in [("unknown option", ["--no-such-option"]), ("missing value", ["--dump-ir"]),
+                     ("--forward-only with --eval", ["--forward-only", "--eval"]),
+                     ("unknown pass", ["--dump-ir", "nopass"])]:
+        p = run([vcc, model] + a, work)
+        check(p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, "usage error: %s (exit %d: %s)" % (
+            label, p.returncode, p.stderr.strip()), p.stderr)
+
+    # --- .vir inputs
+    mem = run([vcc, model, "--dump-ir", "memplan"], work).stdout
+    with open(os.path.join(work, "m.vir"), "w") as f:
+        f.write(mem)
+    p = run([vcc, "m.vir"], work)
+    check(p.returncode == 0 and "arena" in p.stdout, "vcc m.vir accepts vcc's own plan", p.stderr)
+
+    inp = run([vcc, model, "--dump-ir", "liveness"], work).stdout
+    # widen the interval of the first activation that a single forward node reads, to the last step
+    m = re.search(r'^plan "([^"]+)" activation bytes=(\d+) live=\[(\d+),(\d+)\] offset=-1$', inp, re.M)
+    name, start, end = m.group(1), int(m.group(3)), int(m.group(4))
+    steps = len(re.findall(r"^node ", inp, re.M))
+    wide = inp.replace(m.group(0), m.group(0).replace("live=[%d,%d]" % (start, end), "live=[%d,%d]" % (start, steps)))
+    with open(os.path.join(work, "wide.vir"), "w") as f:
+        f.write(wide)
+    p = run([vcc, "wide.vir", "--dump-ir", "memplan", "--plan-json", "wide.json"], work)
+    kept = re.search(r'^plan "%s" \S+ bytes=\d+ live=\[%d,%d\]' % (re.escape(name), start, steps), p.stdout, re.M)
+    c = run([sys.executable, os.path.join(HERE, "..", "e2e", "check_plan.py"), "--plan", "wide.json"], work)
+    check(p.returncode == 0 and kept is not None and c.returncode == 0,
+          "a dump after liveness with '%s' widened to live=[%d,%d] is re-planned (inplace, memplan), the interval "
+          "kept, the plan checked" % (name, start, steps), p.stderr + c.stdout)
+
+    # shrink an interval below a use: the node at its end + 1 reads it (pick one with end > start)
+    for m in re.finditer(r'^plan "([^"]+)" (?:saved_)?activation bytes=\d+ live=\[(\d+),(\d+)\] offset=-1$', inp,
+                         re.M):
+        if int(m.group(3)) > int(m.group(2)) + 1:
+            break
+    short = inp.replace(m.group(0), m.group(0).replace("live=[%s,%s]" % (m.group(2), m.group(3)),
+                                                      "live=[%s,%s]" % (m.group(2), m.group(2))))
+    with open(os.path.join(work, "short.vir"), "w") as f:
+        f.write(short)
+    p = run([vcc, "short.vir"], work)
+    check(p.returncode == 1 and "plan check" in p.stderr and m.group(1) in p.stderr,
+          "a dump with '%s' shrunk to live=[%s,%s] is refused by the plan check" % (m.group(1), m.group(2),
+                                                                                    m.group(2)), p.stderr)
+    with open(os.path.join(work, "headless.vir"), "w") as f:
+        f.write(mem.split("\n", 1)[1])
+    p = run([vcc, "headless.vir"], work)
+    check(p.returncode == 1 and "# vcc IR after" in p.stderr, "a dump without its first line: %s" % p.stderr.strip(),
+          p.stderr)
+    print("FAIL: %d" % len(fails) if fails else "PASS")
+    sys.exit(1 if fails else 0)
+
+
+if __name__ == "__main__":
+    main()
