@@ -644,6 +644,27 @@ static void reorder_tensors(VirParser *p) {
     vcc_graph_rehash(g);
 }
 
+/* Without plan lines the text does not say which values are views; they follow from the ops, as
+ * passes/canonical.c makes them: the output of Flatten, Reshape and Identity (forward, or the Reshape of
+ * a view's gradient) is a view of its data input, and a training-form BatchNormalization's running
+ * outputs are views of the running statistics it updates in place (declared buffers). */
+static void views_from_structure(VccGraph *g) {
+    for (int k = 0; k < g->nnodes; k++) {
+        const VccNode *n = &g->nodes[k];
+        bool view = n->op == VCC_OP_FLATTEN || n->op == VCC_OP_RESHAPE || n->op == VCC_OP_IDENTITY;
+        if (view && n->nin >= 1 && n->in[0] >= 0 && n->nout == 1 && n->out[0] >= 0)
+            g->tensors[n->out[0]].alias_of = n->in[0];
+        if (n->op == VCC_OP_BATCHNORM && n->nin >= 5 && n->nout == 5)
+            for (int i = 0; i < 2; i++) {
+                int o = n->out[3 + i], b = n->in[3 + i];
+                if (o >= 0 && b >= 0 && g->tensors[b].kind == VCC_T_BUFFER) {
+                    g->tensors[o].alias_of = b;
+                    g->tensors[o].kind = VCC_T_BUFFER;
+                }
+            }
+    }
+}
+
 static void finish(VirParser *p, bool has_plan) {
     VccGraph *g = p->g;
     if (has_plan) check_plan(p);
@@ -691,6 +712,7 @@ static void finish(VirParser *p, bool has_plan) {
             g->tensors[b].grad = t;
         }
     }
+    if (!has_plan) views_from_structure(g);
     if (has_plan) reorder_tensors(p);
     /* graph inputs, label, data input */
     int ndata = 0, data = -1;

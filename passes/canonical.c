@@ -29,8 +29,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* An initializer: no node produces it and it has a value (or, read from a .vir dump, which holds no
+ * values, it is declared a parameter, buffer or constant). */
 static bool is_initializer(const VccGraph *g, int t) {
-    return t >= 0 && g->tensors[t].producer < 0 && g->tensors[t].data != NULL;
+    if (t < 0 || g->tensors[t].producer >= 0) return false;
+    VccTensorKind k = g->tensors[t].kind;
+    return g->tensors[t].data != NULL || k == VCC_T_PARAM || k == VCC_T_BUFFER || k == VCC_T_CONST;
 }
 
 /* Remove attribute name from node n (no-op when absent). */

@@ -91,6 +91,37 @@ VccStatus vcc_memplan(VccCtx *ctx, VccGraph *g) {
     return st;
 }
 
+void vcc_plan_totals(VccGraph *g) {
+    int nt = g->ntensors;
+    int *gs = vcc_malloc(sizeof(int) * (size_t)(nt ? nt : 1));
+    int *ge = vcc_malloc(sizeof(int) * (size_t)(nt ? nt : 1));
+    int *roots = vcc_tensor_roots(g);
+    group_intervals(g, roots, gs, ge);
+    VccDsaItem *items = vcc_malloc(sizeof(VccDsaItem) * (size_t)(nt ? nt : 1));
+    size_t n = 0;
+    int64_t persistent = 0, no_reuse = 0, end = 0;
+    for (int t = 0; t < nt; t++) {
+        const VccTensor *x = &g->tensors[t];
+        if (x->alias_of >= 0) continue;
+        int64_t bytes = align_up(vcc_tensor_bytes(x), VCC_ARENA_ALIGN);
+        no_reuse += bytes;
+        if (vcc_tensor_is_persistent(x)) persistent += bytes;
+        if (roots[t] == t && x->offset >= 0 && x->offset + vcc_tensor_bytes(x) > end)
+            end = x->offset + vcc_tensor_bytes(x);
+        if (is_planned_root(g, t, gs))
+            items[n++] = (VccDsaItem){(uint64_t)vcc_tensor_bytes(x), VCC_ARENA_ALIGN, gs[t], ge[t]};
+    }
+    g->no_reuse_bytes = no_reuse;
+    g->persistent_bytes = persistent;
+    g->arena_bytes = align_up(end, VCC_ARENA_ALIGN);
+    g->planned_bytes = g->arena_bytes > persistent ? g->arena_bytes - persistent : 0;
+    g->lower_bound_bytes = persistent + (int64_t)(n ? vcc_dsa_lower_bound(items, n) : 0);
+    free(gs);
+    free(ge);
+    free(roots);
+    free(items);
+}
+
 typedef struct {
     int64_t offset;
     int t;
@@ -114,6 +145,15 @@ static bool node_reads(const VccGraph *g, const VccNode *n, int t) {
  * step (a read of a view reads everything it views), read by the host at step g->nnodes when it is the
  * loss, a graph output or what one of those views. */
 static VccStatus check_intervals(VccCtx *ctx, const VccGraph *g, const int *roots) {
+    for (int t = 0; t < g->ntensors; t++) {
+        const VccTensor *v = &g->tensors[t];
+        if (vcc_tensor_is_persistent(&g->tensors[roots[t]]) || (v->start < 0 && v->end < 0)) continue;
+        if (v->start < 0 || v->start > v->end || v->end > g->nnodes) {
+            vcc_error(ctx, "internal: plan check: '%s' has live=[%d,%d], not an interval of steps 0..%d (%d: the "
+                      "host's read after the last node)", v->name, v->start, v->end, g->nnodes, g->nnodes);
+            return VCC_ERR_INTERNAL;
+        }
+    }
     for (int k = 0; k <= g->nnodes; k++) {
         const VccNode *n = k < g->nnodes ? &g->nodes[k] : NULL;
         int nuse = n ? n->nin + n->nout : g->noutputs + 1;

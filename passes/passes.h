@@ -40,6 +40,13 @@ VccStatus vcc_canonicalize(VccCtx *ctx, VccGraph *g);
  * Requires: every graph input shape bound. Errors: VCC_ERR_SHAPE naming node, op and the mismatch. */
 VccStatus vcc_infer_shapes(VccCtx *ctx, VccGraph *g);
 
+/* Check that every node's outputs have the dtypes and shapes its op's rule gives for its inputs and
+ * attributes (conv workspaces of the size their kernel needs), for forward ops and the backward, loss
+ * and update ops vcc makes alike: the kernels trust these types. A graph read back from a .vir dump
+ * (which a hand edit may have made inconsistent) is checked before any pass runs on it.
+ * Errors: VCC_ERR_SHAPE naming the node, the output, what it is and what it should be. */
+VccStatus vcc_check_types(VccCtx *ctx, VccGraph *g);
+
 /* ======================================================================== passes/loss.c */
 
 /* Append softmax cross-entropy (mean over the batch, PyTorch nn.CrossEntropyLoss) on the single graph
@@ -105,6 +112,11 @@ VccStatus vcc_memplan(VccCtx *ctx, VccGraph *g);
  * Returns VCC_OK, or VCC_ERR_INTERNAL with a message naming the tensors (a plan read from a hand-edited
  * .vir file gets the same check). */
 VccStatus vcc_plan_check(VccCtx *ctx, const VccGraph *g);
+
+/* Recompute the arena line from the plan as it is (offsets given, e.g. read from a .vir dump): arena
+ * bytes = the end of the last buffer, aligned; persistent = the aligned sizes of the persistent tensors;
+ * planned = arena - persistent; lower bound and no-reuse as vcc_memplan computes them. */
+void vcc_plan_totals(VccGraph *g);
 
 /* Write the plan as JSON: {"arena_bytes", "lower_bound_bytes", "no_reuse_bytes", "persistent_bytes",
  * "steps" (node count; an interval ending there is read by the host after the step), "tensors": [{"name", "bytes", "offset", "start", "end", "category", "inplace_of", "view_of"}]}; start/end

@@ -25,12 +25,18 @@ int vcc_pass_index(const char *name) {
 VccStatus vcc_run_pipeline(VccCtx *ctx, VccGraph *g) { return vcc_run_passes_after(ctx, g, 0); }
 
 VccStatus vcc_run_passes_after(VccCtx *ctx, VccGraph *g, int done) {
+    /* a graph that comes from outside (a hand-edited .vir) is type-checked before any pass trusts its
+     * shapes; its arena line follows from its offsets, and its plan is checked like one memplan made */
+    if (done >= vcc_pass_index("shape")) {
+        VccStatus st = vcc_check_types(ctx, g);
+        if (st) return st;
+    }
+    if (done >= vcc_pass_index("memplan")) vcc_plan_totals(g);
     int want = ctx->dump_after ? vcc_pass_index(ctx->dump_after) : -1;
     if (want >= 0 && want <= done) { /* the graph as given is the graph after that pass */
         fprintf(ctx->dump, "# vcc IR after %s\n", vcc_pass_names[done]);
         vcc_print_graph(ctx->dump, g, done >= 7);
     }
-    /* a plan that comes from outside (a hand-edited .vir) is checked like one memplan made */
     if (done >= vcc_pass_index("memplan")) return vcc_plan_check(ctx, g);
     for (int i = done + 1; vcc_pass_names[i]; i++) {
         bool training_pass = passes[i] == vcc_add_loss || passes[i] == vcc_autodiff || passes[i] == vcc_optimizer;
@@ -45,5 +51,6 @@ VccStatus vcc_run_passes_after(VccCtx *ctx, VccGraph *g, int done) {
             vcc_print_graph(ctx->dump, g, i >= 7);
         }
     }
-    return VCC_OK;
+    /* what the emitters get: every node's types as its rule gives them */
+    return vcc_check_types(ctx, g);
 }

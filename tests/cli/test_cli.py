@@ -9,10 +9,14 @@ MODEL is a small training model (tests/e2e/tiny_models.py's res3d).
     are byte for byte the same.
   - Usage errors exit with status 2 and one line: an unknown option, a missing value, --forward-only
     with --eval, an unknown pass.
-  - A .vir dump is an input: `vcc m.vir` (after memplan) accepts vcc's own plan; a dump after liveness
+  - A .vir dump is an input: the dump after each pass, fed back to vcc, gives the same final nodes,
+    tensors, live intervals and arena as the ONNX file; `vcc m.vir` (after memplan) accepts vcc's own
+    plan; a dump after liveness
     whose live interval was widened by hand is re-planned: the memplan dump keeps the edited interval,
     and the plan passes tests/e2e/check_plan.py; a dump whose interval was shrunk below a use is refused
-    by vcc's plan check; a dump without its first line says what is missing.
+    by vcc's plan check; edits that break the stored types (a Conv's pads in a dump after shape, a
+    Relu turned into an Identity whose output is not a view) are refused; a dump without its first line
+    says what is missing.
 """
 
 import argparse
@@ -106,6 +110,41 @@ def main():
     check(p.returncode == 1 and "plan check" in p.stderr and m.group(1) in p.stderr,
           "a dump with '%s' shrunk to live=[%s,%s] is refused by the plan check" % (m.group(1), m.group(2),
                                                                                     m.group(2)), p.stderr)
+    # every dump, fed back, gives the same program: the same nodes, the same tensors with the same
+    # categories, sizes and live intervals, the same arena line (persistent offsets may be laid out in
+    # another order: the declaration order of a dump is not the order the passes created tensors in)
+    def shape_of_plan(text):
+        lines = text.splitlines()[1:]
+        nodes = [l for l in lines if l.startswith(("node ", "output ", "opset "))]
+        plans = sorted(re.sub(r" offset=\d+", "", l) for l in lines if l.startswith("plan "))
+        arena = [l for l in lines if l.startswith("arena ")]
+        return nodes, plans, arena
+    ref = shape_of_plan(mem)
+    for pas in ["onnx", "canonical", "shape", "loss", "autodiff", "optimizer", "schedule", "liveness", "inplace"]:
+        d = run([vcc, model, "--dump-ir", pas], work).stdout
+        with open(os.path.join(work, pas + ".vir"), "w") as f:
+            f.write(d)
+        p = run([vcc, pas + ".vir", "--dump-ir", "memplan"], work)
+        check(p.returncode == 0 and shape_of_plan(p.stdout) == ref,
+              "the dump after %s, fed back, gives the same nodes, intervals and arena" % pas, p.stderr)
+
+    # hand edits that leave the stored types inconsistent are refused before anything trusts them
+    # (a conv's pads changed in a dump after shape: its output and workspace no longer fit)
+    d = open(os.path.join(work, "shape.vir")).read()
+    edited = d.replace("pads=[1,1,1,1,1,1]", "pads=[0,0,0,0,0,0]", 1)
+    with open(os.path.join(work, "pads.vir"), "w") as f:
+        f.write(edited)
+    p = run([vcc, "pads.vir", "-o", "pads.c"], work)
+    check(edited != d and p.returncode == 1 and "but its inputs and attributes give" in p.stderr
+          and not os.path.exists(os.path.join(work, "pads.c")),
+          "a dump after shape with a Conv's pads edited is refused: %s" % p.stderr.strip()[:160], p.stderr)
+    edited = mem.replace(" forward Relu ", " forward Identity ", 1)
+    with open(os.path.join(work, "op.vir"), "w") as f:
+        f.write(edited)
+    p = run([vcc, "op.vir"], work)
+    check(p.returncode == 1 and "not a view" in p.stderr, "a Relu turned into an Identity (not a view) is refused: %s"
+          % p.stderr.strip()[:160], p.stderr)
+
     with open(os.path.join(work, "headless.vir"), "w") as f:
         f.write(mem.split("\n", 1)[1])
     p = run([vcc, "headless.vir"], work)
