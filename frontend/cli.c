@@ -150,9 +150,71 @@ static const char *opt_value(int argc, char **argv, int *i, const char *name, bo
     return argv[++*i];
 }
 
+/* Store an option's value, refusing a repeated option (the earlier value would be dropped without a
+ * word) and an empty one. Returns 0, or 1 with the usage error printed. */
+static int set_once(const char **slot, const char *v, const char *opt) {
+    if (*slot) {
+        fprintf(stderr, "vcc: %s is given twice ('%s', '%s')\n", opt, *slot, v);
+        return 1;
+    }
+    if (!*v) {
+        fprintf(stderr, "vcc: %s needs a non-empty value\n", opt);
+        return 1;
+    }
+    *slot = v;
+    return 0;
+}
+
+/* Whether path names an existing regular file. */
+static bool is_regular(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+/* Whether paths a and b name one file: the same inode when both exist, else the same text. */
+static bool same_file(const char *a, const char *b) {
+    struct stat sa, sb;
+    if (stat(a, &sa) == 0 && stat(b, &sb) == 0) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    while (a[0] == '.' && a[1] == '/') a += 2;
+    while (b[0] == '.' && b[1] == '/') b += 2;
+    return strcmp(a, b) == 0;
+}
+
+/* An output must not be the model or another output. The program and its weights must not be an
+ * existing file that is not a regular one (a device, a FIFO, a folder: the rename of the finished output
+ * would replace it); the plan JSON may go to a device or FIFO (--plan-json /dev/stdout: written
+ * directly), not to a folder. out writes out and <out without extension>.safetensors. Prints the usage
+ * error; returns 1 when they clash. */
+static int paths_clash(const char *model, const char *out, const char *plan_json) {
+    char *weights = out && strrchr(out, '.') ? vcc_strfmt("%.*s.safetensors", (int)(strrchr(out, '.') - out), out)
+                                             : NULL;
+    const char *paths[4] = {model, out, weights, plan_json};
+    const char *names[4] = {"the model", "-o", "the weights beside -o", "--plan-json"};
+    int rc = 0;
+    for (int i = 1; i < 4 && !rc; i++) {
+        struct stat sb;
+        if (!paths[i]) continue;
+        if (stat(paths[i], &sb) == 0 && !S_ISREG(sb.st_mode) && (i < 3 || S_ISDIR(sb.st_mode))) {
+            fprintf(stderr, "vcc: %s '%s' exists and is not a regular file; it would be replaced\n", names[i],
+                    paths[i]);
+            rc = 1;
+        }
+        for (int j = 0; j < i && !rc; j++)
+            if (paths[j] && same_file(paths[i], paths[j]) &&
+                !(i == 3 && access(paths[i], F_OK) == 0 && !is_regular(paths[i]))) { /* /dev/stdout twice is fine */
+                fprintf(stderr, "vcc: %s '%s' is also %s\n", names[i], paths[i], names[j]);
+                rc = 1;
+            }
+    }
+    free(weights);
+    return rc;
+}
+
 /* The pass a .vir dump was written after, from its first line "# vcc IR after PASS" (what --dump-ir
  * writes); -1 when the line is not there. */
 static int vir_stage(const char *path) {
+    struct stat sb;
+    if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) return -2; /* the reader says why */
     FILE *f = fopen(path, "r");
     if (!f) return -2;
     char line[128] = {0};
@@ -171,6 +233,7 @@ int main(int argc, char **argv) {
     int nshapes = 0;
     float momentum = 0.9f;
     bool forward_only = false, eval = false, allow_inference = false;
+    const char *momentum_text = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         bool missing = false;
@@ -181,11 +244,11 @@ int main(int argc, char **argv) {
             printf("vcc %s\n", VCC_VERSION);
             return 0;
         } else if ((v = opt_value(argc, argv, &i, "-o", &missing))) {
-            out = v;
+            if (set_once(&out, v, "-o")) return 2;
         } else if ((v = opt_value(argc, argv, &i, "--plan-json", &missing))) {
-            plan_json = v;
+            if (set_once(&plan_json, v, "--plan-json")) return 2;
         } else if ((v = opt_value(argc, argv, &i, "--dump-ir", &missing))) {
-            dump = v;
+            if (set_once(&dump, v, "--dump-ir")) return 2;
         } else if (!strcmp(a, "--forward-only")) {
             forward_only = true;
         } else if (!strcmp(a, "--eval")) {
@@ -193,6 +256,7 @@ int main(int argc, char **argv) {
         } else if (!strcmp(a, "--allow-inference-export")) {
             allow_inference = true;
         } else if ((v = opt_value(argc, argv, &i, "--momentum", &missing))) {
+            if (set_once(&momentum_text, v, "--momentum")) return 2;
             char *end;
             momentum = strtof(v, &end);
             if (*end || end == v || !(momentum >= 0.0f && momentum < 1e30f)) {
@@ -229,9 +293,10 @@ int main(int argc, char **argv) {
         }
     }
     if (!model) {
-        usage(stderr);
+        fputs("vcc: no model given: vcc MODEL.onnx [-o OUT.c|OUT.cu] [options] (see vcc --help)\n", stderr);
         return 2;
     }
+    if (paths_clash(model, out, plan_json)) return 2;
     if (forward_only && eval) {
         fprintf(stderr, "vcc: --forward-only and --eval are two different programs; give one\n");
         return 2;
@@ -280,6 +345,7 @@ int main(int argc, char **argv) {
     ctx.forward_only = forward_only;
     ctx.eval = eval;
     ctx.allow_inference_export = allow_inference;
+    ctx.from_dump = vir;
     VccGraph *g = NULL;
     int rc = 1;
     char *tmp = NULL, *wpath = NULL, cmd[20000], cmd_here[20000];
@@ -287,7 +353,18 @@ int main(int argc, char **argv) {
     VccStatus st = vir ? vcc_vir_load(&ctx, model, &g) : vcc_onnx_load(&ctx, model, &g);
     if (st == VCC_OK) st = vcc_run_passes_after(&ctx, g, vir ? stage : 0);
     if (st != VCC_OK) goto done;
-    if (plan_json) {
+    if (plan_json && !is_regular(plan_json) && access(plan_json, F_OK) == 0) { /* a device or FIFO */
+        if (!(f = fopen(plan_json, "w"))) {
+            fprintf(stderr, "vcc: %s: cannot write: %s\n", plan_json, strerror(errno));
+            goto done;
+        }
+        vcc_plan_write_json(f, g);
+        bool bad = ferror(f) != 0;
+        if (fclose(f) != 0 || bad) {
+            fprintf(stderr, "vcc: %s: cannot write: %s\n", plan_json, strerror(errno));
+            goto done;
+        }
+    } else if (plan_json) {
         if (!(f = open_tmp(plan_json, &tmp))) {
             fprintf(stderr, "vcc: %s: cannot write: %s\n", plan_json, strerror(errno));
             goto done;
@@ -332,6 +409,10 @@ int main(int argc, char **argv) {
                model, g->nnodes, (long long)g->arena_bytes, (long long)g->persistent_bytes,
                (long long)g->planned_bytes, (long long)g->lower_bound_bytes, (long long)g->no_reuse_bytes);
     rc = 0;
+    if (fflush(stdout) != 0 || ferror(stdout)) { /* a full disk must not pass for a complete dump */
+        fprintf(stderr, "vcc: cannot write to standard output: %s\n", strerror(errno));
+        rc = 1;
+    }
 done:
     vcc_diag_finish(&ctx);
     vcc_problems_clear(&ctx);

@@ -188,7 +188,7 @@ static bool pread_all(int fd, void *buf, size_t n, off_t off) {
 static VccStatus read_model_file(Loader *L, unsigned char **buf, size_t *len) {
     *buf = NULL;
     *len = 0;
-    int fd = open(L->path, O_RDONLY);
+    int fd = open(L->path, O_RDONLY | O_NONBLOCK); /* a FIFO must not block: it is refused below */
     if (fd < 0) {
         fail(L, VCC_ERR_IO, "cannot open: %s", strerror(errno));
         return L->status;
@@ -279,15 +279,54 @@ static bool has_dotdot(const char *loc) {
     return false;
 }
 
+/* A StringStringEntryProto field (bytes on the wire) as a malloc'd C string; NULL when it holds a NUL
+ * byte, which a C string cannot carry. An absent field is "". */
+static char *entry_string(const ProtobufCBinaryData *b, protobuf_c_boolean has) {
+    if (!has || !b->len) return vcc_strdup("");
+    if (memchr(b->data, 0, b->len)) return NULL;
+    char *s = vcc_malloc(b->len + 1);
+    memcpy(s, b->data, b->len);
+    s[b->len] = 0;
+    return s;
+}
+
+static unsigned char *read_external_entries(Loader *L, char **keys, char **values, size_t n, const char *what,
+                                            size_t want);
+
 /* Read the external data of an initializer: exactly want bytes, returned malloc'd (NULL on error,
  * reported). what names the tensor for messages ("initializer 'conv.weight'"). */
 static unsigned char *read_external(Loader *L, const Onnx__TensorProto *tp, const char *what, size_t want) {
+    size_t n = tp->n_external_data;
+    char **keys = vcc_calloc(n + 1, sizeof(char *)), **values = vcc_calloc(n + 1, sizeof(char *));
+    bool ok = true;
+    for (size_t i = 0; i < n && ok; i++) {
+        const Onnx__StringStringEntryProto *e = tp->external_data[i];
+        keys[i] = entry_string(&e->key, e->has_key);
+        values[i] = entry_string(&e->value, e->has_value);
+        if (!keys[i] || !values[i]) {
+            fail(L, VCC_ERR_PARSE, "%s: external data entry %zu holds a NUL byte in its %s", what, i,
+                 !keys[i] ? "key" : "value");
+            ok = false;
+        }
+    }
+    unsigned char *buf = ok ? read_external_entries(L, keys, values, n, what, want) : NULL;
+    for (size_t i = 0; i < n; i++) {
+        free(keys[i]);
+        free(values[i]);
+    }
+    free(keys);
+    free(values);
+    return buf;
+}
+
+/* read_external on the entries as strings. */
+static unsigned char *read_external_entries(Loader *L, char **keys, char **values, size_t n, const char *what,
+                                            size_t want) {
     const char *location = NULL;
     int64_t offset = 0, length = -1;
     bool have_offset = false;
-    for (size_t i = 0; i < tp->n_external_data; i++) {
-        const Onnx__StringStringEntryProto *e = tp->external_data[i];
-        const char *key = str_or_empty(e->key), *value = str_or_empty(e->value);
+    for (size_t i = 0; i < n; i++) {
+        const char *key = keys[i], *value = values[i];
         if (strcmp(key, "location") == 0) {
             if (location) {
                 fail(L, VCC_ERR_PARSE, "%s: external data has two 'location' entries", what);
@@ -351,7 +390,7 @@ static unsigned char *read_external(Loader *L, const Onnx__TensorProto *tp, cons
         return NULL;
     }
     unsigned char *buf = NULL;
-    int fd = open(real, O_RDONLY | O_NOFOLLOW);
+    int fd = open(real, O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
     struct stat st;
     if (fd < 0) {
         fail(L, VCC_ERR_IO, "%s: external data file '%s': %s", what, joined, strerror(errno));
@@ -954,6 +993,22 @@ static void load_outputs(Loader *L, const Onnx__GraphProto *gp) {
             continue;
         }
         L->g->outputs = vcc_realloc(L->g->outputs, sizeof(int) * (size_t)(L->g->noutputs + 1));
+        L->g->output_elem_type = vcc_realloc(L->g->output_elem_type, sizeof(int) * (size_t)(L->g->noutputs + 1));
+        L->g->output_decl = vcc_realloc(L->g->output_decl, sizeof(VccShape) * (size_t)(L->g->noutputs + 1));
+        /* the declared type, checked against the computed one by passes/shape */
+        const Onnx__TypeProto *tp = gp->output[i]->type;
+        const Onnx__TypeProto__Tensor *tt =
+            tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ? tp->tensor_type : NULL;
+        VccShape decl = {.rank = -1};
+        if (tt && tt->shape && tt->shape->n_dim <= VCC_MAX_RANK) {
+            decl.rank = (int)tt->shape->n_dim;
+            for (int d = 0; d < decl.rank; d++) {
+                const Onnx__TensorShapeProto__Dimension *dim = tt->shape->dim[d];
+                decl.dims[d] = dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE ? dim->dim_value : -1;
+            }
+        }
+        L->g->output_elem_type[L->g->noutputs] = tt && tt->has_elem_type ? tt->elem_type : 0;
+        L->g->output_decl[L->g->noutputs] = decl;
         L->g->outputs[L->g->noutputs++] = t;
     }
     if (gp->n_output == 0) fail(L, VCC_ERR_PARSE, "the graph has no outputs: there is nothing to compute");
@@ -981,13 +1036,22 @@ static VccStatus load_graph(Loader *L, const Onnx__ModelProto *m) {
         return L->status;
     }
     L->g->opset = opset;
+    L->g->ir_version = m->ir_version;
+    if (m->producer_name && *m->producer_name) L->g->producer = vcc_strdup(m->producer_name);
     const Onnx__GraphProto *gp = m->graph;
     if (m->n_metadata_props > 0 && m->n_metadata_props < INT_MAX) {
         L->g->meta_keys = vcc_calloc(m->n_metadata_props, sizeof(char *));
         L->g->meta_values = vcc_calloc(m->n_metadata_props, sizeof(char *));
-        for (size_t i = 0; i < m->n_metadata_props; i++) {
-            L->g->meta_keys[L->g->nmeta] = vcc_strdup(str_or_empty(m->metadata_props[i]->key));
-            L->g->meta_values[L->g->nmeta++] = vcc_strdup(str_or_empty(m->metadata_props[i]->value));
+        for (size_t i = 0; i < m->n_metadata_props; i++) { /* entries holding a NUL byte are left out */
+            const Onnx__StringStringEntryProto *e = m->metadata_props[i];
+            char *k = entry_string(&e->key, e->has_key), *v = entry_string(&e->value, e->has_value);
+            if (k && v) {
+                L->g->meta_keys[L->g->nmeta] = k;
+                L->g->meta_values[L->g->nmeta++] = v;
+            } else {
+                free(k);
+                free(v);
+            }
         }
     }
 

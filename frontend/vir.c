@@ -20,7 +20,10 @@
 #include "vir.lex.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -795,11 +798,20 @@ VccStatus vcc_vir_parse(VccCtx *ctx, const char *name, const char *text, size_t 
 VccStatus vcc_vir_read(VccCtx *ctx, const char *path, VccGraph **out, bool *has_plan) {
     *out = NULL;
     if (has_plan) *has_plan = false;
-    FILE *f = fopen(path, "rb");
+    /* opened without blocking and checked to be a regular file first: a FIFO would block forever */
+    int fd = open(path, O_RDONLY | O_NONBLOCK);
+    struct stat sb;
+    FILE *f = NULL;
+    const char *why = NULL;
+    if (fd < 0) why = strerror(errno);
+    else if (fstat(fd, &sb) != 0) why = strerror(errno);
+    else if (!S_ISREG(sb.st_mode)) why = "not a regular file";
+    else if (!(f = fdopen(fd, "rb"))) why = strerror(errno);
     if (!f) {
+        if (fd >= 0) close(fd);
         const char *saved = ctx->file;
         ctx->file = path;
-        vcc_error(ctx, "cannot open the file: %s", strerror(errno));
+        vcc_error(ctx, "cannot open the file: %s", why);
         ctx->file = saved;
         return VCC_ERR_IO;
     }

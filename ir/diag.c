@@ -118,6 +118,7 @@ void vcc_unsupported(VccCtx *ctx, VccProblemKind kind, const char *group, const 
 }
 
 static const char *const kind_titles[VCC_PROB_COUNT] = {
+    "unsupported versions",
     "unsupported ops",
     "unsupported element types",
     "unsupported attributes and op forms",

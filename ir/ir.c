@@ -206,6 +206,9 @@ void vcc_graph_free(VccGraph *g) {
     free(g->nodes);
     free(g->inputs);
     free(g->outputs);
+    free(g->output_elem_type);
+    free(g->output_decl);
+    free(g->producer);
     free(g);
 }
 

@@ -39,6 +39,7 @@ typedef struct {
 
 /* The kinds of unsupported constructs the one report of a model groups (vcc_unsupported). */
 typedef enum {
+    VCC_PROB_VERSION,       /* an opset or IR version newer than the ONNX specification vcc follows */
     VCC_PROB_OP,            /* an op type vcc does not have (or not in this domain) */
     VCC_PROB_DTYPE,         /* an element type of an initializer, Constant or input */
     VCC_PROB_ATTR,          /* an attribute vcc does not know, of the wrong type, or with an unsupported value */
@@ -72,6 +73,7 @@ typedef struct VccCtx {
     bool eval;             /* compile the forward graph in inference form (BatchNormalization with its running
                               statistics, Dropout off) for the evaluation program: --eval */
     bool allow_inference_export; /* compile a trainer from an inference-form export: --allow-inference-export */
+    bool from_dump;        /* the graph was read from a .vir dump: its intervals and plan are the user's */
     const char *dump_after;/* --dump-ir=PASS, or NULL */
     FILE *dump;            /* where dumps go (stdout) */
 } VccCtx;
@@ -223,6 +225,10 @@ typedef struct {
     int *name_index, name_cap;/* open-addressing hash of tensor names -> index + 1 (0 = empty); ir/ir.c */
     int *inputs, ninputs;     /* graph inputs that are not initializers */
     int *outputs, noutputs;   /* graph outputs (ONNX), then the loss after passes/loss */
+    int *output_elem_type;    /* per graph output: the ONNX element type the model declares (0: none) */
+    VccShape *output_decl;    /* per graph output: the declared shape (rank -1: none; dims -1: symbolic) */
+    char *producer;           /* the model's producer_name ("pytorch", ...), or NULL */
+    int64_t ir_version;       /* the model's IR version (0 for a .vir dump) */
     int64_t opset;            /* ai.onnx opset version */
     char **meta_keys, **meta_values; /* the model's metadata_props (ONNX), nmeta pairs */
     int nmeta;

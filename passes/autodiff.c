@@ -204,6 +204,13 @@ VccStatus vcc_autodiff(VccCtx *ctx, VccGraph *g) {
             if (n->out[i] >= 0 && d.req[n->out[i]]) any = true;
         if (any) st = diff_node(ctx, &d, k);
     }
+    int trained = 0;
+    for (int p = 0; !st && p < g->ntensors && p < d.cap; p++) trained += g->tensors[p].kind == VCC_T_PARAM && d.grad[p] >= 0;
+    if (!st && !trained) {
+        vcc_error(ctx, "the loss depends on no parameter (no float initializer reaches the logits): there is "
+                  "nothing to train");
+        st = VCC_ERR_UNSUPPORTED;
+    }
     if (!st) {
         for (int p = 0; p < g->ntensors; p++) {
             if (g->tensors[p].kind != VCC_T_PARAM || p >= d.cap || d.grad[p] < 0) continue;

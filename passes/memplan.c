@@ -133,6 +133,20 @@ static int by_offset(const void *a, const void *b) {
     return x->t - y->t;
 }
 
+/* Report a plan that fails the check: vcc's own plan failing it is an internal error; a plan read from
+ * a .vir dump (ctx->from_dump) is the user's. printf-style. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static void plan_error(VccCtx *ctx, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char *msg = vcc_vstrfmt(fmt, ap);
+    va_end(ap);
+    vcc_error(ctx, "%splan check: %s", ctx->from_dump ? "" : "internal: ", msg);
+    free(msg);
+}
+
 /* True if node n reads tensor t or a view of it (views of t reach t through alias_of). */
 static bool node_reads(const VccGraph *g, const VccNode *n, int t) {
     for (int i = 0; i < n->nin; i++)
@@ -149,7 +163,7 @@ static VccStatus check_intervals(VccCtx *ctx, const VccGraph *g, const int *root
         const VccTensor *v = &g->tensors[t];
         if (vcc_tensor_is_persistent(&g->tensors[roots[t]]) || (v->start < 0 && v->end < 0)) continue;
         if (v->start < 0 || v->start > v->end || v->end > g->nnodes) {
-            vcc_error(ctx, "internal: plan check: '%s' has live=[%d,%d], not an interval of steps 0..%d (%d: the "
+            plan_error(ctx, "'%s' has live=[%d,%d], not an interval of steps 0..%d (%d: the "
                       "host's read after the last node)", v->name, v->start, v->end, g->nnodes, g->nnodes);
             return VCC_ERR_INTERNAL;
         }
@@ -165,10 +179,10 @@ static VccStatus check_intervals(VccCtx *ctx, const VccGraph *g, const int *root
                 if (vcc_tensor_is_persistent(&g->tensors[roots[x]])) break; /* live at every step */
                 if (v->start <= k && k <= v->end) continue;
                 if (n)
-                    vcc_error(ctx, "internal: plan check: '%s' has live=[%d,%d] but step %d ('%s') %s it", v->name,
+                    plan_error(ctx, "'%s' has live=[%d,%d] but step %d ('%s') %s it", v->name,
                               v->start, v->end, k, n->name, write ? "writes" : "reads");
                 else
-                    vcc_error(ctx, "internal: plan check: '%s' has live=[%d,%d] but the host reads it after the last "
+                    plan_error(ctx, "'%s' has live=[%d,%d] but the host reads it after the last "
                               "step (step %d)", v->name, v->start, v->end, k);
                 return VCC_ERR_INTERNAL;
             }
@@ -220,9 +234,12 @@ static VccStatus check_inplace(VccCtx *ctx, const VccGraph *g, const int *roots)
         bool handoff = m[prev].end == m[i].start && m[i].start < g->nnodes &&
                        g->tensors[m[i].t].producer == m[i].start && node_reads(g, &g->nodes[m[i].start], m[prev].t);
         if (m[prev].end > m[i].start || (m[prev].end == m[i].start && !handoff)) {
-            vcc_error(ctx, "internal: plan check: '%s' (live=[%d,%d]) is written over '%s' (live=[%d,%d]), which is "
-                      "still %s", b->name, b->start, b->end, a->name, a->start, a->end,
-                      host_reads(g, m[prev].t) ? "read by the host after the step" : "live");
+            plan_error(ctx, "'%s' (live=[%d,%d]) is written over '%s' (live=[%d,%d]), which is "
+                      "still %s%s", b->name, b->start, b->end, a->name, a->start, a->end,
+                      host_reads(g, m[prev].t) ? "read by the host after the step" : "live",
+                      ctx->from_dump ? " (tensors sharing bytes in place (inplace_of=) hold them one after another: "
+                                       "edit intervals in a dump after liveness, before in-place sharing)"
+                                     : "");
             st = VCC_ERR_INTERNAL;
         }
         if (m[i].end > m[prev].end) prev = i;
@@ -247,7 +264,7 @@ VccStatus vcc_plan_check(VccCtx *ctx, const VccGraph *g) {
         if (roots[a] != a || vcc_tensor_bytes(x) == 0) continue;
         if (!vcc_tensor_is_persistent(x) && gs[a] < 0) continue; /* never live (unused) */
         if (x->offset < 0 || x->offset % VCC_ARENA_ALIGN || x->offset + vcc_tensor_bytes(x) > g->arena_bytes) {
-            vcc_error(ctx, "internal: plan check: '%s' at offset %" PRId64 " is outside the arena or misaligned",
+            plan_error(ctx, "'%s' at offset %" PRId64 " is outside the arena or misaligned",
                       x->name, x->offset);
             st = VCC_ERR_INTERNAL;
             break;
@@ -266,7 +283,7 @@ VccStatus vcc_plan_check(VccCtx *ctx, const VccGraph *g) {
             if (y->offset >= x->offset + vcc_tensor_bytes(x)) break;
             bool time = vcc_tensor_is_persistent(x) || vcc_tensor_is_persistent(y) || !(ge[a] < gs[b] || ge[b] < gs[a]);
             if (time) {
-                vcc_error(ctx, "internal: plan check: '%s' and '%s' are live together and share arena bytes",
+                plan_error(ctx, "'%s' and '%s' are live together and share arena bytes",
                           x->name, y->name);
                 st = VCC_ERR_INTERNAL;
             }

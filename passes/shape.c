@@ -287,6 +287,24 @@ VccStatus vcc_infer_shapes(VccCtx *ctx, VccGraph *g) {
             }
         }
     }
+    /* the graph outputs as the model declares them (element type, fixed dims) */
+    for (int i = 0; i < g->noutputs && g->output_decl; i++) {
+        const VccTensor *t = &g->tensors[g->outputs[i]];
+        const VccShape *d = &g->output_decl[i];
+        int want = g->output_elem_type[i], have = t->dtype == VCC_F32 ? 1 : t->dtype == VCC_I64 ? 7 : 9;
+        bool ok = (want == 0 || want == have) && (d->rank < 0 || d->rank == t->shape.rank);
+        for (int k = 0; ok && d->rank >= 0 && k < d->rank; k++) ok = d->dims[k] < 0 || d->dims[k] == t->shape.dims[k];
+        if (!ok) {
+            char ty[160], dims[128];
+            vcc_format_type(ty, sizeof ty, t);
+            if (d->rank >= 0) shape_str(dims, sizeof dims, d);
+            vcc_error(ctx, "graph output '%s' is declared %s %s, but the graph computes %s", t->name,
+                      want == 1 ? "FLOAT" : want == 7 ? "INT64" : want == 9 ? "BOOL" : want ? "of another element type"
+                                                                                         : "(any type)",
+                      d->rank >= 0 ? dims : "(any shape)", ty);
+            return VCC_ERR_SHAPE;
+        }
+    }
     /* views created by canonical (BN running outputs) already carry shapes; check all outputs known */
     for (int i = 0; i < g->ntensors; i++) {
         VccTensor *t = &g->tensors[i];

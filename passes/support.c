@@ -164,6 +164,10 @@ static void check_attr_values(VccCtx *ctx, const VccGraph *g, const VccNode *n) 
     case VCC_OP_BATCHNORM: {
         const char *what, *why;
         if (vcc_batchnorm_form(g, n, &what, &why) < 0) attr_problem(ctx, n, "%s %s", what, why);
+        float eps = vcc_attr_float(n, "epsilon", 1e-5f), mom = vcc_attr_float(n, "momentum", 0.9f);
+        if (!(eps >= 0.0f && eps < 1e30f))
+            attr_problem(ctx, n, "%s attribute '%s'", "epsilon", "must be a finite number >= 0");
+        if (!(mom >= 0.0f && mom <= 1.0f)) attr_problem(ctx, n, "%s attribute '%s'", "momentum", "must be in [0, 1]");
         break;
     }
     default:
@@ -236,8 +240,61 @@ static void check_training_form(VccCtx *ctx, const VccGraph *g) {
     free(seen);
 }
 
+/* The newest versions of the ONNX specification whose operator semantics vcc follows (those of the ONNX
+ * backend test data the conformance test runs: IR 13, ai.onnx opset 25); a newer model may use changed
+ * semantics vcc would not know of. */
+#define VCC_MAX_OPSET 25
+#define VCC_MAX_IR_VERSION 13
+
+/* A valid UTF-8 string (RFC 3629: no overlong forms, surrogates or code points past U+10FFFF). */
+static bool valid_utf8(const char *s) {
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        unsigned c = *p, cp, min;
+        int n;
+        if (c < 0x80) {
+            p++;
+            continue;
+        }
+        if (c >= 0xc2 && c <= 0xdf) n = 2, min = 0x80;
+        else if (c >= 0xe0 && c <= 0xef) n = 3, min = 0x800;
+        else if (c >= 0xf0 && c <= 0xf4) n = 4, min = 0x10000;
+        else return false;
+        cp = c & (0x3fu >> (n - 1));
+        for (int i = 1; i < n; i++) {
+            if ((p[i] & 0xc0) != 0x80) return false;
+            cp = cp << 6 | (p[i] & 0x3fu);
+        }
+        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
+        p += n;
+    }
+    return true;
+}
+
+/* Names of the tensors the weights and checkpoint files hold (parameters and buffers) must be keys a
+ * safetensors header can carry: valid UTF-8 (JSON), and not its reserved "__metadata__". */
+static void check_state_names(VccCtx *ctx, const VccGraph *g) {
+    char b[48];
+    for (int t = 0; t < g->ntensors; t++) {
+        const VccTensor *x = &g->tensors[t];
+        if (x->kind != VCC_T_PARAM && x->kind != VCC_T_BUFFER) continue;
+        if (!valid_utf8(x->name))
+            vcc_unsupported(ctx, VCC_PROB_ATTR, "initializer names that are not valid UTF-8 (safetensors keys)",
+                            "'%s'", vcc_short_name(x->name, b, sizeof b));
+        else if (strcmp(x->name, "__metadata__") == 0)
+            vcc_unsupported(ctx, VCC_PROB_ATTR, "initializer names reserved by safetensors", "'%s'", x->name);
+    }
+}
+
 VccStatus vcc_check_supported(VccCtx *ctx, VccGraph *g) {
     char b[64];
+    if (g->opset > VCC_MAX_OPSET)
+        vcc_unsupported(ctx, VCC_PROB_VERSION, "ai.onnx opset", "%lld (vcc follows the operator sets up to %d)",
+                        (long long)g->opset, VCC_MAX_OPSET);
+    if (g->ir_version > VCC_MAX_IR_VERSION)
+        vcc_unsupported(ctx, VCC_PROB_VERSION, "IR version", "%lld (vcc reads IR versions up to %d)",
+                        (long long)g->ir_version, VCC_MAX_IR_VERSION);
+    check_state_names(ctx, g);
     for (int k = 0; k < g->nnodes; k++) {
         const VccNode *n = &g->nodes[k];
         if (n->op == VCC_OP_UNSUPPORTED) {
@@ -255,6 +312,18 @@ VccStatus vcc_check_supported(VccCtx *ctx, VccGraph *g) {
         check_attr_values(ctx, g, n);
     }
     bool trainer = !ctx->forward_only && !ctx->eval;
+    bool bn = false;
+    for (int k = 0; k < g->nnodes && !bn; k++) bn = g->nodes[k].op == VCC_OP_BATCHNORM;
+    if (trainer && bn && g->producer && !strcmp(g->producer, "pytorch") && !vcc_graph_meta(g, "vcc.export")) {
+        /* not an error: the graph is right, its starting statistics are one traced step off */
+        if (ctx->file) {
+            vcc_fputs_escaped(ctx->diag, ctx->file);
+            fputs(": ", ctx->diag);
+        }
+        fputs("note: exported without python/vcc_torch.py's export_for_training: the running statistics of its "
+              "BatchNormalization layers are the values after the export's traced forward (one momentum step "
+              "toward the example batch), and num_batches_tracked starts at 0\n", ctx->diag);
+    }
     if (trainer && !ctx->allow_inference_export) {
         check_training_form(ctx, g);
     } else if (trainer) {

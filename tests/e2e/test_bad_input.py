@@ -28,7 +28,7 @@ import sys
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 failures = []
 
@@ -106,7 +106,62 @@ def main():
     conv.input[0] = relu.output[0]  # the first conv now reads a value computed after it
     onnx.save(cyc, os.path.join(inputs, "cycle.onnx"))
 
+    # what a new user's trial found: declared outputs the graph does not compute, a future opset, BN
+    # attributes out of range, initializer names a safetensors header cannot hold, nothing to train, a NUL
+    # inside an external-data location, a FIFO where a file was expected
+    decl = onnx.load(good)
+    decl.graph.output[0].type.tensor_type.shape.dim[1].dim_value += 2
+    onnx.save(decl, os.path.join(inputs, "declared_output.onnx"))
+    future = onnx.load(good)
+    future.opset_import[0].version = 99
+    onnx.save(future, os.path.join(inputs, "opset99.onnx"))
+    eps = onnx.load(good)
+    for a in next(n for n in eps.graph.node if n.op_type == "BatchNormalization").attribute:
+        if a.name == "epsilon":
+            a.f = -1.0
+    onnx.save(eps, os.path.join(inputs, "bn_epsilon.onnx"))
+    open(os.path.join(inputs, "name_utf8.onnx"), "wb").write(blob.replace(b"fc.weight", b"fc.weig\xc3("))
+    meta = onnx.load(good)
+    for init in meta.graph.initializer:
+        if init.name == "fc.bias":
+            init.name = "__metadata__"
+    for n in meta.graph.node:
+        for i, v in enumerate(n.input):
+            if v == "fc.bias":
+                n.input[i] = "__metadata__"
+    onnx.save(meta, os.path.join(inputs, "name_metadata.onnx"))
+    x4 = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4, 4])
+    y2 = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
+    nodes = [helper.make_node("GlobalAveragePool", ["x"], ["g"], name="/gap"),
+             helper.make_node("Flatten", ["g"], ["y"], name="/flat")]
+    onnx.save(helper.make_model(helper.make_graph(nodes, "g", [x4], [y2]), opset_imports=[helper.make_opsetid("", 17)]),
+              os.path.join(inputs, "no_params.onnx"))
+    ext = os.path.join(inputs, "ext")
+    os.makedirs(ext)
+    w = numpy_helper.from_array(np.ones((3, 2), np.float32), "fc.weight")
+    w.data_location = TensorProto.EXTERNAL
+    w.external_data.add(key="location", value="w.binXx")
+    w.ClearField("raw_data")
+    open(os.path.join(ext, "w.bin"), "wb").write(np.ones(6, np.float32).tobytes())
+    nodes = [helper.make_node("GlobalAveragePool", ["x"], ["g"], name="/gap"),
+             helper.make_node("Flatten", ["g"], ["f"], name="/flat"),
+             helper.make_node("Gemm", ["f", "fc.weight"], ["y"], name="/fc")]
+    mm = helper.make_model(helper.make_graph(nodes, "g", [x4], [helper.make_tensor_value_info("y", TensorProto.FLOAT,
+                                                                                             [2, 2])], [w]),
+                           opset_imports=[helper.make_opsetid("", 17)])
+    open(os.path.join(ext, "nul_location.onnx"), "wb").write(mm.SerializeToString().replace(b"w.binXx", b"w.bin\x00x"))
+    os.mkfifo(os.path.join(inputs, "fifo.onnx"))
+
     cases = [("truncated .onnx", "truncated.onnx", ["truncated.onnx"]),
+             ("a declared output the graph does not compute", "declared_output.onnx",
+              ["declared_output.onnx", "logits", "declared"]),
+             ("a future opset", "opset99.onnx", ["opset99.onnx", "99"]),
+             ("BN epsilon < 0", "bn_epsilon.onnx", ["bn_epsilon.onnx", "epsilon"]),
+             ("an initializer name that is not UTF-8", "name_utf8.onnx", ["name_utf8.onnx", "UTF-8", "\\xc3"]),
+             ("an initializer named __metadata__", "name_metadata.onnx", ["name_metadata.onnx", "__metadata__"]),
+             ("nothing to train", "no_params.onnx", ["no_params.onnx", "no parameter"]),
+             ("a NUL in an external-data location", "ext/nul_location.onnx", ["nul_location.onnx", "NUL"]),
+             ("a FIFO for a model", "fifo.onnx", ["fifo.onnx", "not a regular file"]),
              ("not an ONNX file", "text.onnx", ["text.onnx"]),
              ("missing file", "missing.onnx", ["missing.onnx"]),
              ("unsupported ops", "unsupported.onnx", ["unsupported.onnx", "/pool/MaxPool", "MaxPool",
@@ -118,7 +173,7 @@ def main():
              ("auto_pad with pads", "autopad_pads.onnx", ["autopad_pads.onnx", "auto_pad", "pads"]),
              ("cycle", "cycle.onnx", ["cycle.onnx", "Conv", "topologically"])]
     for label, name, must in cases:
-        out = os.path.join(work, "out_" + name.replace(".", "_"))
+        out = os.path.join(work, "out_" + name.replace(".", "_").replace("/", "_"))
         os.makedirs(out)
         check("vcc: " + label, [vcc, os.path.join(inputs, name), "-o", "train.c", "--plan-json", "plan.json"], out,
               must, expect_rc=1, clean_dir=out)
@@ -137,10 +192,25 @@ def main():
                          ("--shape given twice", ["--shape", "batch=2", "--shape", "batch=3"]),
                          ("--momentum nan", ["--momentum", "nan"]),
                          ("output name with a space", ["-o", "my train.c"]),
-                         ("-o without a value", ["-o"])):
+                         ("-o without a value", ["-o"]),
+                         ("-o given twice", ["-o", "a.c", "-o", "b.c"]),
+                         ("an empty --plan-json", ["--plan-json", ""]),
+                         ("--plan-json over the model", ["--plan-json", good]),
+                         ("--plan-json over the weights of -o", ["-o", "t.c", "--plan-json", "t.safetensors"])):
         out = os.path.join(work, "out_flags")
         os.makedirs(out, exist_ok=True)
         check("vcc: " + label, [vcc, good] + extra, out, [], expect_rc=2, clean_dir=out)
+    # an output that exists and is not a regular file (the finished output's rename would replace it)
+    out = os.path.join(work, "out_fifo")
+    os.makedirs(out)
+    os.mkfifo(os.path.join(out, "fifo.c"))
+    check("vcc: -o onto a FIFO", [vcc, good, "-o", "fifo.c"], out, ["fifo.c", "not a regular file"], expect_rc=2)
+    with open("/dev/full", "w") as full:  # a failed write to stdout is an error, not a truncated dump
+        p = subprocess.run([vcc, good, "--dump-ir", "memplan"], stdout=full, stderr=subprocess.PIPE, text=True)
+    ok = p.returncode == 1 and "standard output" in p.stderr
+    print("%-4s %-34s rc=%d  %s" % ("ok" if ok else "FAIL", "vcc: stdout on a full disk", p.returncode, p.stderr.strip()))
+    if not ok:
+        failures.append("vcc: stdout on a full disk")
     # an output folder that does not exist: nothing written anywhere
     check("vcc: unwritable output", [vcc, good, "-o", os.path.join(work, "no", "such", "dir", "train.c")], work,
           ["train.c"], expect_rc=1)
@@ -176,12 +246,11 @@ def main():
                                ("train: --weight-decay inf", ["--weight-decay", "inf"], ["--weight-decay"]),
                                ("train: --steps past LONG_MAX", ["--steps", "99999999999999999999"], ["--steps"]),
                                ("train: --out in a missing folder", ["--out", "no/such/out.safetensors"], ["no/such"])):
-        p = subprocess.run([train, "--data", "data.npy", "--labels", "labels.npy", "--steps", "1"] + extra, cwd=t,
-                           capture_output=True, text=True)
+        base = [train, "--data", "data.npy", "--labels", "labels.npy"] + ([] if "--steps" in extra else ["--steps", "1"])
+        p = subprocess.run(base + extra, cwd=t, capture_output=True, text=True)
         if "step 1" in p.stdout:  # refused before training, not after
             failures.append(label + " (trained first)")
-        check(label, [train, "--data", "data.npy", "--labels", "labels.npy", "--steps", "1"] + extra, t, must,
-              expect_rc=1)
+        check(label, base + extra, t, must, expect_rc=1)
     # what --out and --checkpoint-dir write is a complete --weights file (momentum included for checkpoints)
     for label, cmd in (("train: --out file reloads", ["--out", "trained.safetensors"]),
                        ("train: checkpoint reloads", ["--checkpoint-dir", "ckpt"])):
