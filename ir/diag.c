@@ -44,6 +44,24 @@ char *vcc_strfmt(const char *fmt, ...) {
     return s;
 }
 
+int vcc_utf8_len(const char *str) {
+    const unsigned char *p = (const unsigned char *)str;
+    unsigned c = p[0], cp, min;
+    int n;
+    if (c < 0x80) return 1;
+    if (c >= 0xc2 && c <= 0xdf) n = 2, min = 0x80;
+    else if (c >= 0xe0 && c <= 0xef) n = 3, min = 0x800;
+    else if (c >= 0xf0 && c <= 0xf4) n = 4, min = 0x10000;
+    else return 0;
+    cp = c & (0x3fu >> (n - 1));
+    for (int i = 1; i < n; i++) {
+        if ((p[i] & 0xc0) != 0x80) return 0;
+        cp = cp << 6 | (p[i] & 0x3fu);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
+    return n;
+}
+
 void vcc_fputs_escaped(FILE *f, const char *text) {
     size_t cap = 4 * strlen(text) + 1; /* a byte becomes at most "\\xNN" */
     char *out = vcc_malloc(cap);

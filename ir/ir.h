@@ -99,6 +99,10 @@ void vcc_diag_finish(VccCtx *ctx);
  * Valid multi-byte UTF-8 characters pass unchanged (runtime/vcc_io.h: vcc_io_escape). */
 void vcc_fputs_escaped(FILE *f, const char *s);
 
+/* Length in bytes (1-4) of the valid UTF-8 character at s, 0 when the bytes there are not one (RFC 3629:
+ * no overlong forms, surrogates or code points past U+10FFFF). s must not be at its terminating NUL. */
+int vcc_utf8_len(const char *s);
+
 /* Collect one unsupported construct for the model's report (nothing is printed yet). group names the
  * construct (an op type, an ONNX element type, "Op attribute=value"); the printf-style item says where
  * it is. */

@@ -29,11 +29,24 @@ void vcc_format_type(char *buf, size_t len, const VccTensor *t) {
     if (o < len) snprintf(buf + o, len - o, "]");
 }
 
+/* A name as a .vir string: '"' and '\\' escaped with a backslash, and every byte that is not printable
+ * text (control characters, DEL, C1 controls, bytes that are not valid UTF-8) as \\xNN, so that a dump
+ * is plain text that a terminal shows as it is; valid multi-byte UTF-8 is kept. frontend/vir.l reads it
+ * back byte for byte. */
 static void print_name(FILE *f, const char *s) {
     fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\') fputc('\\', f);
-        fputc(*s, f);
+    for (int n; *s; s += n) {
+        unsigned char c = (unsigned char)*s;
+        n = vcc_utf8_len(s);
+        bool c1 = n == 2 && c == 0xc2 && (unsigned char)s[1] < 0xa0; /* U+0080..U+009F */
+        if (n > 1 && !c1) {
+            fwrite(s, 1, (size_t)n, f);
+        } else {
+            n = 1;
+            if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+            else if (c < 0x20 || c >= 0x7f) fprintf(f, "\\x%02x", c);
+            else fputc(c, f);
+        }
     }
     fputc('"', f);
 }

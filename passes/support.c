@@ -246,28 +246,10 @@ static void check_training_form(VccCtx *ctx, const VccGraph *g) {
 #define VCC_MAX_OPSET 25
 #define VCC_MAX_IR_VERSION 13
 
-/* A valid UTF-8 string (RFC 3629: no overlong forms, surrogates or code points past U+10FFFF). */
+/* A valid UTF-8 string. */
 static bool valid_utf8(const char *s) {
-    const unsigned char *p = (const unsigned char *)s;
-    while (*p) {
-        unsigned c = *p, cp, min;
-        int n;
-        if (c < 0x80) {
-            p++;
-            continue;
-        }
-        if (c >= 0xc2 && c <= 0xdf) n = 2, min = 0x80;
-        else if (c >= 0xe0 && c <= 0xef) n = 3, min = 0x800;
-        else if (c >= 0xf0 && c <= 0xf4) n = 4, min = 0x10000;
-        else return false;
-        cp = c & (0x3fu >> (n - 1));
-        for (int i = 1; i < n; i++) {
-            if ((p[i] & 0xc0) != 0x80) return false;
-            cp = cp << 6 | (p[i] & 0x3fu);
-        }
-        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
-        p += n;
-    }
+    for (int n; *s; s += n)
+        if (!(n = vcc_utf8_len(s))) return false;
     return true;
 }
 

@@ -16,7 +16,8 @@ MODEL is a small training model (tests/e2e/tiny_models.py's res3d).
     and the plan passes tests/e2e/check_plan.py; a dump whose interval was shrunk below a use is refused
     by vcc's plan check; edits that break the stored types (a Conv's pads in a dump after shape, a
     Relu turned into an Identity whose output is not a view) are refused; a dump without its first line
-    says what is missing.
+    says what is missing; names with control characters, escape sequences, C1 controls are escaped in
+    dumps (as \\xNN) and read back to the same dump.
 """
 
 import argparse
@@ -25,6 +26,8 @@ import os
 import re
 import subprocess
 import sys
+
+import onnx
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 fails = []
@@ -144,6 +147,25 @@ def main():
     p = run([vcc, "op.vir"], work)
     check(p.returncode == 1 and "not a view" in p.stderr, "a Relu turned into an Identity (not a view) is refused: %s"
           % p.stderr.strip()[:160], p.stderr)
+
+    # names with control characters, escape sequences, a C1 control and bytes that are not UTF-8: the
+    # dump shows them escaped (\\xNN), as plain text, and reads back to the same graph
+    m = onnx.load(model)
+    names = {"input": "in\x1b[31mput", "conv0.weight": "w\neight\u009b", "fc.bias": "fc.b\u0085ias"}
+    for t in list(m.graph.initializer) + list(m.graph.input):
+        t.name = names.get(t.name, t.name)
+    for n in m.graph.node:
+        n.input[:] = [names.get(i, i) for i in n.input]
+    onnx.save(m, os.path.join(work, "weird.onnx"))
+    dump = run([vcc, "weird.onnx", "--dump-ir", "memplan"], work)
+    raw = dump.stdout.encode()
+    printable = all(b >= 0x20 or b in (0x0a,) for b in raw) and b"\xc2\x9b" not in raw
+    with open(os.path.join(work, "weird.vir"), "w") as f:
+        f.write(dump.stdout)
+    again = run([vcc, "weird.vir", "--dump-ir", "memplan"], work)
+    check(dump.returncode == 0 and printable and "\\x1b" in dump.stdout and again.stdout == dump.stdout,
+          "names with control characters are escaped in dumps and read back to the same dump",
+          dump.stderr + again.stderr)
 
     with open(os.path.join(work, "headless.vir"), "w") as f:
         f.write(mem.split("\n", 1)[1])

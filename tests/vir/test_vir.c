@@ -81,7 +81,7 @@ static const ErrorCase kErrors[] = {
      "3:44: error: unexpected character ';'"},
     {"unterminated_string", HDR "output \"y\n", VCC_ERR_PARSE, "3:8: error: unterminated string"},
     {"bad_escape", "opset 17\ninput \"a\\tb\" f32[1]\n", VCC_ERR_PARSE,
-     "2:7: error: unknown escape '\\t' in string (only \\\" and \\\\)"},
+     "2:7: error: unknown escape '\\t' in string (only \\\", \\\\ and \\xNN)"},
     {"int_range", "opset 99999999999999999999\n", VCC_ERR_PARSE,
      "1:7: error: integer 99999999999999999999 is out of range"},
     {"float_range", HDR "node 0 forward Relu \"r\" (\"x\") -> (\"y\" f32[2,3]) {a=1e39}\n", VCC_ERR_PARSE,
