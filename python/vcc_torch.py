@@ -537,6 +537,17 @@ def _restore_initializers(proto, before, path):
 # load
 
 
+def _safetensors_metadata(path):
+    """The __metadata__ strings of a safetensors file's JSON header ({} when there are none)."""
+    import json
+    import struct
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+    meta = header.get("__metadata__") or {}
+    return meta if isinstance(meta, dict) else {}
+
+
 def load_trained(model, path, strict=True):
     """Load a vcc trainer's --out (or --checkpoint-dir) safetensors file into `model`, in place.
 
@@ -548,7 +559,8 @@ def load_trained(model, path, strict=True):
     (num_batches_tracked is 0-d in PyTorch); any other shape must match exactly.
 
     strict=True (the default): the file must hold exactly the state_dict keys, like torch's
-    load_state_dict(strict=True). strict=False: keys the model does not have are ignored (a checkpoint's
+    load_state_dict(strict=True); a checkpoint's '<param>.momentum' buffers (the optimizer's state, told
+    apart by the checkpoint's metadata) are left out first, so a checkpoint loads strictly too. strict=False: keys the model does not have are ignored (a checkpoint's
     '<name>.momentum' buffers, for instance) and a missing '*.num_batches_tracked' leaves the model's
     counter as it is; any other missing key is still an error, because a vcc trainer writes every
     parameter and running statistic and a file without one is another model's.
@@ -568,6 +580,10 @@ def load_trained(model, path, strict=True):
     except Exception as e:
         raise VccLoadError(f"{path}: not a readable safetensors file: {e}") from e
     sd = model.state_dict()
+    # a checkpoint (--checkpoint-dir) also holds the optimizer's momentum buffers, '<param>.momentum':
+    # the optimizer's state, not the model's, so they are never unexpected
+    if _safetensors_metadata(path).get("vcc_checkpoint") == "1":
+        tensors = {k: v for k, v in tensors.items() if not (k.endswith(".momentum") and k[:-9] in sd)}
     missing = [k for k in sd if k not in tensors]
     unexpected = sorted(k for k in tensors if k not in sd)
     fatal_missing = missing if strict else [k for k in missing if not k.endswith("num_batches_tracked")]

@@ -11,7 +11,8 @@
    unexpected key (strict=True), no num_batches_tracked with strict=True (the message suggests
    strict=False), a shape mismatch, a non-integral float into the int64 counter; and what
    strict=False loads: without num_batches_tracked (the counters keep their values, the keys are
-   reported missing), with a checkpoint's '.momentum' keys (ignored, reported unexpected).
+   reported missing), with a checkpoint's '.momentum' keys (ignored, reported unexpected); a real
+   checkpoint (told apart by its metadata) loads with strict=True.
 3. with --vcc, the real trainer: the test's small Conv3d-BN-ReLU-view-Linear model, exported with
    export_for_training, compiled, trained 3 SGD steps (lr 0.01, momentum 0.9, weight decay 1e-4,
    batch 2 of 4 seeded samples) with --out; load_trained (strict=True when the file holds every
@@ -24,6 +25,7 @@
 import argparse
 import copy
 import os
+import shutil
 import subprocess
 import sys
 
@@ -232,6 +234,17 @@ def real_trainer(work, vcc):
     for k, n in pre_counts.items():
         if k in keys:
             check(int(sd[k]) == n + steps, f"{k} in the file: {int(sd[k])} = pre-export {n} + {steps}")
+
+    # a checkpoint of the same run loads strictly too: its momentum buffers are the optimizer's state
+    shutil.rmtree(os.path.join(work, "ck"), ignore_errors=True)
+    run(["./train", "--data", "data.npy", "--labels", "labels.npy", "--steps", str(steps), "--lr", str(lr),
+         "--momentum", str(momentum), "--weight-decay", str(wd), "--checkpoint-dir", "ck", "--checkpoint-every", "1"])
+    ck = os.path.join(work, "ck", "step%d.safetensors" % steps)
+    fresh = make(6)
+    res = vcc_torch.load_trained(fresh, ck)
+    same = all(torch.equal(fresh.state_dict()[k], model.state_dict()[k]) for k in model.state_dict())
+    check(not res.missing_keys and not res.unexpected_keys and same,
+          f"the step-{steps} checkpoint loads with strict=True and equals the --out file")
 
 
 def main():
