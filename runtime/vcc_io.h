@@ -498,9 +498,10 @@ typedef struct { char *name; char dtype[8]; /* "F32","I64" */ int rank; int64_t 
 /* VccStMetaEntry: one string-valued key of the header's "__metadata__" object (UTF-8, malloc'd). */
 typedef struct { char *key, *value; } VccStMetaEntry;
 /* VccSafetensors: the whole file in buf (size bytes), its n entries in
- * header order and the nmeta string entries of "__metadata__" in file order. */
+ * header order, the nmeta string entries of "__metadata__" in file order, and
+ * by_name: the n entry indices in name order (strcmp), for vcc_st_find. */
 typedef struct { unsigned char *buf; size_t size; /* whole file */ VccStEntry *entries; int n;
-                 VccStMetaEntry *meta; int nmeta; } VccSafetensors;
+                 VccStMetaEntry *meta; int nmeta; int *by_name; } VccSafetensors;
 /* VccStMeta: one "__metadata__" entry to write (both strings non-NULL). */
 typedef struct { const char *key; const char *value; } VccStMeta;
 /* VccStWrite: one tensor to write: dims (rank) of a dtype ("F32", "I64", ...),
@@ -855,8 +856,15 @@ VCC_IO_FN void vcc_st_free(VccSafetensors *st)
         for (i = 0; i < st->n; i++) free(st->entries[i].name);
     free(st->entries);
     vcc_st_meta_free(st->meta, st->nmeta);
+    free(st->by_name);
     free(st->buf);
     memset(st, 0, sizeof *st);
+}
+
+/* qsort order on the name (strcmp) over an array of entry pointers. */
+VCC_IO_FN int vcc_st_cmp_name(const void *pa, const void *pb)
+{
+    return strcmp((*(const VccStEntry *const *)pa)->name, (*(const VccStEntry *const *)pb)->name);
 }
 
 /* qsort order on (begin, end) over an array of entry pointers. */
@@ -878,7 +886,8 @@ VCC_IO_FN int vcc_st_cmp(const void *pa, const void *pb)
  * malformed JSON, a header that is not an object, duplicate names, unknown
  * dtypes, rank > 8, missing fields, begin > end, end past the data section,
  * end - begin != prod(shape) * itemsize, tensors that overlap, leave gaps, or
- * do not cover the data section exactly. */
+ * do not cover the data section exactly. O(n log n) in the tensor count n:
+ * duplicates are found in name order, the tiling in offset order. */
 VCC_IO_FN int vcc_st_load(const char *path, VccSafetensors *st, char *err, size_t errlen)
 {
     FILE *f;
@@ -887,6 +896,7 @@ VCC_IO_FN int vcc_st_load(const char *path, VccSafetensors *st, char *err, size_
     VccJson j;
     VccStEntry *ents = NULL;
     VccStEntry **order = NULL;
+    int *by_name = NULL;
     int n = 0, cap = 0, i, k, nmeta = 0;
     unsigned char *buf = NULL;
     VccStMetaEntry *meta = NULL;
@@ -969,13 +979,6 @@ VCC_IO_FN int vcc_st_load(const char *path, VccSafetensors *st, char *err, size_
                 if (vcc_st_parse_meta(&j, &meta, &nmeta)) goto fail;
             } else {
                 VccStEntry *e;
-                for (k = 0; k < n; k++) {
-                    if (strcmp(ents[k].name, name) == 0) {
-                        vcc_io_errf(err, errlen, path, "duplicate tensor name '%s'", name);
-                        free(name);
-                        goto fail;
-                    }
-                }
                 if (n == cap) {
                     int ncap = cap ? cap * 2 : 16;
                     VccStEntry *ne;
@@ -1001,6 +1004,22 @@ VCC_IO_FN int vcc_st_load(const char *path, VccSafetensors *st, char *err, size_
     if (j.i != j.n) {
         vcc_json_fail(&j, "trailing characters after the header object");
         goto fail;
+    }
+
+    /* Names: sorted, a duplicate is next to its twin; the order is kept for vcc_st_find. */
+    if (n > 0) {
+        order = (VccStEntry **)malloc((size_t)n * sizeof *order);
+        by_name = (int *)malloc((size_t)n * sizeof *by_name);
+        if (!order || !by_name) { vcc_io_errf(err, errlen, path, "out of memory"); goto fail; }
+        for (i = 0; i < n; i++) order[i] = &ents[i];
+        qsort(order, (size_t)n, sizeof *order, vcc_st_cmp_name);
+        for (i = 0; i < n; i++) {
+            if (i > 0 && strcmp(order[i - 1]->name, order[i]->name) == 0) {
+                vcc_io_errf(err, errlen, path, "duplicate tensor name '%s'", order[i]->name);
+                goto fail;
+            }
+            by_name[i] = (int)(order[i] - ents);
+        }
     }
 
     /* Sizes and ranges. */
@@ -1037,8 +1056,6 @@ VCC_IO_FN int vcc_st_load(const char *path, VccSafetensors *st, char *err, size_
     if (n > 0) {
         uint64_t pos = 0;
         const char *prev = NULL;
-        order = (VccStEntry **)malloc((size_t)n * sizeof *order);
-        if (!order) { vcc_io_errf(err, errlen, path, "out of memory"); goto fail; }
         for (i = 0; i < n; i++) order[i] = &ents[i];
         qsort(order, (size_t)n, sizeof *order, vcc_st_cmp);
         for (i = 0; i < n; i++) {
@@ -1077,12 +1094,14 @@ VCC_IO_FN int vcc_st_load(const char *path, VccSafetensors *st, char *err, size_
     st->n = n;
     st->meta = meta;
     st->nmeta = nmeta;
+    st->by_name = by_name;
     return 0;
 fail:
     for (i = 0; i < n; i++) free(ents[i].name);
     free(ents);
     vcc_st_meta_free(meta, nmeta);
     free(order);
+    free(by_name);
     free(buf);
     return 1;
 }
@@ -1097,14 +1116,31 @@ VCC_IO_FN const char *vcc_st_meta(const VccSafetensors *st, const char *key)
     return NULL;
 }
 
-/* vcc_st_find: the entry named name, or NULL. */
+/* vcc_st_find: the entry named name, or NULL; a binary search over by_name (O(log n)), a scan when a
+ * hand-made VccSafetensors has no by_name. */
 VCC_IO_FN const VccStEntry *vcc_st_find(const VccSafetensors *st, const char *name)
 {
-    int i;
+    int i, lo = 0, hi;
     if (!st || !name) return NULL;
-    for (i = 0; i < st->n; i++)
-        if (strcmp(st->entries[i].name, name) == 0) return &st->entries[i];
+    if (!st->by_name) {
+        for (i = 0; i < st->n; i++)
+            if (strcmp(st->entries[i].name, name) == 0) return &st->entries[i];
+        return NULL;
+    }
+    hi = st->n;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2, c = strcmp(st->entries[st->by_name[mid]].name, name);
+        if (c == 0) return &st->entries[st->by_name[mid]];
+        if (c < 0) lo = mid + 1;
+        else hi = mid;
+    }
     return NULL;
+}
+
+/* qsort order on strings (strcmp) over an array of const char *. */
+VCC_IO_FN int vcc_io_cmp_str(const void *pa, const void *pb)
+{
+    return strcmp(*(const char *const *)pa, *(const char *const *)pb);
 }
 
 /* Growable byte buffer for the writer's header. */
@@ -1207,7 +1243,7 @@ VCC_IO_FN int vcc_io_commit(FILE *f, const char *tmp, const char *path, char *er
  * rename()s it over path (vcc_io_commit), so a crash never leaves a
  * half-written file at path. Returns 0, or nonzero with err set (and no file
  * at path.tmp). Rejected: NULL name/dtype, the reserved name "__metadata__",
- * duplicate names, unknown dtype, rank outside 0..8, negative dims,
+ * duplicate names (found in name order: O(n log n)), unknown dtype, rank outside 0..8, negative dims,
  * nbytes != prod(dims) * itemsize, NULL data with nbytes > 0, NULL metadata
  * keys or values, I/O errors. */
 VCC_IO_FN int vcc_st_save_meta(const char *path, const VccStMeta *meta, int nmeta, const VccStWrite *t, int n,
@@ -1234,9 +1270,6 @@ VCC_IO_FN int vcc_st_save_meta(const char *path, const VccStMeta *meta, int nmet
             return vcc_io_errf(err, errlen, path, "tensor %d: NULL name or dtype", i);
         if (strcmp(t[i].name, "__metadata__") == 0)
             return vcc_io_errf(err, errlen, path, "tensor name '__metadata__' is reserved");
-        for (k = 0; k < i; k++)
-            if (strcmp(t[k].name, t[i].name) == 0)
-                return vcc_io_errf(err, errlen, path, "duplicate tensor name '%s'", t[i].name);
         isz = vcc_st_dtype_size(t[i].dtype);
         if (isz == 0)
             return vcc_io_errf(err, errlen, path, "tensor '%s': unknown dtype '%s'", t[i].name, t[i].dtype);
@@ -1252,6 +1285,18 @@ VCC_IO_FN int vcc_st_save_meta(const char *path, const VccStMeta *meta, int nmet
         if (nb > 0 && !t[i].data)
             return vcc_io_errf(err, errlen, path, "tensor '%s': NULL data", t[i].name);
     }
+    if (n > 1) {
+        const char **names = (const char **)malloc((size_t)n * sizeof *names);
+        const char *dup = NULL;
+        if (!names) return vcc_io_errf(err, errlen, path, "out of memory");
+        for (i = 0; i < n; i++) names[i] = t[i].name;
+        qsort((void *)names, (size_t)n, sizeof *names, vcc_io_cmp_str);
+        for (i = 1; i < n && !dup; i++)
+            if (strcmp(names[i - 1], names[i]) == 0) dup = names[i];
+        free((void *)names);
+        if (dup) return vcc_io_errf(err, errlen, path, "duplicate tensor name '%s'", dup);
+    }
+
 
     vcc_stbuf_put(&h, "{", 1);
     if (nmeta > 0) {

@@ -16,6 +16,8 @@
  *   - vcc_st_save / vcc_st_load round trip, the py.safetensors file, and
  *     malformed .safetensors files (header size past EOF, bad JSON, offsets
  *     out of range, overlaps, gaps, nbytes vs shape ...) rejected.
+ *   - 200,000 tensors: loading, looking every one up by name, refusing a
+ *     duplicate name, saving: each within 5 s of CPU time (n log n).
  * Writes DIR/c.safetensors and DIR/c_empty.safetensors for io_check.py to
  * read back with the safetensors package.
  */
@@ -23,6 +25,7 @@
 #include "../../runtime/vcc_io.h"
 
 #include <math.h>
+#include <time.h>
 
 static const char *g_dir;
 static int g_fail, g_checks;
@@ -570,6 +573,113 @@ static void test_st(int have_py)
 }
 
 /* ------------------------------------------------------------------------ */
+/* Many tensors: the reader and the writer stay O(n log n)                   */
+/* ------------------------------------------------------------------------ */
+
+#define MANY 200000
+
+/* CPU seconds since t0. */
+static double cpu_since(clock_t t0)
+{
+    return (double)(clock() - t0) / (double)CLOCKS_PER_SEC;
+}
+
+/* A header of MANY zero-size tensors "t0" ... and one 4-byte tensor named last; malloc'd. */
+static char *many_header(const char *last)
+{
+    size_t cap = (size_t)MANY * 64 + 256, len = 0;
+    char *h = (char *)malloc(cap);
+    int i;
+    if (!h) return NULL;
+    len += (size_t)sprintf(h, "{");
+    for (i = 0; i < MANY; i++)
+        len += (size_t)sprintf(h + len, "\"t%d\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0]},", i);
+    sprintf(h + len, "\"%s\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", last);
+    return h;
+}
+
+/* 200,000 tensors (quadratic duplicate checks and lookups took minutes at this size): the file loads,
+ * every tensor is found by name, a duplicate name is refused, the writer writes and refuses as fast;
+ * each within 5 s of CPU time, a bound far above what n log n needs and far below what n^2 takes. */
+static void test_many(void)
+{
+    char path[1024], err[512], name[32];
+    VccSafetensors st;
+    VccStWrite *w;
+    const char **names;
+    char *h = many_header("last");
+    clock_t t0;
+    double secs;
+    int i, rc, found = 0;
+    if (!h) { ok(0, "many: out of memory"); return; }
+    craft_st("many.safetensors", h, 0, NULL, 4);
+    free(h);
+    path_of(path, sizeof path, "many.safetensors");
+    t0 = clock();
+    rc = vcc_st_load(path, &st, err, sizeof err);
+    if (rc == 0) {
+        for (i = 0; i < MANY; i++) {
+            snprintf(name, sizeof name, "t%d", i);
+            found += vcc_st_find(&st, name) == &st.entries[i];
+        }
+        found += vcc_st_find(&st, "last") == &st.entries[MANY];
+        found += vcc_st_find(&st, "t200000") == NULL && vcc_st_find(&st, "") == NULL && vcc_st_find(&st, "u") == NULL;
+    }
+    secs = cpu_since(t0);
+    ok(rc == 0 && st.n == MANY + 1 && found == MANY + 2 && secs < 5.0,
+       "st  %d tensors load and each is found by name in %.2f s of CPU (bound 5 s) %s", MANY + 1, secs, rc ? err : "");
+    if (rc == 0) vcc_st_free(&st);
+
+    h = many_header("t123456");
+    if (!h) { ok(0, "many: out of memory"); return; }
+    craft_st("many_dup.safetensors", h, 0, NULL, 4);
+    free(h);
+    path_of(path, sizeof path, "many_dup.safetensors");
+    t0 = clock();
+    rc = vcc_st_load(path, &st, err, sizeof err);
+    secs = cpu_since(t0);
+    ok(rc != 0 && strstr(err, "duplicate tensor name 't123456'") && secs < 5.0,
+       "st  %d tensors with one duplicate name refused in %.2f s of CPU -> %s", MANY + 1, secs, err);
+    if (rc == 0) vcc_st_free(&st);
+
+    w = (VccStWrite *)calloc(MANY, sizeof *w);
+    names = (const char **)calloc(MANY, sizeof *names);
+    if (!w || !names) { ok(0, "many: out of memory"); free(w); free((void *)names); return; }
+    for (i = 0; i < MANY; i++) {
+        char *nm = (char *)malloc(16);
+        static const int64_t d0 = 0;
+        if (!nm) { ok(0, "many: out of memory"); break; }
+        snprintf(nm, 16, "w%d", MANY - i);
+        names[i] = nm;
+        w[i].name = nm;
+        w[i].dtype = "F32";
+        w[i].rank = 1;
+        w[i].dims = &d0;
+    }
+    path_of(path, sizeof path, "many_w.safetensors");
+    t0 = clock();
+    rc = vcc_st_save(path, w, MANY, err, sizeof err);
+    secs = cpu_since(t0);
+    ok(rc == 0 && secs < 5.0, "st  save of %d tensors in %.2f s of CPU %s", MANY, secs, rc ? err : "");
+    if (vcc_st_load(path, &st, err, sizeof err) == 0) {
+        ok(st.n == MANY && strcmp(st.entries[0].name, names[0]) == 0 && strcmp(st.entries[MANY - 1].name, names[MANY - 1]) == 0,
+           "st  the %d tensors read back in the order written", MANY);
+        vcc_st_free(&st);
+    } else {
+        ok(0, "st  the %d-tensor file reads back: %s", MANY, err);
+    }
+    w[MANY - 1].name = names[7];
+    t0 = clock();
+    rc = vcc_st_save(path, w, MANY, err, sizeof err);
+    secs = cpu_since(t0);
+    ok(rc != 0 && strstr(err, "duplicate tensor name") && secs < 5.0,
+       "st  save of %d tensors with a duplicate name refused in %.2f s of CPU -> %s", MANY, secs, err);
+    for (i = 0; i < MANY; i++) free((void *)names[i]);
+    free((void *)names);
+    free(w);
+}
+
+/* ------------------------------------------------------------------------ */
 /* Fuzzing: random damage must never crash or leak                           */
 /* ------------------------------------------------------------------------ */
 
@@ -649,6 +759,7 @@ int main(int argc, char **argv)
     g_dir = argv[1];
     test_npy();
     test_st(have_py);
+    test_many();
     fuzz("f4_v1.npy", 1, 3000);
     fuzz("f4_v2.npy", 1, 1000);
     fuzz("c.safetensors", 0, 3000);
