@@ -49,8 +49,11 @@
  * Signals: with a checkpoint folder, SIGINT or SIGTERM lets the current step finish, writes its
  * checkpoint, and exits with status 128 + signal (a second signal ends the program at once).
  *
+ * Numbers on the command line are plain decimals ("0.01", "1e-3"; no sign, spaces, hex, inf or nan).
+ *
  * Errors: one line "<program>: <file>: <problem>" and exit status 1 (bad data, files, values); a
- * malformed command line (unknown option, missing value, missing --data/--labels) exits with status 2.
+ * malformed command line (unknown option, missing value, missing --data/--labels, an option given
+ * twice) exits with status 2.
  */
 #ifndef VCC_MAIN_H
 #define VCC_MAIN_H
@@ -148,7 +151,8 @@ static void vcc_usage(FILE *f, const VccModel *m) {
             m->default_weights, VCC_CKPT_EVERY_DEFAULT, VCC_KEEP_LAST_DEFAULT);
 }
 
-/* Parse the command line into a (exits 0 after --help, 2 on a malformed command line, 1 on bad values). */
+/* Parse the command line into a (exits 0 after --help, 2 on a malformed command line or an option given
+ * twice, 1 on bad values). */
 static void vcc_train_args(int argc, char **argv, const VccModel *m, VccTrainArgs *a) {
     memset(a, 0, sizeof *a);
     a->steps = 1;
@@ -175,12 +179,12 @@ static void vcc_train_args(int argc, char **argv, const VccModel *m, VccTrainArg
         vcc_usage_error("unexpected argument '%s' (files are given with --data, --labels, ...)", x);
     }
     if (!a->data || !a->labels) vcc_usage_error("--data and --labels are required");
-    if (steps && vcc_parse_count(steps, &a->steps)) vcc_dief("--steps needs a non-negative integer, got '%s'", steps);
-    if (every && vcc_parse_count(every, &a->every)) vcc_dief("--checkpoint-every needs a non-negative integer, got '%s'", every);
-    if (keep && vcc_parse_count(keep, &a->keep)) vcc_dief("--keep-last needs a non-negative integer, got '%s'", keep);
-    if (lr && vcc_parse_float(lr, &a->lr)) vcc_dief("--lr needs a finite number >= 0, got '%s'", lr);
-    if (mom && vcc_parse_float(mom, &a->momentum)) vcc_dief("--momentum needs a finite number >= 0, got '%s'", mom);
-    if (wd && vcc_parse_float(wd, &a->wd)) vcc_dief("--weight-decay needs a finite number >= 0, got '%s'", wd);
+    if (steps) vcc_option_count("--steps", steps, &a->steps);
+    if (every) vcc_option_count("--checkpoint-every", every, &a->every);
+    if (keep) vcc_option_count("--keep-last", keep, &a->keep);
+    if (lr) vcc_option_float("--lr", lr, &a->lr);
+    if (mom) vcc_option_float("--momentum", mom, &a->momentum);
+    if (wd) vcc_option_float("--weight-decay", wd, &a->wd);
     if (a->resume && a->weights)
         vcc_usage_error("--weights and --resume exclude each other (a resumed run takes its weights from the checkpoint)");
     if (!a->weights) a->weights = vcc_beside_program(argv[0], m->default_weights, a->weights_buf, sizeof a->weights_buf);

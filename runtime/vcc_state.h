@@ -16,6 +16,8 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <float.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -104,41 +106,94 @@ VCC_STATE_FN void vcc_usage_error(const char *fmt, ...) {
 /* Command line                                                             */
 /* ------------------------------------------------------------------------ */
 
+/* vcc_escaped: text as it may appear in a one-line message (vcc_io_escape: control characters and
+ * invalid UTF-8 escaped, cut to cap bytes), into buf; returns buf. */
+VCC_STATE_FN const char *vcc_escaped(const char *text, char *buf, size_t cap) {
+    vcc_io_escape(text, buf, cap);
+    return buf;
+}
+
 /* vcc_opt_match: whether argv[*i] is the option name, as "--name VALUE" or "--name=VALUE"; on a match
- * *value is the value and *i points at the last word used. A matching option without a value is a
- * usage error. */
+ * *value is the value and *i points at the last word used. A matching option without a value, and an
+ * option given twice (*value already set: the caller starts every value at NULL), are usage errors. */
 VCC_STATE_FN int vcc_opt_match(int argc, char **argv, int *i, const char *name, const char **value) {
-    const char *a = argv[*i];
+    const char *a = argv[*i], *v;
     size_t n = strlen(name);
     if (strncmp(a, name, n) != 0) return 0;
     if (a[n] == '=') {
-        *value = a + n + 1;
-        return 1;
+        v = a + n + 1;
+    } else {
+        if (a[n] != 0) return 0;
+        if (*i + 1 >= argc) vcc_usage_error("option %s needs a value", name);
+        v = argv[++*i];
     }
-    if (a[n] != 0) return 0;
-    if (*i + 1 >= argc) vcc_usage_error("option %s needs a value", name);
-    *value = argv[++*i];
+    if (*value) {
+        char x[256], y[256];
+        vcc_usage_error("option %s is given twice ('%s' and '%s')", name, vcc_escaped(*value, x, sizeof x),
+                        vcc_escaped(v, y, sizeof y));
+    }
+    *value = v;
     return 1;
 }
 
-/* vcc_parse_float: a finite number >= 0 (PyTorch's SGD refuses negative lr, momentum and weight
- * decay) into *out; 1 if s is anything else. */
+/* vcc_parse_float: a plain decimal number >= 0 into *out: digits with an optional '.' and fraction
+ * and an optional exponent ("0.01", ".5", "5.", "1e-3"); no sign (PyTorch's SGD refuses negative lr,
+ * momentum and weight decay), no spaces, no hex, inf or nan. Returns 0; 1 for any other text; 2 when
+ * the value is too large for float32; 3 when a nonzero value is so small that it becomes 0 in float32
+ * (1e-400). */
 VCC_STATE_FN int vcc_parse_float(const char *s, float *out) {
-    char *end;
-    double v = strtod(s, &end);
-    if (end == s || *end || !(v >= 0.0 && v <= 3.0e38)) return 1;
+    const char *p = s;
+    int digits = 0, nonzero = 0;
+    for (; *p >= '0' && *p <= '9'; p++) digits++, nonzero |= *p != '0';
+    if (*p == '.')
+        for (p++; *p >= '0' && *p <= '9'; p++) digits++, nonzero |= *p != '0';
+    if (!digits) return 1;
+    if (*p == 'e' || *p == 'E') {
+        p++;
+        if (*p == '+' || *p == '-') p++;
+        if (!(*p >= '0' && *p <= '9')) return 1;
+        while (*p >= '0' && *p <= '9') p++;
+    }
+    if (*p) return 1;
+    double v = strtod(s, NULL);
+    if (!(v <= (double)FLT_MAX)) return 2;
+    if (nonzero && (float)v == 0.0f) return 3;
     *out = (float)v;
     return 0;
 }
 
-/* vcc_parse_count: a decimal integer in [0, LONG_MAX] into *out; 1 if s is anything else. */
+/* vcc_parse_count: a decimal integer (digits only: no sign, spaces or hex) in [0, LONG_MAX] into
+ * *out. Returns 0; 1 for any other text; 2 when the value is above LONG_MAX. */
 VCC_STATE_FN int vcc_parse_count(const char *s, long *out) {
-    char *end;
+    const char *p = s;
+    while (*p >= '0' && *p <= '9') p++;
+    if (p == s || *p) return 1;
     errno = 0;
-    long v = strtol(s, &end, 10);
-    if (end == s || *end || v < 0 || errno || s[0] == '-' || s[0] == '+' || s[0] == ' ') return 1;
+    long v = strtol(s, NULL, 10);
+    if (errno == ERANGE) return 2;
     *out = v;
     return 0;
+}
+
+/* vcc_option_float: parse option opt's value text with vcc_parse_float into *out, or die (status 1) with
+ * a one-line message naming the option and saying what is wrong. */
+VCC_STATE_FN void vcc_option_float(const char *opt, const char *text, float *out) {
+    char s[256];
+    int rc = vcc_parse_float(text, out);
+    vcc_escaped(text, s, sizeof s);
+    if (rc == 1) vcc_dief("%s needs a decimal number >= 0 (like 0.01 or 1e-3), got '%s'", opt, s);
+    if (rc == 2) vcc_dief("%s %s is too large for float32 (at most %g)", opt, s, (double)FLT_MAX);
+    if (rc == 3) vcc_dief("%s %s is too small for float32: it would be 0", opt, s);
+}
+
+/* vcc_option_count: parse option opt's value text with vcc_parse_count into *out, or die (status 1) with
+ * a one-line message naming the option. */
+VCC_STATE_FN void vcc_option_count(const char *opt, const char *text, long *out) {
+    char s[256];
+    int rc = vcc_parse_count(text, out);
+    vcc_escaped(text, s, sizeof s);
+    if (rc == 1) vcc_dief("%s needs a non-negative decimal integer, got '%s'", opt, s);
+    if (rc == 2) vcc_dief("%s %s is too large (at most %ld)", opt, s, LONG_MAX);
 }
 
 /* vcc_beside_program: the path of a file vcc wrote beside the program (name, e.g. "train.safetensors"),

@@ -31,6 +31,9 @@ Cases (each one CTest test, trainer_<case>):
   messages       errors begin with the binary's own name; int32 labels and float64 data get
                  "labels must be int64 ('<i8'), got int32 ('<i4')" and "data must be float32 ('<f4'), got
                  float64 ('<f8')"; --help/-h and unknown options for the trainer and the forward program
+  numbers        --lr/--momentum/--weight-decay take plain decimals only (0x10, ' 0.1', +0.1, inf, nan,
+                 1e-400, 1e39 refused), --steps/--checkpoint-every/--keep-last plain digits; an option given
+                 twice is a usage error in all three programs
 
 Models: the fixture's tiny res3d and conv1d (tests/e2e/tiny_models.py), and for resume/kill_write a
 model whose checkpoint is 32 MiB (a Gemm with a (512, 8192) weight, plus its momentum), so a checkpoint
@@ -350,10 +353,12 @@ def case_refuse(a):
           "a fresh run in another run's folder is refused before training, saying how to resume or move on", err)
     check(snapshot(os.path.join(w, "runA")) == before, "the other run's checkpoints are untouched")
     run(common + ["--checkpoint-dir", "runC"], w)
-    p = run(common + ["--steps", "4", "--resume", "runA/step2.safetensors", "--checkpoint-dir", "runC"], w, rc=1)
+    base = common[:-4]  # without --steps and --lr: an option given twice is a usage error
+    p = run(base + ["--lr", "0.05", "--steps", "4", "--resume", "runA/step2.safetensors", "--checkpoint-dir", "runC"], w,
+            rc=1)
     check("runC: holds the checkpoints of another run" in p.stderr,
           "a resumed run does not write into a third run's folder", p.stderr.strip())
-    p = run(common[:-2] + ["--lr", "0.01", "--steps", "4", "--resume", "runA"], w, rc=1)
+    p = run(base + ["--lr", "0.01", "--steps", "4", "--resume", "runA"], w, rc=1)
     check("the run used --lr 0.05, this command line gives --lr 0.01" in p.stderr,
           "a resume with another --lr is refused, naming it", p.stderr.strip())
     np.save(os.path.join(w, "other.npy"), np.load(data)[::-1].copy())
@@ -372,7 +377,7 @@ def case_refuse(a):
           "--resume of a missing or empty folder says so", (p.stderr + p2.stderr).strip())
     check(snapshot(os.path.join(w, "runA")) == before, "after all that, runA is still untouched")
     # two trainers at once on one folder: the second is refused while the first runs
-    first = subprocess.Popen(common[:-4] + ["--steps", "100000000", "--checkpoint-dir", "busy", "--checkpoint-every",
+    first = subprocess.Popen(base + ["--steps", "100000000", "--checkpoint-dir", "busy", "--checkpoint-every",
                                             "0"], cwd=w, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     first.stdout.readline()
     p = run(common + ["--checkpoint-dir", "busy"], w, rc=None)
@@ -439,6 +444,74 @@ def case_messages(a):
     check(os.path.exists(os.path.join(w, "y.npy")), "fwd evaluates the model")
 
 
+def programs(a, w, which=("train", "eval", "fwd")):
+    """The tiny res3d model's trainer, evaluation and forward-only programs built in w, with data.npy,
+    labels.npy (4 samples) and x.npy (one batch, the forward program's input) beside them."""
+    t = os.path.join(a.tiny, "res3d")
+    shutil.copy(os.path.join(t, "model.onnx"), os.path.join(w, "m.onnx"))
+    flags = {"train": [], "eval": ["--eval"], "fwd": ["--forward-only"]}
+    for name in which:
+        run(run([a.vcc, "m.onnx", "-o", name + ".c"] + flags[name], w).stdout.strip(), w, shell=True)
+    data = np.load(os.path.join(t, "data.npy"))
+    np.save(os.path.join(w, "data.npy"), data)
+    np.save(os.path.join(w, "labels.npy"), np.load(os.path.join(t, "labels.npy")))
+    np.save(os.path.join(w, "x.npy"), data[:2])
+
+
+def run_t(cmd, cwd, timeout=30, stdout=subprocess.PIPE):
+    """Run cmd in cwd with a time limit: (exit status, stdout, stderr); status None when it ran past the
+    limit (it is killed)."""
+    try:
+        p = subprocess.run(cmd, cwd=cwd, stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, "", "(killed after %d s)" % timeout
+    return p.returncode, p.stdout or "", p.stderr
+
+
+TRAIN = ["./train", "--data", "data.npy", "--labels", "labels.npy"]
+EVAL = ["./eval", "--data", "data.npy", "--labels", "labels.npy"]
+
+
+def refused(label, rc, out, err, want_rc, prog, must):
+    """Check a refusal: status want_rc, one stderr line starting with '<prog>: ' holding every string of
+    must, nothing on stdout (refused before the run)."""
+    lines = err.splitlines()
+    return check(rc == want_rc and len(lines) == 1 and lines[0].startswith(prog + ": ") and
+                 all(s in err for s in must) and out == "", label, "rc %s, stdout %r, stderr %r" % (rc, out, err))
+
+
+def case_numbers(a):
+    w = fresh(os.path.join(a.work, "numbers"))
+    programs(a, w)
+    for opt in ("--lr", "--momentum", "--weight-decay"):
+        for bad in ("0x10", " 0.1", "0.1 ", "+0.1", "-1", "inf", "nan", "", "1,5", "0x1p-3", "1e", ".", "1e-400",
+                    "1e39", "1e-46"):
+            rc, out, err = run_t(TRAIN + ["--steps", "0", opt, bad], w)
+            refused("%s %r refused" % (opt, bad), rc, out, err, 1, "train", [opt, repr(bad)[1:-1]])
+        for good in ("0.05", "5", "5.", ".5", "1e-3", "2.5E+1", "0", "3e38", "1e-40"):
+            rc, out, err = run_t(TRAIN + ["--steps", "0", opt, good], w)
+            check(rc == 0, "%s %r accepted" % (opt, good), err)
+    for opt in ("--steps", "--checkpoint-every", "--keep-last"):
+        for bad in (" 3", "3 ", "+3", "-1", "0x3", "1e3", "3.0", "", "99999999999999999999", "\t3"):
+            shutil.rmtree(os.path.join(w, "ck"), ignore_errors=True)
+            steps = [] if opt == "--steps" else ["--steps", "0"]
+            rc, out, err = run_t(TRAIN + steps + ["--checkpoint-dir", "ck", opt, bad], w)
+            refused("%s %r refused" % (opt, bad), rc, out, err, 1, "train", [opt])
+    shutil.rmtree(os.path.join(w, "ck"), ignore_errors=True)
+    for opt, prog, cmd in (("--data", "train", TRAIN + ["--data", "x.npy"]),
+                           ("--out", "train", TRAIN + ["--out", "a.st", "--out=b.st"]),
+                           ("--lr", "train", TRAIN + ["--lr", "0.1", "--lr", "0.2"]),
+                           ("--steps", "train", TRAIN + ["--steps=1", "--steps", "1"]),
+                           ("--data", "eval", EVAL + ["--data", "x.npy"]),
+                           ("--logits", "eval", EVAL + ["--logits", "a.npy", "--logits", "b.npy"]),
+                           ("--weights", "fwd", ["./fwd", "x.npy", "-o", "y.npy", "--weights", "fwd.safetensors",
+                                                 "--weights", "fwd.safetensors"])):
+        rc, out, err = run_t(cmd, w)
+        refused("%s %s twice: a usage error" % (prog, opt), rc, out, err, 2, prog, [opt, "given twice", "--help"])
+    left = sorted(n for n in os.listdir(w) if n.endswith(".st") or n in ("a.npy", "b.npy", "y.npy"))
+    check(not left, "nothing was written", str(left))
+
+
 def case_install(a):
     w = fresh(os.path.join(a.work, "install"))
     prefix, elsewhere = os.path.join(w, "prefix"), fresh(os.path.join(w, "elsewhere"))
@@ -469,7 +542,7 @@ def case_install(a):
 
 CASES = {"build_command": case_build_command, "cuda": case_cuda, "resume": case_resume,
          "kill_write": case_kill_write, "keep_last": case_keep_last, "refuse": case_refuse,
-         "install": case_install, "messages": case_messages}
+         "install": case_install, "messages": case_messages, "numbers": case_numbers}
 
 
 def main():
