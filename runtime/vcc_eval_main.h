@@ -21,7 +21,7 @@
  * logits. At least one of --labels and --logits is required.
  *
  * Errors: one line "<program>: <file>: <problem>" and exit status 1; a malformed command line exits
- * with status 2.
+ * with status 2. A failed write to stdout ends the program with status 1.
  */
 #ifndef VCC_EVAL_MAIN_H
 #define VCC_EVAL_MAIN_H
@@ -79,6 +79,7 @@ static int vcc_eval_main(int argc, char **argv, const VccEvalModel *m) {
     const char *data = NULL, *labels_path = NULL, *weights = NULL, *logits_path = NULL;
     char wbuf[4096];
     vcc_set_program(argv[0]);
+    vcc_watch_stdout();
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {

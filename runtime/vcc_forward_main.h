@@ -58,6 +58,7 @@ static int vcc_forward_main(int argc, char **argv, const VccForwardModel *m) {
     int nin = 0, nout = 0, outputs = 0, files_only = 0;
     char err[1024], wbuf[4096];
     vcc_set_program(argv[0]);
+    vcc_watch_stdout();
     if (!in || !out) vcc_die("out of memory");
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];

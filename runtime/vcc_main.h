@@ -47,13 +47,15 @@
  * --weights and --resume exclude each other.
  *
  * Signals: with a checkpoint folder, SIGINT or SIGTERM lets the current step finish, writes its
- * checkpoint, and exits with status 128 + signal (a second signal ends the program at once).
+ * checkpoint, and exits with status 128 + signal; the first signal is acknowledged on stderr at once
+ * ("stopping after this step ..."); a second signal ends the program at once.
  *
  * Numbers on the command line are plain decimals ("0.01", "1e-3"; no sign, spaces, hex, inf or nan).
  *
  * Errors: one line "<program>: <file>: <problem>" and exit status 1 (bad data, files, values); a
  * malformed command line (unknown option, missing value, missing --data/--labels, an option given
- * twice) exits with status 2.
+ * twice) exits with status 2. A failed write to stdout ends the program with status 1 and
+ * "<program>: cannot write to standard output: <reason>".
  */
 #ifndef VCC_MAIN_H
 #define VCC_MAIN_H
@@ -99,9 +101,30 @@ typedef struct {
 /* Set by SIGINT/SIGTERM while a checkpoint folder is in use: stop after the current step. */
 static volatile sig_atomic_t vcc_stop_signal = 0;
 
+/* The line the first signal writes to stderr (made before the handler is installed: the handler
+ * itself may only call async-signal-safe functions such as write(2)), and its length in bytes. */
+static char vcc_stop_ack[4500];
+static size_t vcc_stop_ack_len = 0;
+
+/* The handler of SIGINT/SIGTERM: note the signal (the step loop stops after the current step and
+ * writes its checkpoint), say so on stderr at once, and restore the default action so that a second
+ * signal ends the program at once. */
 static void vcc_on_stop_signal(int sig) {
     vcc_stop_signal = sig;
-    signal(sig, SIG_DFL); /* a second signal ends the program at once */
+    signal(sig, SIG_DFL);
+    ssize_t w = write(2, vcc_stop_ack, vcc_stop_ack_len);
+    (void)w;
+}
+
+/* Install vcc_on_stop_signal for SIGINT and SIGTERM, with its acknowledgement naming the checkpoint
+ * folder dir. */
+static void vcc_catch_stop_signals(const char *dir) {
+    int n = snprintf(vcc_stop_ack, sizeof vcc_stop_ack,
+                     "%s: stopping after this step to write its checkpoint to %s; a second signal stops at once "
+                     "without it\n", vcc_program, dir);
+    vcc_stop_ack_len = n < 0 ? 0 : (size_t)n < sizeof vcc_stop_ack ? (size_t)n : sizeof vcc_stop_ack - 1;
+    signal(SIGINT, vcc_on_stop_signal);
+    signal(SIGTERM, vcc_on_stop_signal);
 }
 
 /* Fail now, not after training, when an output file cannot be written. */
@@ -332,6 +355,7 @@ static int vcc_trainer_main(int argc, char **argv, const VccModel *m) {
     VccTrainArgs a;
     char err[1024], path[4200];
     vcc_set_program(argv[0]);
+    vcc_watch_stdout();
     vcc_train_args(argc, argv, m, &a);
 
     /* where checkpoints go, and what --resume names */
@@ -403,8 +427,7 @@ static int vcc_trainer_main(int argc, char **argv, const VccModel *m) {
     }
     if (ckpt_dir) {
         vcc_ckpt_claim(ckpt_dir, a.resume ? from_dir : NULL);
-        signal(SIGINT, vcc_on_stop_signal);
-        signal(SIGTERM, vcc_on_stop_signal);
+        vcc_catch_stop_signals(ckpt_dir);
     }
     if (a.grads && start == a.steps)
         vcc_dief("%s: --save-grads needs a step to run, and the run is already at step %ld = --steps", a.grads, start);
@@ -438,7 +461,7 @@ static int vcc_trainer_main(int argc, char **argv, const VccModel *m) {
         }
         if (progress) fputs("\r\033[K", stderr); /* clear the progress line before the step line */
         printf("step %ld loss %.7g\n", k, (double)loss);
-        fflush(stdout);
+        vcc_stdout_check();
         if (stop) {
             fprintf(stderr, "%s: stopped by signal %d after step %ld; %s holds its checkpoint: add --resume %s to continue\n",
                     vcc_program, (int)vcc_stop_signal, k, vcc_ckpt_path(ckpt_dir, k, path, sizeof path), ckpt_dir);

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define VCC_STATE_FN static VCC_UNUSED
 
@@ -101,6 +102,34 @@ VCC_STATE_FN void vcc_usage_error(const char *fmt, ...) {
     va_end(ap);
     exit(2);
 }
+
+/* ------------------------------------------------------------------------ */
+/* Standard output                                                          */
+/* ------------------------------------------------------------------------ */
+
+/* Set once a failed write to stdout has been reported, so the report is made once. */
+static int vcc_stdout_reported = 0;
+
+/* vcc_stdout_check: flush stdout; when that or an earlier write to it failed (a full disk, a closed
+ * pipe's EPIPE, /dev/full), print "<program>: cannot write to standard output: <reason>" on stderr
+ * and end the program with status 1 (_exit: also safe from the atexit handler). Called after every
+ * line a program prints as it goes and at exit (vcc_watch_stdout). */
+VCC_STATE_FN void vcc_stdout_check(void) {
+    if (vcc_stdout_reported) return;
+    errno = 0;
+    if (fflush(stdout) == 0 && !ferror(stdout)) return;
+    vcc_stdout_reported = 1;
+    fprintf(stderr, "%s: cannot write to standard output: %s\n", vcc_program, errno ? strerror(errno) : "write error");
+    fflush(stderr);
+    _exit(1);
+}
+
+/* vcc_stdout_at_exit: the atexit form of vcc_stdout_check. */
+static void vcc_stdout_at_exit(void) { vcc_stdout_check(); }
+
+/* vcc_watch_stdout: check stdout once more when the program exits (atexit), so output that was
+ * printed but could not be written turns a successful exit into status 1 with a message. */
+VCC_STATE_FN void vcc_watch_stdout(void) { atexit(vcc_stdout_at_exit); }
 
 /* ------------------------------------------------------------------------ */
 /* Command line                                                             */
@@ -311,10 +340,20 @@ VCC_STATE_FN uint64_t vcc_array_fingerprint(const VccNpy *a) {
 /* State: load and save                                                     */
 /* ------------------------------------------------------------------------ */
 
+/* vcc_dtype_shape: "F32 (64, 3, 3, 7, 7)" (Python's tuple text: "(8,)" for rank 1, "()" for rank 0)
+ * into buf (cap bytes). */
+VCC_STATE_FN const char *vcc_dtype_shape(const char *dtype, int rank, const int64_t *dims, char *buf, size_t cap) {
+    size_t o = (size_t)snprintf(buf, cap, "%s (", dtype);
+    for (int d = 0; d < rank && o < cap; d++) o += (size_t)snprintf(buf + o, cap - o, d ? ", %lld" : "%lld", (long long)dims[d]);
+    if (o < cap) snprintf(buf + o, cap - o, rank == 1 ? ",)" : ")");
+    return buf;
+}
+
 /* vcc_state_check: whether the loaded file st (read from path) holds every state tensor this program
  * reads, with the compiled dtype and shape: parameters, BN buffers and constants always, momentum
  * buffers when need_opt (a checkpoint to resume); gradients are never read. Returns 0, or 1 with
- * "<path>: tensor '<name>' is missing | has the wrong dtype or shape" in err. */
+ * "<path>: tensor '<name>' is missing" or "<path>: tensor '<name>' is F32 (8, 3) in the file; the
+ * program needs F32 (8, 4)" in err (names escaped by vcc_io_errf). */
 VCC_STATE_FN int vcc_state_check(const VccSafetensors *st, const char *path, const VccStateInfo *state, int nstate,
                                  int need_opt, char *err, size_t errlen) {
     for (int i = 0; i < nstate; i++) {
@@ -329,7 +368,10 @@ VCC_STATE_FN int vcc_state_check(const VccSafetensors *st, const char *path, con
         int same = e->rank == s->rank && !strcmp(e->dtype, s->is_i64 ? "I64" : "F32") && e->end - e->begin == s->bytes;
         for (int d = 0; same && d < s->rank; d++) same = e->dims[d] == s->dims[d];
         if (!same) {
-            vcc_io_errf(err, errlen, path, "tensor '%s' has the wrong dtype or shape", s->name);
+            char got[300], want[300];
+            vcc_io_errf(err, errlen, path, "tensor '%s' is %s in the file; the program needs %s", s->name,
+                        vcc_dtype_shape(e->dtype, e->rank, e->dims, got, sizeof got),
+                        vcc_dtype_shape(s->is_i64 ? "I64" : "F32", s->rank, s->dims, want, sizeof want));
             return 1;
         }
     }

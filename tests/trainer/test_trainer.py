@@ -34,6 +34,12 @@ Cases (each one CTest test, trainer_<case>):
   numbers        --lr/--momentum/--weight-decay take plain decimals only (0x10, ' 0.1', +0.1, inf, nan,
                  1e-400, 1e39 refused), --steps/--checkpoint-every/--keep-last plain digits; an option given
                  twice is a usage error in all three programs
+  stdout         train, eval, and --help with stdout on /dev/full: status 1 and "<program>: cannot write to
+                 standard output: No space left on device" (skipped, 77, without /dev/full)
+  signal         the first SIGINT to a trainer with a checkpoint folder is acknowledged on stderr at once;
+                 the run still writes the step's checkpoint and exits 130
+  state_shape    --weights with a tensor of another shape or dtype: "tensor 'X' is F32 (...) in the file; the
+                 program needs F32 (...)"
 
 Models: the fixture's tiny res3d and conv1d (tests/e2e/tiny_models.py), and for resume/kill_write a
 model whose checkpoint is 32 MiB (a Gemm with a (512, 8192) weight, plus its momentum), so a checkpoint
@@ -512,6 +518,66 @@ def case_numbers(a):
     check(not left, "nothing was written", str(left))
 
 
+def case_stdout(a):
+    w = fresh(os.path.join(a.work, "stdout"))
+    programs(a, w)
+    if not os.path.exists("/dev/full"):
+        print("skip: no /dev/full")
+        sys.exit(77)
+    msg = "cannot write to standard output: No space left on device"
+    for label, prog, cmd in (("train", "train", TRAIN + ["--steps", "2"]),
+                             ("train --help", "train", ["./train", "--help"]),
+                             ("eval --labels", "eval", EVAL),
+                             ("fwd --help", "fwd", ["./fwd", "--help"])):
+        with open("/dev/full", "w") as full:
+            rc, _, err = run_t(cmd, w, stdout=full)
+        check(rc == 1 and err == "%s: %s\n" % (prog, msg), "%s > /dev/full: status 1 and '%s: %s'" % (label, prog, msg),
+              "rc %s, stderr %r" % (rc, err))
+    with open("/dev/full", "w") as full:
+        rc, _, err = run_t(["./fwd", "x.npy", "-o", "y.npy"], w, stdout=full)
+    check(rc == 0 and err == "", "fwd, which prints nothing, is not affected", err)
+
+
+def case_signal(a):
+    w = fresh(os.path.join(a.work, "signal"))
+    programs(a, w, ("train",))
+    p = subprocess.Popen(TRAIN + ["--steps", "100000000", "--checkpoint-dir", "ck", "--checkpoint-every", "0"], cwd=w,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p.stdout.readline()
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate()
+    lines = err.splitlines()
+    check(p.returncode == 130 and len(lines) == 2 and
+          lines[0] == "train: stopping after this step to write its checkpoint to ck; a second signal stops at once "
+                      "without it" and "--resume ck" in lines[1],
+          "the first SIGINT is acknowledged at once, then the checkpoint is written and the run ends with 130",
+          "rc %s, stderr %r" % (p.returncode, err))
+    check(any(n.endswith(".safetensors") for n in os.listdir(os.path.join(w, "ck"))), "the checkpoint is there")
+
+
+def case_state_shape(a):
+    from safetensors.numpy import load_file, save_file
+    w = fresh(os.path.join(a.work, "state_shape"))
+    programs(a, w, ("train", "eval"))
+    t = load_file(os.path.join(w, "train.safetensors"))
+    name = next(n for n, v in t.items() if v.ndim == 5)
+    want = "F32 (%s)" % ", ".join(str(d) for d in t[name].shape)
+    shape = t[name].shape[:-1] + (t[name].shape[-1] + 1,)
+    bad = dict(t)
+    bad[name] = np.zeros(shape, np.float32)
+    save_file(bad, os.path.join(w, "shape.safetensors"))
+    bad[name] = t[name].astype(np.float64)
+    save_file(bad, os.path.join(w, "dtype.safetensors"))
+    for prog, f, got in (("train", "shape", "F32 (%s)" % ", ".join(str(d) for d in shape)),
+                         ("eval", "shape", "F32 (%s)" % ", ".join(str(d) for d in shape)),
+                         ("train", "dtype", want.replace("F32", "F64"))):
+        cmd = (TRAIN if prog == "train" else EVAL) + ["--weights", f + ".safetensors"]
+        rc, out, err = run_t(cmd, w)
+        expect = "%s: %s.safetensors: tensor '%s' is %s in the file; the program needs %s\n" % (prog, f, name, got, want)
+        check(rc == 1 and err == expect, "%s, a tensor of the wrong %s: what the file has and what is needed" % (prog, f),
+              "rc %s, stderr %r, expected %r" % (rc, err, expect))
+
+
 def case_install(a):
     w = fresh(os.path.join(a.work, "install"))
     prefix, elsewhere = os.path.join(w, "prefix"), fresh(os.path.join(w, "elsewhere"))
@@ -542,7 +608,8 @@ def case_install(a):
 
 CASES = {"build_command": case_build_command, "cuda": case_cuda, "resume": case_resume,
          "kill_write": case_kill_write, "keep_last": case_keep_last, "refuse": case_refuse,
-         "install": case_install, "messages": case_messages, "numbers": case_numbers}
+         "install": case_install, "messages": case_messages, "numbers": case_numbers,
+         "stdout": case_stdout, "signal": case_signal, "state_shape": case_state_shape}
 
 
 def main():
