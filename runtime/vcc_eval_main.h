@@ -18,10 +18,13 @@
  * where top-k is the fraction of samples whose label's logit has fewer than k logits strictly greater
  * (top5 is top-min(5, K)) and loss the mean softmax cross-entropy (natural log, computed in double from
  * the logits: torch.nn.functional.cross_entropy, reduction mean). --logits writes the (S, K) float32
- * logits. At least one of --labels and --logits is required.
+ * logits; without --labels it then prints "samples <S> logits written to <file> (<S>, <K>)". At least
+ * one of --labels and --logits is required. The --logits file is checked before the evaluation starts
+ * (vcc_check_writable) and must not name the file of an input.
  *
- * Errors: one line "<program>: <file>: <problem>" and exit status 1; a malformed command line exits
- * with status 2. A failed write to stdout ends the program with status 1.
+ * Errors: one line "<program>: <file>: <problem>" and exit status 1; a malformed command line (an
+ * unknown option, an option given twice, --logits naming an input's file) exits with status 2. A failed
+ * write to stdout ends the program with status 1.
  */
 #ifndef VCC_EVAL_MAIN_H
 #define VCC_EVAL_MAIN_H
@@ -95,6 +98,12 @@ static int vcc_eval_main(int argc, char **argv, const VccEvalModel *m) {
     if (!data) vcc_usage_error("--data is required");
     if (!labels_path && !logits_path) vcc_usage_error("give --labels (accuracy and loss) or --logits (the outputs), or both");
     if (!weights) weights = vcc_beside_program(argv[0], m->default_weights, wbuf, sizeof wbuf);
+    {
+        VccFileArg in[3] = {{"--data", data}, {"--labels", labels_path}, {"--weights", weights}};
+        VccFileArg out[1] = {{"--logits", logits_path}};
+        vcc_check_distinct(in, 3, out, 1);
+    }
+    if (logits_path) vcc_check_writable("--logits", logits_path);
 
     const int64_t N = m->input->dims[0], K = m->output->dims[1];
     VccNpy x, y;
@@ -143,6 +152,7 @@ static int vcc_eval_main(int argc, char **argv, const VccEvalModel *m) {
         char err[1024];
         int64_t dims[2] = {S, K};
         if (vcc_npy_save(logits_path, "f4", 2, dims, all, err, sizeof err)) vcc_die(err);
+        if (!labels) printf("samples %lld logits written to %s (%lld, %lld)\n", (long long)S, logits_path, (long long)S, (long long)K);
     }
     free(all);
     free(batch_logits);

@@ -9,8 +9,11 @@
  * its graph outputs; "--" ends the options (for file names that start with '-'). Each input must have
  * exactly the compiled dtype and shape. --weights defaults to the safetensors vcc wrote beside the
  * program (looked up in the binary's folder). -h/--help prints the usage and the compiled inputs and
- * outputs. Errors print one line "<program>: <file>: <problem>" (<program> being the binary's name)
- * and exit with status 1; a malformed command line (unknown option, wrong file count) exits with 2.
+ * outputs. Output files are checked before the run (vcc_check_writable: a writable folder, no FIFO,
+ * device or folder at the path) and again when written; an output may not name the file of an input,
+ * of --weights or of another output. Errors print one line "<program>: <file>: <problem>" (<program>
+ * being the binary's name) and exit with status 1; a malformed command line (unknown option, wrong file
+ * count, an option given twice, an output naming another file argument's file) exits with 2.
  */
 #ifndef VCC_FORWARD_MAIN_H
 #define VCC_FORWARD_MAIN_H
@@ -79,6 +82,29 @@ static int vcc_forward_main(int argc, char **argv, const VccForwardModel *m) {
         vcc_usage_error("expected %d input and %d output .npy files (IN... -o OUT...), got %d and %d", m->ninputs,
                         m->noutputs, nin, nout);
     if (!weights) weights = vcc_beside_program(argv[0], m->default_weights, wbuf, sizeof wbuf);
+    {
+        VccFileArg *fin = (VccFileArg *)calloc((size_t)nin + 1, sizeof *fin);
+        VccFileArg *fout = (VccFileArg *)calloc((size_t)nout + 1, sizeof *fout);
+        char (*names)[48] = (char (*)[48])calloc((size_t)(nin + nout) + 1, sizeof *names);
+        if (!fin || !fout || !names) vcc_die("out of memory");
+        for (int i = 0; i < nin; i++) {
+            snprintf(names[i], sizeof names[i], "input %d", i + 1);
+            fin[i].opt = names[i];
+            fin[i].path = in[i];
+        }
+        fin[nin].opt = "--weights";
+        fin[nin].path = m->nstate ? weights : NULL;
+        for (int i = 0; i < nout; i++) {
+            snprintf(names[nin + i], sizeof names[nin + i], "output %d", i + 1);
+            fout[i].opt = names[nin + i];
+            fout[i].path = out[i];
+        }
+        vcc_check_distinct(fin, nin + 1, fout, nout);
+        for (int i = 0; i < nout; i++) vcc_check_writable(fout[i].opt, out[i]);
+        free(fin);
+        free(fout);
+        free(names);
+    }
     VccRt rt;
     vcc_rt_init(&rt);
     unsigned char *arena = (unsigned char *)vcc_arena_alloc(&rt, m->arena_bytes);

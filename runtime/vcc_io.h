@@ -28,14 +28,36 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* fsync of written files where the includer asked for POSIX (the generated programs do). */
+#include <time.h>
+
+/* POSIX where the includer asked for it (_POSIX_C_SOURCE >= 200112L before the first include; the
+ * generated programs define 200809L): fsync of written files, readers that open only regular files
+ * (a FIFO or a device is refused at once, never waited on), writers that never replace a file that is
+ * not a regular file. Without it (the compiler is strict C11) only C stdio: temporary files are still
+ * created exclusively (fopen "wbx"), the file-kind checks are skipped. */
 #if defined(_POSIX_C_SOURCE) && _POSIX_C_SOURCE >= 200112L
 #define VCC_IO_FSYNC 1
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
+#ifdef O_NOFOLLOW
+#define VCC_IO_NOFOLLOW O_NOFOLLOW
+#else
+#define VCC_IO_NOFOLLOW 0
+#endif
+#ifdef O_CLOEXEC
+#define VCC_IO_CLOEXEC O_CLOEXEC
+#else
+#define VCC_IO_CLOEXEC 0
+#endif
 #else
 #define VCC_IO_FSYNC 0
 #endif
+
+/* An atomic write goes to "<path>" VCC_IO_TMP_MARK "XXXXXX" (VCC_IO_TMP_RANDOM random letters and
+ * digits), then is renamed to path. */
+#define VCC_IO_TMP_MARK ".tmp."
+#define VCC_IO_TMP_RANDOM 6
 
 #if defined(__GNUC__)
 #define VCC_IO_PRINTF(a, b) __attribute__((format(printf, a, b)))
@@ -161,6 +183,193 @@ VCC_IO_FN int vcc_io_read_fail(FILE *f, char *err, size_t errlen, const char *pa
     if (ferror(f))
         return vcc_io_errf(err, errlen, path, "read error in %s: %s", what, strerror(errno));
     return vcc_io_errf(err, errlen, path, "unexpected end of file in %s", what);
+}
+
+/* ======================================================================== */
+/* Opening files: readers take regular files only, writers create anew      */
+/* ======================================================================== */
+
+#if VCC_IO_FSYNC
+/* vcc_io_kind: what a file of mode m is, for messages: "a FIFO", "a folder", "a character device"... */
+VCC_IO_FN const char *vcc_io_kind(mode_t m)
+{
+    if (S_ISREG(m)) return "a regular file";
+    if (S_ISDIR(m)) return "a folder";
+    if (S_ISFIFO(m)) return "a FIFO";
+    if (S_ISCHR(m)) return "a character device";
+    if (S_ISBLK(m)) return "a block device";
+#ifdef S_ISSOCK
+    if (S_ISSOCK(m)) return "a socket";
+#endif
+    return "of an unknown kind";
+}
+#endif
+
+/* vcc_io_open_read: open path for binary reading. With POSIX only a regular file (after symlinks) is
+ * opened, and the open itself does not block (O_NONBLOCK, cleared once the file is known to be
+ * regular): a FIFO, a device or a folder is refused at once instead of waiting for a writer. Returns
+ * the stream, or NULL with "<path>: cannot open: <reason>" or "<path>: not a regular file (a FIFO)"
+ * in err. */
+VCC_IO_FN FILE *vcc_io_open_read(const char *path, char *err, size_t errlen)
+{
+#if VCC_IO_FSYNC
+    struct stat sb;
+    FILE *f = NULL;
+    int fd, fl, e;
+    fd = open(path, O_RDONLY | O_NONBLOCK | VCC_IO_CLOEXEC);
+    if (fd < 0) {
+        vcc_io_errf(err, errlen, path, "cannot open: %s", strerror(errno));
+        return NULL;
+    }
+    if (fstat(fd, &sb) != 0) {
+        e = errno;
+        close(fd);
+        vcc_io_errf(err, errlen, path, "cannot open: %s", strerror(e));
+        return NULL;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        close(fd);
+        vcc_io_errf(err, errlen, path, "not a regular file (%s)", vcc_io_kind(sb.st_mode));
+        return NULL;
+    }
+    fl = fcntl(fd, F_GETFL);
+    if (fl == -1 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0 || (f = fdopen(fd, "rb")) == NULL) {
+        e = errno;
+        close(fd);
+        vcc_io_errf(err, errlen, path, "cannot open: %s", strerror(e));
+        return NULL;
+    }
+    return f;
+#else
+    FILE *f = fopen(path, "rb");
+    if (!f) vcc_io_errf(err, errlen, path, "cannot open: %s", strerror(errno));
+    return f;
+#endif
+}
+
+/* vcc_io_check_target: whether a write may rename a new file over path: refused when path exists and
+ * is not a regular file, symlinks followed (a FIFO, a device such as /dev/null, a folder, a symlink to
+ * one of those: the rename would replace it); a symlink to a regular file is fine (the rename replaces
+ * the link). Returns 0, or 1 with "<path>: not a regular file (a FIFO); refusing to replace it" in
+ * err. Without POSIX nothing is checked (0). */
+VCC_IO_FN int vcc_io_check_target(const char *path, char *err, size_t errlen)
+{
+#if VCC_IO_FSYNC
+    struct stat sb;
+    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
+        return vcc_io_errf(err, errlen, path, "not a regular file (%s); refusing to replace it", vcc_io_kind(sb.st_mode));
+#else
+    (void)path;
+    (void)err;
+    (void)errlen;
+#endif
+    return 0;
+}
+
+/* vcc_io_create_tmp: create the temporary file of an atomic write of path: a new file
+ * "<path>.tmp.XXXXXX" (6 random letters and digits), created exclusively (POSIX: open with O_CREAT |
+ * O_EXCL | O_NOFOLLOW and mode 0666, so the umask applies; C11: fopen "wbx"), so neither a file nor a
+ * symlink already at that name is ever opened or followed; a name that exists is drawn again (up to
+ * 100 times). Refuses an empty path and, first, a path vcc_io_check_target refuses. Returns the
+ * stream with the name in *tmp (malloc'd, free it), or NULL with "<path>: <problem>" in err (*tmp
+ * NULL). */
+VCC_IO_FN FILE *vcc_io_create_tmp(const char *path, char **tmp, char *err, size_t errlen)
+{
+    static const char alnum[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    size_t plen, mark = sizeof VCC_IO_TMP_MARK - 1, k;
+    char *name;
+    uint64_t seed;
+    int attempt, e = 0;
+    *tmp = NULL;
+    if (!path || !*path) {
+        vcc_io_errf(err, errlen, "''", "the file name is empty");
+        return NULL;
+    }
+    if (vcc_io_check_target(path, err, errlen)) return NULL;
+    plen = strlen(path);
+    name = (char *)malloc(plen + mark + VCC_IO_TMP_RANDOM + 1);
+    if (!name) {
+        vcc_io_errf(err, errlen, path, "out of memory");
+        return NULL;
+    }
+    memcpy(name, path, plen);
+    memcpy(name + plen, VCC_IO_TMP_MARK, mark);
+    name[plen + mark + VCC_IO_TMP_RANDOM] = '\0';
+    seed = (uint64_t)time(NULL) ^ ((uint64_t)clock() << 24) ^ (uint64_t)(uintptr_t)name ^ ((uint64_t)(uintptr_t)&plen << 16);
+#if VCC_IO_FSYNC
+    seed ^= (uint64_t)getpid() << 40;
+#endif
+    for (attempt = 0; attempt < 100; attempt++) {
+        FILE *f;
+        for (k = 0; k < VCC_IO_TMP_RANDOM; k++) { /* splitmix64 steps */
+            uint64_t z = (seed += 0x9E3779B97F4A7C15ull);
+            z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+            z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+            name[plen + mark + k] = alnum[(z ^ (z >> 31)) % (sizeof alnum - 1)];
+        }
+#if VCC_IO_FSYNC
+        {
+            int fd = open(name, O_WRONLY | O_CREAT | O_EXCL | VCC_IO_NOFOLLOW | VCC_IO_CLOEXEC, 0666);
+            if (fd < 0) {
+                e = errno;
+                if (e == EEXIST) continue;
+                break;
+            }
+            f = fdopen(fd, "wb");
+            if (!f) {
+                e = errno;
+                close(fd);
+                remove(name);
+                break;
+            }
+        }
+#else
+        errno = 0;
+        f = fopen(name, "wbx");
+        if (!f) {
+            e = errno;
+#ifdef EEXIST
+            if (e == EEXIST) continue;
+#endif
+            break;
+        }
+#endif
+        *tmp = name;
+        return f;
+    }
+    vcc_io_errf(err, errlen, path, "cannot write: %s", e ? strerror(e) : "cannot create a temporary file");
+    free(name);
+    return NULL;
+}
+
+/* vcc_io_is_tmp_suffix: whether s is the rest of a temporary file's name after the file it is written
+ * for: VCC_IO_TMP_MARK and VCC_IO_TMP_RANDOM letters or digits (vcc_io_create_tmp), or ".tmp" (the
+ * name older programs used). */
+VCC_IO_FN int vcc_io_is_tmp_suffix(const char *s)
+{
+    size_t mark = sizeof VCC_IO_TMP_MARK - 1, k;
+    if (strcmp(s, ".tmp") == 0) return 1;
+    if (strncmp(s, VCC_IO_TMP_MARK, mark) != 0) return 0;
+    for (k = 0; k < VCC_IO_TMP_RANDOM; k++) {
+        char c = s[mark + k];
+        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'))) return 0;
+    }
+    return s[mark + k] == '\0';
+}
+
+/* vcc_io_check_output: whether an output can be written at path, asked before the work that produces
+ * it starts: refuses an empty name, an existing file that is not a regular file (vcc_io_check_target)
+ * and a folder that is missing or not writable (a temporary file is created there, as the write will,
+ * and removed). Returns 0, or 1 with "<path>: <problem>" in err. */
+VCC_IO_FN int vcc_io_check_output(const char *path, char *err, size_t errlen)
+{
+    char *tmp = NULL;
+    FILE *f = vcc_io_create_tmp(path, &tmp, err, errlen);
+    if (!f) return 1;
+    fclose(f);
+    remove(tmp);
+    free(tmp);
+    return 0;
 }
 
 /* ======================================================================== */
@@ -383,8 +592,8 @@ VCC_IO_FN int vcc_npy_load_as(const char *path, const char *want, const char *wh
     memset(&a, 0, sizeof a);
     if (out) memset(out, 0, sizeof *out);
     if (!path || !out) return vcc_io_errf(err, errlen, path, "vcc_npy_load: NULL argument");
-    f = fopen(path, "rb");
-    if (!f) return vcc_io_errf(err, errlen, path, "cannot open: %s", strerror(errno));
+    f = vcc_io_open_read(path, err, errlen);
+    if (!f) return 1;
     if (vcc_io_file_size(f, &fsize)) {
         vcc_io_errf(err, errlen, path, "cannot determine file size: %s", strerror(errno));
         goto fail;
@@ -472,7 +681,8 @@ fail:
  * semantics) holding a C-order little-endian float32 ('<f4') or int64 ('<i8')
  * array of rank 0..8, e.g. clips (N, C, T, H, W) or labels (N).
  * On success out->data is malloc'd (free with vcc_npy_free) and returns 0.
- * Errors (nonzero return, out zeroed): cannot open/read, bad magic, unknown
+ * Errors (nonzero return, out zeroed): cannot open/read, not a regular file
+ * (POSIX: a FIFO or device is refused, not waited on), bad magic, unknown
  * version, header past end of file, malformed header dict, other dtypes,
  * big-endian, fortran_order True, rank > 8, size overflow, data shorter or
  * longer than prod(shape) * itemsize, out of memory. */
@@ -886,8 +1096,9 @@ VCC_IO_FN int vcc_st_cmp(const void *pa, const void *pb)
  * malformed JSON, a header that is not an object, duplicate names, unknown
  * dtypes, rank > 8, missing fields, begin > end, end past the data section,
  * end - begin != prod(shape) * itemsize, tensors that overlap, leave gaps, or
- * do not cover the data section exactly. O(n log n) in the tensor count n:
- * duplicates are found in name order, the tiling in offset order. */
+ * do not cover the data section exactly; with POSIX, a path that is not a
+ * regular file. O(n log n) in the tensor count n: duplicates are found in
+ * name order, the tiling in offset order. */
 VCC_IO_FN int vcc_st_load(const char *path, VccSafetensors *st, char *err, size_t errlen)
 {
     FILE *f;
@@ -903,8 +1114,8 @@ VCC_IO_FN int vcc_st_load(const char *path, VccSafetensors *st, char *err, size_
 
     if (st) memset(st, 0, sizeof *st);
     if (!path || !st) return vcc_io_errf(err, errlen, path, "vcc_st_load: NULL argument");
-    f = fopen(path, "rb");
-    if (!f) return vcc_io_errf(err, errlen, path, "cannot open: %s", strerror(errno));
+    f = vcc_io_open_read(path, err, errlen);
+    if (!f) return 1;
     if (vcc_io_file_size(f, &fsize)) {
         vcc_io_errf(err, errlen, path, "cannot determine file size: %s", strerror(errno));
         fclose(f);
@@ -1198,10 +1409,11 @@ VCC_IO_FN void vcc_stbuf_json(VccStBuf *b, const char *s)
     vcc_stbuf_put(b, "\"", 1);
 }
 
-/* vcc_io_commit: finish a file written to tmp through f and move it to path: fflush, fsync (where
- * the host has it: _POSIX_C_SOURCE >= 200112L before the first include), fclose, rename over path,
- * then fsync of path's folder so the rename itself survives a power loss. On any failure tmp is
- * removed. Returns 0, or nonzero with "<path>: <problem>" in err. */
+/* vcc_io_commit: finish a file written to tmp (vcc_io_create_tmp) through f and move it to path:
+ * fflush, fsync (where the host has it: _POSIX_C_SOURCE >= 200112L before the first include), fclose,
+ * a second vcc_io_check_target (path may have become a FIFO or a device while the file was written),
+ * rename over path, then fsync of path's folder so the rename itself survives a power loss. On any
+ * failure tmp is removed. Returns 0, or nonzero with "<path>: <problem>" in err. */
 VCC_IO_FN int vcc_io_commit(FILE *f, const char *tmp, const char *path, char *err, size_t errlen)
 {
     int bad = ferror(f) != 0 || fflush(f) != 0;
@@ -1211,6 +1423,10 @@ VCC_IO_FN int vcc_io_commit(FILE *f, const char *tmp, const char *path, char *er
     if (fclose(f) != 0) bad = 1;
     if (bad) {
         vcc_io_errf(err, errlen, path, "write error on %s: %s", tmp, strerror(errno));
+        remove(tmp);
+        return 1;
+    }
+    if (vcc_io_check_target(path, err, errlen)) {
         remove(tmp);
         return 1;
     }
@@ -1239,13 +1455,15 @@ VCC_IO_FN int vcc_io_commit(FILE *f, const char *tmp, const char *path, char *er
 /* vcc_st_save_meta: write n tensors to a .safetensors file, in the given order
  * (data_offsets consecutive), with the nmeta string entries of meta as the
  * header's "__metadata__" object (omitted when nmeta is 0); header padded
- * with spaces to a multiple of 8. Writes path.tmp, flushes it to disk and
- * rename()s it over path (vcc_io_commit), so a crash never leaves a
- * half-written file at path. Returns 0, or nonzero with err set (and no file
- * at path.tmp). Rejected: NULL name/dtype, the reserved name "__metadata__",
- * duplicate names (found in name order: O(n log n)), unknown dtype, rank outside 0..8, negative dims,
- * nbytes != prod(dims) * itemsize, NULL data with nbytes > 0, NULL metadata
- * keys or values, I/O errors. */
+ * with spaces to a multiple of 8. Writes a new temporary file beside path
+ * (vcc_io_create_tmp: "<path>.tmp.XXXXXX", created exclusively), flushes it
+ * to disk and rename()s it over path (vcc_io_commit), so a crash never leaves
+ * a half-written file at path. Returns 0, or nonzero with err set (and no
+ * temporary file left). Rejected: NULL name/dtype, the reserved name
+ * "__metadata__", duplicate names (found in name order: O(n log n)), unknown
+ * dtype, rank outside 0..8, negative dims, nbytes != prod(dims) * itemsize,
+ * NULL data with nbytes > 0, NULL metadata keys or values, an empty path, a
+ * path that is not a regular file (POSIX), I/O errors. */
 VCC_IO_FN int vcc_st_save_meta(const char *path, const VccStMeta *meta, int nmeta, const VccStWrite *t, int n,
                                char *err, size_t errlen)
 {
@@ -1255,7 +1473,6 @@ VCC_IO_FN int vcc_st_save_meta(const char *path, const VccStMeta *meta, int nmet
     FILE *f = NULL;
     int i, k;
     unsigned char pre[8];
-    size_t plen;
 
     if (!path || (n > 0 && !t) || n < 0 || nmeta < 0 || (nmeta > 0 && !meta))
         return vcc_io_errf(err, errlen, path, "vcc_st_save: bad arguments");
@@ -1297,7 +1514,6 @@ VCC_IO_FN int vcc_st_save_meta(const char *path, const VccStMeta *meta, int nmet
         if (dup) return vcc_io_errf(err, errlen, path, "duplicate tensor name '%s'", dup);
     }
 
-
     vcc_stbuf_put(&h, "{", 1);
     if (nmeta > 0) {
         vcc_stbuf_str(&h, "\"__metadata__\":{");
@@ -1332,15 +1548,9 @@ VCC_IO_FN int vcc_st_save_meta(const char *path, const VccStMeta *meta, int nmet
     while (!h.oom && h.len % 8 != 0) vcc_stbuf_put(&h, " ", 1);
     if (h.oom) { free(h.p); return vcc_io_errf(err, errlen, path, "out of memory"); }
 
-    plen = strlen(path);
-    tmp = (char *)malloc(plen + 5);
-    if (!tmp) { free(h.p); return vcc_io_errf(err, errlen, path, "out of memory"); }
-    memcpy(tmp, path, plen);
-    memcpy(tmp + plen, ".tmp", 5);
-    f = fopen(tmp, "wb");
+    f = vcc_io_create_tmp(path, &tmp, err, errlen);
     if (!f) {
-        vcc_io_errf(err, errlen, path, "cannot create %s: %s", tmp, strerror(errno));
-        free(tmp); free(h.p);
+        free(h.p);
         return 1;
     }
     for (k = 0; k < 8; k++) pre[k] = (unsigned char)(((uint64_t)h.len >> (8 * k)) & 0xFF);
@@ -1371,12 +1581,14 @@ VCC_IO_FN int vcc_st_save(const char *path, const VccStWrite *t, int n, char *er
 /* ======================================================================== */
 
 /* vcc_npy_save: write a little-endian .npy (format 1.0) of dtype "f4" or "i8" with the given shape
- * (rank 0..8, dims in elements) from host memory holding prod(dims) elements; written to path.tmp and
- * moved to path by vcc_io_commit. Returns 0, or nonzero with a one-line message naming the file in err. */
+ * (rank 0..8, dims in elements) from host memory holding prod(dims) elements; written to a new
+ * temporary file beside path (vcc_io_create_tmp) and moved to path by vcc_io_commit. Returns 0, or
+ * nonzero with a one-line message naming the file in err (an empty path, a path that is not a regular
+ * file, I/O errors). */
 VCC_IO_FN int vcc_npy_save(const char *path, const char *dtype, int rank, const int64_t *dims, const void *data,
                            char *err, size_t errlen)
 {
-    char hdr[512], *tmp;
+    char hdr[512], *tmp = NULL;
     size_t len, pad, nbytes = strcmp(dtype, "i8") == 0 ? 8 : 4;
     int i, n;
     FILE *f;
@@ -1390,15 +1602,8 @@ VCC_IO_FN int vcc_npy_save(const char *path, const char *dtype, int rank, const 
     n += snprintf(hdr + n, sizeof hdr - (size_t)n, "), }");
     len = 10 + (size_t)n + 1;           /* magic(6) + version(2) + header length(2) + header + '\n' */
     pad = (64 - len % 64) % 64;         /* the data starts on a 64-byte boundary */
-    tmp = (char *)malloc(strlen(path) + 5);
-    if (!tmp) return vcc_io_errf(err, errlen, path, "out of memory");
-    memcpy(tmp, path, strlen(path));
-    memcpy(tmp + strlen(path), ".tmp", 5);
-    f = fopen(tmp, "wb");
-    if (!f) {
-        free(tmp);
-        return vcc_io_errf(err, errlen, path, "cannot write: %s", strerror(errno));
-    }
+    f = vcc_io_create_tmp(path, &tmp, err, errlen);
+    if (!f) return 1;
     {
         unsigned hl = (unsigned)((size_t)n + pad + 1);
         unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, 0, 0};

@@ -28,8 +28,10 @@
  * the compiled state table and arena size, the input shape and the class count), data (a fingerprint
  * of the clips and labels; data_file and labels_file name them), run (an id drawn when the run
  * started, kept across resumes) and program (the binary's name). A step's line is
- * printed after its checkpoint is on disk. Each file is written to <file>.tmp, fsync'ed and renamed,
- * so a file named step<k>.safetensors is always complete. After a checkpoint is written, older ones
+ * printed after its checkpoint is on disk. Each file is written to a new temporary file
+ * <file>.tmp.XXXXXX (created exclusively, never through a symlink), fsync'ed and renamed, so a file named
+ * step<k>.safetensors is always complete; a run that claims the folder removes the temporary files of
+ * writes that were cut short. After a checkpoint is written, older ones
  * beyond the newest N are deleted (--keep-last N, default 2; 0 keeps all). A fresh run refuses a DIR
  * that already holds checkpoints (it would overwrite another run's); the message says how to resume
  * that run or to choose another folder. One trainer at a time writes into a folder (a POSIX lock on
@@ -50,12 +52,17 @@
  * checkpoint, and exits with status 128 + signal; the first signal is acknowledged on stderr at once
  * ("stopping after this step ..."); a second signal ends the program at once.
  *
- * Numbers on the command line are plain decimals ("0.01", "1e-3"; no sign, spaces, hex, inf or nan).
+ * Files: outputs (--out, --save-grads, checkpoints) are checked before the run (a writable folder; an
+ * existing output must be a regular file, never a FIFO, device or folder, which the rename would
+ * replace) and again when written; an output may not name the same file as an input or another output
+ * (status 2). Inputs must be regular files (a FIFO is refused, not waited on). Numbers on the command
+ * line are plain decimals ("0.01", "1e-3"; no sign, spaces, hex, inf or nan), and an option given
+ * twice is a usage error.
  *
  * Errors: one line "<program>: <file>: <problem>" and exit status 1 (bad data, files, values); a
  * malformed command line (unknown option, missing value, missing --data/--labels, an option given
- * twice) exits with status 2. A failed write to stdout ends the program with status 1 and
- * "<program>: cannot write to standard output: <reason>".
+ * twice, an output naming an input's file) exits with status 2. A failed write to stdout ends the
+ * program with status 1 and "<program>: cannot write to standard output: <reason>".
  */
 #ifndef VCC_MAIN_H
 #define VCC_MAIN_H
@@ -125,16 +132,6 @@ static void vcc_catch_stop_signals(const char *dir) {
     vcc_stop_ack_len = n < 0 ? 0 : (size_t)n < sizeof vcc_stop_ack ? (size_t)n : sizeof vcc_stop_ack - 1;
     signal(SIGINT, vcc_on_stop_signal);
     signal(SIGTERM, vcc_on_stop_signal);
-}
-
-/* Fail now, not after training, when an output file cannot be written. */
-static void vcc_check_writable(const char *path) {
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) vcc_dief("%s: cannot write: %s", path, strerror(errno));
-    fclose(f);
-    remove(tmp);
 }
 
 /* The shortest "%.<p>g" text of v that reads back as v (0.05f -> "0.05"), into buf (32 bytes). */
@@ -299,8 +296,8 @@ static int vcc_same_dir(const char *x, const char *y) {
 
 /* Make sure the checkpoint folder may receive this run's checkpoints: created if missing, writable,
  * locked against other trainers, holding no other run's checkpoints (from_dir: the folder of the
- * checkpoint this run resumed from, whose checkpoints are this run's; NULL for a fresh run); leftover
- * temporary files of cut-short writes are removed. */
+ * checkpoint this run resumes from, whose checkpoints are this run's; NULL for a fresh run); leftover
+ * temporary files of cut-short writes are removed. Dies with one line otherwise. */
 static void vcc_ckpt_claim(const char *dir, const char *from_dir) {
     struct stat sb;
     char err[1024], path[4200];
@@ -311,11 +308,12 @@ static void vcc_ckpt_claim(const char *dir, const char *from_dir) {
     } else if (!S_ISDIR(sb.st_mode)) {
         vcc_dief("%s: --checkpoint-dir is not a folder", dir);
     }
-    vcc_check_writable(vcc_ckpt_path(dir, 0, path, sizeof path));
+    vcc_check_writable("--checkpoint-dir", vcc_ckpt_path(dir, 0, path, sizeof path));
     /* one trainer per folder at a time: a POSIX record lock on DIR/.vcc.lock, held until exit (the
-     * system drops it when the process ends, however it ends) */
+     * system drops it when the process ends, however it ends); never opened through a symlink, and a
+     * FIFO there does not block the open */
     snprintf(path, sizeof path, "%s/.vcc.lock", dir);
-    int fd = open(path, O_RDWR | O_CREAT, 0666);
+    int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0666);
     struct flock lk;
     memset(&lk, 0, sizeof lk);
     lk.l_type = F_WRLCK;
@@ -337,12 +335,7 @@ static void vcc_ckpt_claim(const char *dir, const char *from_dir) {
                  "--checkpoint-dir, or resume the run in it with --resume %s",
                  dir, vcc_ckpt_path(dir, steps[0], path, sizeof path), dir);
     free(steps);
-    if (vcc_ckpt_list(dir, 1, &steps, &n, err, sizeof err)) vcc_die(err);
-    for (int i = 0; i < n; i++) {
-        snprintf(path, sizeof path, "%s/step%ld.safetensors.tmp", dir, steps[i]);
-        remove(path);
-    }
-    free(steps);
+    vcc_ckpt_remove_tmp(dir);
 }
 
 /* Load --data and --labels, checked against the compiled shapes and class count. */
@@ -369,8 +362,30 @@ static int vcc_trainer_main(int argc, char **argv, const VccModel *m) {
     if (!ckpt_dir && (a.every >= 0 || a.keep >= 0))
         vcc_usage_error("%s needs --checkpoint-dir", a.every >= 0 ? "--checkpoint-every" : "--keep-last");
     long every = a.every >= 0 ? a.every : VCC_CKPT_EVERY_DEFAULT, keep = a.keep >= 0 ? a.keep : VCC_KEEP_LAST_DEFAULT;
-    if (a.out) vcc_check_writable(a.out);
-    if (a.grads) vcc_check_writable(a.grads);
+    {
+        VccFileArg in[4] = {{"--data", a.data}, {"--labels", a.labels}, {"--weights", a.resume ? NULL : a.weights},
+                            {"--resume", a.resume && !resume_is_dir ? a.resume : NULL}};
+        VccFileArg out[2] = {{"--out", a.out}, {"--save-grads", a.grads}};
+        vcc_check_distinct(in, 4, out, 2);
+    }
+    if (a.out) vcc_check_writable("--out", a.out);
+    if (a.grads) vcc_check_writable("--save-grads", a.grads);
+
+    /* the checkpoint folder of a run resumed from a file is that file's folder; an existing checkpoint
+     * folder is claimed (locked) now, before anything is loaded or said about resuming */
+    char from_dir[4200];
+    if (a.resume && resume_is_dir) {
+        snprintf(from_dir, sizeof from_dir, "%s", a.resume);
+    } else if (a.resume) {
+        const char *slash = strrchr(a.resume, '/');
+        if (!slash) snprintf(from_dir, sizeof from_dir, ".");
+        else snprintf(from_dir, sizeof from_dir, "%.*s", (int)(slash == a.resume ? 1 : slash - a.resume), a.resume);
+    }
+    int claimed = 0;
+    if (ckpt_dir && stat(ckpt_dir, &sb) == 0) {
+        vcc_ckpt_claim(ckpt_dir, a.resume ? from_dir : NULL);
+        claimed = 1;
+    }
 
     VccRt rt;
     vcc_rt_init(&rt);
@@ -398,19 +413,14 @@ static int vcc_trainer_main(int argc, char **argv, const VccModel *m) {
     m->init(&rt, arena);
     long start = 0;
     int64_t pos = 0;
-    char from_dir[4200];
     if (a.resume) {
         VccSafetensors st;
         if (resume_is_dir) {
             long file_step;
             if (vcc_ckpt_newest(a.resume, &st, path, sizeof path, &file_step, err, sizeof err)) vcc_die(err);
-            snprintf(from_dir, sizeof from_dir, "%s", a.resume);
         } else {
             snprintf(path, sizeof path, "%s", a.resume);
             if (vcc_st_load(path, &st, err, sizeof err)) vcc_die(err);
-            const char *slash = strrchr(path, '/');
-            if (!slash) snprintf(from_dir, sizeof from_dir, ".");
-            else snprintf(from_dir, sizeof from_dir, "%.*s", (int)(slash == path ? 1 : slash - path), path);
         }
         vcc_ckpt_accept(&st, path, &id, &a, S, N, &start, &pos, id.run);
         if (vcc_state_check(&st, path, m->state, m->nstate, 1, err, sizeof err)) vcc_die(err);
@@ -426,7 +436,7 @@ static int vcc_trainer_main(int argc, char **argv, const VccModel *m) {
         snprintf(id.run, sizeof id.run, "%016llx", (unsigned long long)r);
     }
     if (ckpt_dir) {
-        vcc_ckpt_claim(ckpt_dir, a.resume ? from_dir : NULL);
+        if (!claimed) vcc_ckpt_claim(ckpt_dir, a.resume ? from_dir : NULL);
         vcc_catch_stop_signals(ckpt_dir);
     }
     if (a.grads && start == a.steps)

@@ -225,6 +225,80 @@ VCC_STATE_FN void vcc_option_count(const char *opt, const char *text, long *out)
     if (rc == 2) vcc_dief("%s %s is too large (at most %ld)", opt, s, LONG_MAX);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Output files                                                             */
+/* ------------------------------------------------------------------------ */
+
+/* vcc_check_writable: fail now, before the run, when option opt's output path cannot be written: an
+ * empty name, an existing file that is not a regular file (a FIFO, a device, a folder, a symlink to
+ * one: the write renames a new file over the path and would replace it), a folder that is missing or
+ * not writable (vcc_io_check_output). Dies with one line naming the file (status 1). The writers
+ * check the path again when they write. */
+VCC_STATE_FN void vcc_check_writable(const char *opt, const char *path) {
+    char err[1024];
+    if (!*path) vcc_dief("%s: the file name is empty", opt);
+    if (vcc_io_check_output(path, err, sizeof err)) vcc_die(err);
+}
+
+/* vcc_path_text: path with "." components and repeated or trailing slashes dropped ("./a//./b/" ->
+ * "a/b"), into buf (cap bytes): what two spellings of one path that does not exist yet have in common. */
+VCC_STATE_FN const char *vcc_path_text(const char *path, char *buf, size_t cap) {
+    size_t o = 0;
+    const char *p = path;
+    if (cap < 2) {
+        if (cap) buf[0] = '\0';
+        return buf;
+    }
+    if (*p == '/') buf[o++] = '/';
+    while (*p) {
+        while (*p == '/') p++;
+        const char *e = p;
+        while (*e && *e != '/') e++;
+        size_t n = (size_t)(e - p);
+        if (n && !(n == 1 && *p == '.')) {
+            if (o > 0 && buf[o - 1] != '/' && o < cap - 1) buf[o++] = '/';
+            for (size_t k = 0; k < n && o < cap - 1; k++) buf[o++] = p[k];
+        }
+        p = e;
+    }
+    if (o == 0) buf[o++] = '.';
+    buf[o] = '\0';
+    return buf;
+}
+
+/* vcc_same_file: whether paths x and y name the same file: the same device and inode when both exist
+ * (hard links and symlinks included), else the same text after vcc_path_text. */
+VCC_STATE_FN int vcc_same_file(const char *x, const char *y) {
+    struct stat sx, sy;
+    int hx = stat(x, &sx) == 0, hy = stat(y, &sy) == 0;
+    if (hx && hy) return sx.st_dev == sy.st_dev && sx.st_ino == sy.st_ino;
+    if (hx || hy) return 0;
+    char a[4200], b[4200];
+    return strcmp(vcc_path_text(x, a, sizeof a), vcc_path_text(y, b, sizeof b)) == 0;
+}
+
+/* A file on the command line: the option (or role) that names it and its path. */
+typedef struct {
+    const char *opt, *path;
+} VccFileArg;
+
+/* vcc_check_distinct: refuse (usage error, status 2) an output that names the same file
+ * (vcc_same_file) as an input or another output, naming both options; entries with a NULL path are
+ * skipped. Called at startup, before anything is read or written. */
+VCC_STATE_FN void vcc_check_distinct(const VccFileArg *in, int nin, const VccFileArg *out, int nout) {
+    for (int i = 0; i < nout; i++) {
+        if (!out[i].path) continue;
+        for (int j = 0; j < nin + i; j++) {
+            const VccFileArg *o = j < nin ? &in[j] : &out[j - nin];
+            if (o->path && vcc_same_file(out[i].path, o->path)) {
+                char shown[1024];
+                vcc_usage_error("%s and %s name the same file (%s): an output must not replace an input or another "
+                                "output", o->opt, out[i].opt, vcc_escaped(out[i].path, shown, sizeof shown));
+            }
+        }
+    }
+}
+
 /* vcc_beside_program: the path of a file vcc wrote beside the program (name, e.g. "train.safetensors"),
  * found from argv[0]'s folder, so "dir/train" run from anywhere reads dir/train.safetensors; a program
  * started through PATH (no '/' in argv[0]) looks in the current folder. Written into buf (cap bytes). */
@@ -403,8 +477,8 @@ VCC_STATE_FN void vcc_load_state(VccRt *rt, const VccStateInfo *state, int nstat
 }
 
 /* vcc_save_state_meta: save every state tensor whose role is in roles_mask (bit per role) from the
- * arena to path, with nmeta "__metadata__" strings; written to path.tmp, flushed to disk and renamed
- * (vcc_st_save_meta). Returns 0, or 1 with the message in err. */
+ * arena to path, with nmeta "__metadata__" strings; written to a new temporary file beside path,
+ * flushed to disk and renamed (vcc_st_save_meta). Returns 0, or 1 with the message in err. */
 VCC_STATE_FN int vcc_save_state_meta(VccRt *rt, const VccStateInfo *state, int nstate, const unsigned char *arena,
                                      const char *path, int roles_mask, const VccStMeta *meta, int nmeta, char *err,
                                      size_t errlen) {
@@ -457,15 +531,17 @@ VCC_STATE_FN const char *vcc_ckpt_path(const char *dir, long step, char *buf, si
 }
 
 /* vcc_ckpt_step_of: the k of a file name "step<k>.safetensors" (k written without leading zeros), or -1
- * for any other name; with tmp, the name must end ".safetensors.tmp" instead (a write in flight or cut
- * short). */
+ * for any other name; with tmp, the name must be that of a temporary file of step<k>.safetensors
+ * instead (vcc_io_is_tmp_suffix: "step<k>.safetensors.tmp.XXXXXX", a write in flight or cut short). */
 VCC_STATE_FN long vcc_ckpt_step_of(const char *name, int tmp) {
-    const char *suffix = tmp ? ".safetensors.tmp" : ".safetensors";
+    static const char suffix[] = ".safetensors";
     if (strncmp(name, "step", 4) != 0 || name[4] < '0' || name[4] > '9' || (name[4] == '0' && name[5] != '.')) return -1;
     char *end;
     errno = 0;
     long k = strtol(name + 4, &end, 10);
-    if (errno || strcmp(end, suffix) != 0) return -1;
+    if (errno || strncmp(end, suffix, sizeof suffix - 1) != 0) return -1;
+    end += sizeof suffix - 1;
+    if (tmp ? !vcc_io_is_tmp_suffix(end) : *end != '\0') return -1;
     return k;
 }
 
@@ -476,8 +552,8 @@ VCC_STATE_FN int vcc_ckpt_cmp_desc(const void *a, const void *b) {
 }
 
 /* vcc_ckpt_list: the step numbers of the checkpoint files (tmp 0) or of the leftover temporary files
- * (tmp 1) in dir, newest first, in *steps (malloc'd, free it; NULL when *n is 0). A missing dir holds
- * none. Returns 0, or 1 with "<dir>: cannot read: <reason>" in err. */
+ * (tmp 1, vcc_ckpt_step_of) in dir, newest first, in *steps (malloc'd, free it; NULL when *n is 0). A
+ * missing dir holds none. Returns 0, or 1 with "<dir>: cannot read: <reason>" in err. */
 VCC_STATE_FN int vcc_ckpt_list(const char *dir, int tmp, long **steps, int *n, char *err, size_t errlen) {
     *steps = NULL;
     *n = 0;
@@ -510,6 +586,25 @@ VCC_STATE_FN int vcc_ckpt_list(const char *dir, int tmp, long **steps, int *n, c
     closedir(d);
     if (*n) qsort(*steps, (size_t)*n, sizeof(long), vcc_ckpt_cmp_desc);
     return 0;
+}
+
+/* vcc_ckpt_remove_tmp: remove the temporary files of checkpoint writes that were cut short (a kill
+ * during a write leaves "step<k>.safetensors.tmp.XXXXXX") from dir; each one that cannot be removed
+ * is reported as a warning. Returns the number removed, -1 when dir cannot be read. */
+VCC_STATE_FN int vcc_ckpt_remove_tmp(const char *dir) {
+    char path[4200];
+    int removed = 0;
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    struct dirent *ent;
+    while ((ent = readdir(d)) != NULL) {
+        if (vcc_ckpt_step_of(ent->d_name, 1) < 0) continue;
+        snprintf(path, sizeof path, "%s/%s", dir, ent->d_name);
+        if (remove(path) == 0) removed++;
+        else vcc_warnf("%s: cannot remove: %s", path, strerror(errno));
+    }
+    closedir(d);
+    return removed;
 }
 
 /* vcc_ckpt_newest: load the newest complete checkpoint in dir into *st (its path in path, cap bytes,

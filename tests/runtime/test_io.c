@@ -17,7 +17,11 @@
  *     malformed .safetensors files (header size past EOF, bad JSON, offsets
  *     out of range, overlaps, gaps, nbytes vs shape ...) rejected.
  *   - 200,000 tensors: loading, looking every one up by name, refusing a
- *     duplicate name, saving: each within 5 s of CPU time (n log n).
+ *     duplicate name, saving: each within 5 s of CPU time (n log n);
+ *   - built with _POSIX_C_SOURCE (vcc_rt_test_io_posix, as the generated
+ *     programs are): symlinks planted at <out>.tmp are not followed, writers
+ *     refuse FIFOs, folders and symlinks to them, readers refuse a FIFO at
+ *     once and a folder, vcc_io_check_output, the umask applies to outputs.
  * Writes DIR/c.safetensors and DIR/c_empty.safetensors for io_check.py to
  * read back with the safetensors package.
  */
@@ -26,9 +30,18 @@
 
 #include <math.h>
 #include <time.h>
+#if VCC_IO_FSYNC
+#include <dirent.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#endif
 
 static const char *g_dir;
 static int g_fail, g_checks;
+#if VCC_IO_FSYNC
+static int count_prefix(const char *prefix);
+#endif
 
 static void ok(int cond, const char *fmt, ...) VCC_IO_PRINTF(2, 3);
 static void ok(int cond, const char *fmt, ...)
@@ -427,7 +440,11 @@ static void test_st(int have_py)
         char tmp[1100];
         snprintf(tmp, sizeof tmp, "%s.tmp", path);
         f = fopen(tmp, "rb");
+#if VCC_IO_FSYNC
+        ok(f == NULL && count_prefix("c.safetensors.tmp") == 0, "st  save leaves no temporary file behind");
+#else
         ok(f == NULL, "st  save leaves no .tmp file behind");
+#endif
         if (f) fclose(f);
     }
     path_of(path, sizeof path, "c_empty.safetensors");
@@ -679,6 +696,147 @@ static void test_many(void)
     free(w);
 }
 
+#if VCC_IO_FSYNC
+/* ------------------------------------------------------------------------ */
+/* POSIX: what the programs' files may be                                   */
+/* ------------------------------------------------------------------------ */
+
+/* Names in g_dir that start with prefix, counted. */
+static int count_prefix(const char *prefix)
+{
+    DIR *d = opendir(g_dir);
+    struct dirent *e;
+    int n = 0;
+    if (!d) return -1;
+    while ((e = readdir(d)) != NULL) n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+    closedir(d);
+    return n;
+}
+
+/* The file type of name in g_dir, a symlink not followed: 'f' FIFO, 'd' folder, 'l' link, 'r' regular, '?'. */
+static char kind_of(const char *name)
+{
+    char path[1024];
+    struct stat sb;
+    path_of(path, sizeof path, name);
+    if (lstat(path, &sb) != 0) return '-';
+    return S_ISFIFO(sb.st_mode) ? 'f' : S_ISDIR(sb.st_mode) ? 'd' : S_ISLNK(sb.st_mode) ? 'l' : S_ISREG(sb.st_mode) ? 'r' : '?';
+}
+
+/* Whether name in g_dir holds exactly text. */
+static int holds(const char *name, const char *text)
+{
+    unsigned char *b = NULL;
+    size_t n = 0;
+    int same = read_all(name, &b, &n) == 0 && n == strlen(text) && memcmp(b, text, n) == 0;
+    free(b);
+    return same;
+}
+
+/* A symlink at name in g_dir pointing at target (replacing whatever is there). */
+static void link_at(const char *target, const char *name)
+{
+    char path[1024];
+    path_of(path, sizeof path, name);
+    unlink(path);
+    if (symlink(target, path) != 0) { fprintf(stderr, "cannot make the symlink %s\n", path); exit(2); }
+}
+
+static void test_files(void)
+{
+    static const float v[2] = {1.0f, 2.0f};
+    static const int64_t d2[1] = {2};
+    VccStWrite t;
+    VccNpy a;
+    VccSafetensors st;
+    char path[1024], err[512];
+    struct stat sb;
+    mode_t old;
+    int rc;
+
+    memset(&t, 0, sizeof t);
+    t.name = "x"; t.dtype = "F32"; t.rank = 1; t.dims = d2; t.data = v; t.nbytes = 8;
+
+    /* a symlink planted at the old fixed temporary name is never followed */
+    write_all("precious_a.txt", "precious\n", 9);
+    write_all("precious_b.txt", "precious\n", 9);
+    link_at("precious_a.txt", "lnk.safetensors.tmp");
+    link_at("precious_b.txt", "lnk.npy.tmp");
+    path_of(path, sizeof path, "lnk.safetensors");
+    rc = vcc_st_save(path, &t, 1, err, sizeof err);
+    path_of(path, sizeof path, "lnk.npy");
+    rc |= vcc_npy_save(path, "f4", 1, d2, v, err, sizeof err);
+    ok(rc == 0 && holds("precious_a.txt", "precious\n") && holds("precious_b.txt", "precious\n") &&
+           kind_of("lnk.safetensors") == 'r' && kind_of("lnk.npy") == 'r',
+       "io  a symlink at <out>.tmp is not followed: both writers leave its target intact %s", rc ? err : "");
+    ok(count_prefix("lnk.safetensors.tmp.") == 0 && count_prefix("lnk.npy.tmp.") == 0,
+       "io  the writers leave no temporary file behind");
+
+    /* the writers refuse a path that is not a regular file, and leave it as it was */
+    path_of(path, sizeof path, "fifo");
+    unlink(path);
+    if (mkfifo(path, 0666) != 0) { ok(0, "mkfifo %s", path); return; }
+    rc = vcc_st_save(path, &t, 1, err, sizeof err);
+    ok(rc != 0 && strstr(err, "fifo: not a regular file (a FIFO); refusing to replace it") && kind_of("fifo") == 'f',
+       "io  st save over a FIFO refused -> %s", err);
+    rc = vcc_npy_save(path, "f4", 1, d2, v, err, sizeof err);
+    ok(rc != 0 && strstr(err, "not a regular file (a FIFO)") && kind_of("fifo") == 'f', "io  npy save over a FIFO refused -> %s", err);
+    link_at("fifo", "fifo_link");
+    path_of(path, sizeof path, "fifo_link");
+    rc = vcc_st_save(path, &t, 1, err, sizeof err);
+    ok(rc != 0 && strstr(err, "not a regular file (a FIFO)") && kind_of("fifo_link") == 'l', "io  st save over a symlink to a FIFO refused -> %s", err);
+    path_of(path, sizeof path, "folder");
+    mkdir(path, 0777);
+    rc = vcc_npy_save(path, "f4", 1, d2, v, err, sizeof err);
+    ok(rc != 0 && strstr(err, "not a regular file (a folder)") && kind_of("folder") == 'd', "io  npy save over a folder refused -> %s", err);
+    link_at("precious_a.txt", "reg_link");
+    path_of(path, sizeof path, "reg_link");
+    rc = vcc_npy_save(path, "f4", 1, d2, v, err, sizeof err);
+    ok(rc == 0 && kind_of("reg_link") == 'r' && holds("precious_a.txt", "precious\n"),
+       "io  a symlink to a regular file is replaced by the output, its target kept %s", rc ? err : "");
+    ok(vcc_npy_save("", "f4", 1, d2, v, err, sizeof err) != 0 && strstr(err, "the file name is empty"),
+       "io  npy save to an empty name refused -> %s", err);
+
+    /* vcc_io_check_output: before a run */
+    path_of(path, sizeof path, "fifo");
+    ok(vcc_io_check_output(path, err, sizeof err) != 0 && strstr(err, "not a regular file (a FIFO)"), "io  check_output: a FIFO -> %s", err);
+    path_of(path, sizeof path, "folder/");
+    ok(vcc_io_check_output(path, err, sizeof err) != 0 && strstr(err, "not a regular file (a folder)"), "io  check_output: 'folder/' -> %s", err);
+    path_of(path, sizeof path, "no_such_folder/x.npy");
+    ok(vcc_io_check_output(path, err, sizeof err) != 0 && strstr(err, "x.npy: cannot write: No such file or directory"),
+       "io  check_output: a missing folder -> %s", err);
+    ok(vcc_io_check_output("", err, sizeof err) != 0 && strstr(err, "empty"), "io  check_output: '' -> %s", err);
+    path_of(path, sizeof path, "fresh.npy");
+    rc = vcc_io_check_output(path, err, sizeof err);
+    ok(rc == 0 && kind_of("fresh.npy") == '-' && count_prefix("fresh.npy") == 0,
+       "io  check_output: a new file in a writable folder is fine, nothing left behind %s", rc ? err : "");
+
+    /* the readers refuse what is not a regular file at once (a FIFO would block an open without O_NONBLOCK:
+     * main's alarm ends a hang) */
+    path_of(path, sizeof path, "fifo");
+    rc = vcc_npy_load(path, &a, err, sizeof err);
+    ok(rc != 0 && strstr(err, "fifo: not a regular file (a FIFO)") && a.data == NULL, "io  npy load of a FIFO refused -> %s", err);
+    rc = vcc_st_load(path, &st, err, sizeof err);
+    ok(rc != 0 && strstr(err, "fifo: not a regular file (a FIFO)") && st.buf == NULL, "io  st load of a FIFO refused -> %s", err);
+    path_of(path, sizeof path, "folder");
+    rc = vcc_st_load(path, &st, err, sizeof err);
+    ok(rc != 0 && strstr(err, "folder: not a regular file (a folder)"), "io  st load of a folder refused -> %s", err);
+
+    /* a new output's mode is 0666 less the umask, as a plain fopen would make it */
+    old = umask(027);
+    path_of(path, sizeof path, "mode.npy");
+    rc = vcc_npy_save(path, "f4", 1, d2, v, err, sizeof err);
+    if (rc != 0 || stat(path, &sb) != 0) sb.st_mode = 0;
+    ok(rc == 0 && (sb.st_mode & 0777) == 0640, "io  umask 027: the output's mode is 0640 (%03o)", (unsigned)(sb.st_mode & 0777));
+    umask(old);
+
+    /* temporary names: what checkpoint cleanup recognises */
+    ok(vcc_io_is_tmp_suffix(".tmp.aB3xY9") && vcc_io_is_tmp_suffix(".tmp") && !vcc_io_is_tmp_suffix(".tmp.aB3xY") &&
+           !vcc_io_is_tmp_suffix(".tmp.aB3xY9z") && !vcc_io_is_tmp_suffix(".tmp.aB3-Y9") && !vcc_io_is_tmp_suffix(""),
+       "io  temporary-name suffixes: '.tmp.XXXXXX' (letters, digits) and the old '.tmp'");
+}
+#endif
+
 /* ------------------------------------------------------------------------ */
 /* Fuzzing: random damage must never crash or leak                           */
 /* ------------------------------------------------------------------------ */
@@ -757,9 +915,15 @@ int main(int argc, char **argv)
         return 2;
     }
     g_dir = argv[1];
+#if VCC_IO_FSYNC
+    alarm(600); /* a reader that waits on a FIFO ends the test instead of hanging it */
+#endif
     test_npy();
     test_st(have_py);
     test_many();
+#if VCC_IO_FSYNC
+    test_files();
+#endif
     fuzz("f4_v1.npy", 1, 3000);
     fuzz("f4_v2.npy", 1, 1000);
     fuzz("c.safetensors", 0, 3000);

@@ -31,15 +31,31 @@ Cases (each one CTest test, trainer_<case>):
   messages       errors begin with the binary's own name; int32 labels and float64 data get
                  "labels must be int64 ('<i8'), got int32 ('<i4')" and "data must be float32 ('<f4'), got
                  float64 ('<f8')"; --help/-h and unknown options for the trainer and the forward program
+  outputs        train --out/--save-grads, eval --logits and fwd -o given a FIFO, a character device (a
+                 private clone of /dev/null, as root), a folder or a symlink to a FIFO: one line naming the
+                 file, status 1, before the run, the file left as it was; also an empty name, a missing
+                 folder and "folder/"; a symlink to a regular file is replaced by the output, its target kept
+  tmp_files      symlinks planted at <out>.tmp (and ck/step1.safetensors.tmp) for every writer: the files
+                 they name are intact, the outputs are new files with mode 0666 & ~umask, no temporary left
+  same_file      an output naming the file of an input or of another output (same text, "./" spelling, a
+                 hard link, the default weights beside the program, two outputs not yet written) is a usage
+                 error (status 2) naming both options; the inputs are unchanged
+  fifo_inputs    a FIFO as --data, --labels, --weights, --resume, eval's inputs and fwd's: refused at once
+                 with "fifo: not a regular file (a FIFO)", status 1
   numbers        --lr/--momentum/--weight-decay take plain decimals only (0x10, ' 0.1', +0.1, inf, nan,
                  1e-400, 1e39 refused), --steps/--checkpoint-every/--keep-last plain digits; an option given
                  twice is a usage error in all three programs
   stdout         train, eval, and --help with stdout on /dev/full: status 1 and "<program>: cannot write to
                  standard output: No space left on device" (skipped, 77, without /dev/full)
+  eval_logits    eval --logits into a missing folder is refused before evaluating; eval --logits without
+                 --labels prints "samples S logits written to L (S, K)"
   signal         the first SIGINT to a trainer with a checkpoint folder is acknowledged on stderr at once;
                  the run still writes the step's checkpoint and exits 130
   state_shape    --weights with a tensor of another shape or dtype: "tensor 'X' is F32 (...) in the file; the
                  program needs F32 (...)"
+  many_tensors   --weights holding 200,000 extra zero-size tensors loads and trains (quadratic parsing took
+                 minutes)
+  resume_lock    --resume DIR while another trainer writes into DIR is refused before "resuming from ..."
 
 Models: the fixture's tiny res3d and conv1d (tests/e2e/tiny_models.py), and for resume/kill_write a
 model whose checkpoint is 32 MiB (a Gemm with a (512, 8192) weight, plus its momentum), so a checkpoint
@@ -48,8 +64,10 @@ write lasts long enough to be interrupted. Prints one line per check; exits 0 wh
 
 import argparse
 import os
+import re
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -60,6 +78,8 @@ from safetensors import safe_open
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))
 from tiny_models import Builder  # noqa: E402
 
+# a checkpoint's temporary file while it is written: step<k>.safetensors.tmp.<6 random characters>
+TMP_NAME = re.compile(r"step[0-9]+\.safetensors\.tmp(\.[A-Za-z0-9]{6})?$")
 FIRST_LINE = "// build (from this file's folder): "
 FAILURES = []
 
@@ -276,8 +296,7 @@ def case_kill_write(a):
         tmp = None
         while p.poll() is None and tmp is None:
             names = os.listdir(ck) if os.path.isdir(ck) else []
-            tmp = next((n for n in names if n.endswith(".safetensors.tmp") and n != "step0.safetensors.tmp"
-                        and n != "step1.safetensors.tmp"), None)
+            tmp = next((n for n in names if TMP_NAME.match(n) and not n.startswith(("step0.", "step1."))), None)
             if tmp is None:
                 time.sleep(0.0005)
         if tmp is not None:
@@ -305,7 +324,7 @@ def case_kill_write(a):
     check(p.returncode == 0 and resumed_from(p.stderr) == caught - 1 and steps_of(p.stdout) == ref[caught - 1:],
           "--resume picks step %d, the newest complete one, and prints the uninterrupted run's losses" % (caught - 1),
           p.stderr + p.stdout)
-    check(not any(n.endswith(".tmp") for n in os.listdir(ck)), "the resumed run removed the cut-short .tmp")
+    check(not any(".tmp" in n for n in os.listdir(ck)), "the resumed run removed the cut-short temporary file")
     # the newest checkpoint damaged (cut short by something else than the writer): skipped, with a warning
     with open(os.path.join(ck, "step6.safetensors"), "r+b") as f:
         f.truncate(os.path.getsize(os.path.join(ck, "step6.safetensors")) // 2)
@@ -474,6 +493,19 @@ def run_t(cmd, cwd, timeout=30, stdout=subprocess.PIPE):
     return p.returncode, p.stdout or "", p.stderr
 
 
+def kind(path):
+    """What is at path, not following a final symlink: fifo, chr, dir, lnk, reg or missing."""
+    try:
+        m = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return "missing"
+    for k, f in (("fifo", stat.S_ISFIFO), ("chr", stat.S_ISCHR), ("dir", stat.S_ISDIR), ("lnk", stat.S_ISLNK),
+                 ("reg", stat.S_ISREG)):
+        if f(m):
+            return k
+    return "other"
+
+
 TRAIN = ["./train", "--data", "data.npy", "--labels", "labels.npy"]
 EVAL = ["./eval", "--data", "data.npy", "--labels", "labels.npy"]
 
@@ -484,6 +516,128 @@ def refused(label, rc, out, err, want_rc, prog, must):
     lines = err.splitlines()
     return check(rc == want_rc and len(lines) == 1 and lines[0].startswith(prog + ": ") and
                  all(s in err for s in must) and out == "", label, "rc %s, stdout %r, stderr %r" % (rc, out, err))
+
+
+def case_outputs(a):
+    w = fresh(os.path.join(a.work, "outputs"))
+    programs(a, w)
+    os.mkfifo(os.path.join(w, "fifo"))
+    specials = {"fifo": "a FIFO"}
+    try:  # a private clone of /dev/null: what a run as root would do to the real one
+        os.mknod(os.path.join(w, "null"), 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        specials["null"] = "a character device"
+    except PermissionError:
+        print("     (not root: no character device to test with)")
+    os.makedirs(os.path.join(w, "folder"))
+    specials["folder"] = "a folder"
+    os.symlink("fifo", os.path.join(w, "fifo_link"))
+    specials["fifo_link"] = "a FIFO"
+    before = {n: kind(os.path.join(w, n)) for n in specials}
+    writers = (("train --out", "train", lambda p: TRAIN + ["--out", p]),
+               ("train --save-grads", "train", lambda p: TRAIN + ["--save-grads", p]),
+               ("eval --logits", "eval", lambda p: EVAL + ["--logits", p]),
+               ("fwd -o", "fwd", lambda p: ["./fwd", "x.npy", "-o", p]))
+    for label, prog, cmd in writers:
+        for path, what in specials.items():
+            rc, out, err = run_t(cmd(path), w)
+            refused("%s %s (%s): refused before the run, naming it" % (label, path, what), rc, out, err, 1, prog,
+                    ["%s: not a regular file (%s)" % (path, what)])
+        for path, must in (("", ["the file name is empty"]), ("no/such/o.npy", ["no/such/o.npy: cannot write: "]),
+                           ("folder/", ["folder/: not a regular file (a folder)"])):
+            rc, out, err = run_t(cmd(path), w)
+            refused("%s %r: refused before the run" % (label, path), rc, out, err, 1, prog, must)
+    after = {n: kind(os.path.join(w, n)) for n in specials}
+    check(after == before, "every FIFO, device, folder and symlink is still what it was", "%s -> %s" % (before, after))
+    left = [n for n in os.listdir(w) if ".tmp" in n]
+    check(not left, "no temporary file left behind", str(left))
+    # a symlink to a regular file is an ordinary output: the rename replaces the link, the file it named stays
+    open(os.path.join(w, "target.txt"), "w").write("precious\n")
+    os.symlink("target.txt", os.path.join(w, "reg_link"))
+    rc, out, err = run_t(["./fwd", "x.npy", "-o", "reg_link"], w)
+    check(rc == 0 and kind(os.path.join(w, "reg_link")) == "reg" and
+          open(os.path.join(w, "target.txt")).read() == "precious\n",
+          "fwd -o a symlink to a regular file replaces the link and leaves its target alone", err)
+
+
+def case_tmp_files(a):
+    w = fresh(os.path.join(a.work, "tmp_files"))
+    programs(a, w)
+    links = {"o.safetensors.tmp": "a.txt", "g.safetensors.tmp": "b.txt", "lg.npy.tmp": "c.txt", "y.npy.tmp": "d.txt",
+             os.path.join("ck", "step1.safetensors.tmp"): "e.txt"}
+    os.makedirs(os.path.join(w, "ck"))
+    for link, target in links.items():
+        open(os.path.join(w, target), "w").write("precious\n")
+        os.symlink(os.path.abspath(os.path.join(w, target)), os.path.join(w, link))
+    old = os.umask(0o027)
+    try:
+        p1 = run(TRAIN + ["--out", "o.safetensors", "--save-grads", "g.safetensors", "--checkpoint-dir", "ck"], w,
+                 rc=None)
+        p2 = run(EVAL + ["--logits", "lg.npy"], w, rc=None)
+        p3 = run(["./fwd", "x.npy", "-o", "y.npy"], w, rc=None)
+    finally:
+        os.umask(old)
+    check(p1.returncode == 0 and p2.returncode == 0 and p3.returncode == 0, "the three programs write their outputs",
+          p1.stderr + p2.stderr + p3.stderr)
+    intact = {t: open(os.path.join(w, t), "rb").read()[:40] for t in links.values()}
+    check(all(v == b"precious\n" for v in intact.values()),
+          "a symlink at <out>.tmp is never followed: the files it names are intact", str(intact))
+    outs = ["o.safetensors", "g.safetensors", "lg.npy", "y.npy", os.path.join("ck", "step1.safetensors")]
+    modes = {o: oct(os.stat(os.path.join(w, o)).st_mode & 0o777) for o in outs if os.path.exists(os.path.join(w, o))}
+    check(len(modes) == 5 and all(m == oct(0o640) for m in modes.values()),
+          "every output is a new file with mode 0666 & ~umask (umask 027: 0640)", str(modes))
+    left = sorted(n for n in os.listdir(w) + os.listdir(os.path.join(w, "ck")) if ".tmp." in n)
+    check(not left, "no temporary file left behind", str(left))
+
+
+def case_same_file(a):
+    w = fresh(os.path.join(a.work, "same_file"))
+    programs(a, w)
+    os.link(os.path.join(w, "data.npy"), os.path.join(w, "hard.npy"))
+    shutil.copy(os.path.join(w, "train.safetensors"), os.path.join(w, "w.safetensors"))
+    keep = {n: open(os.path.join(w, n), "rb").read() for n in ("data.npy", "labels.npy", "x.npy", "w.safetensors",
+                                                                 "train.safetensors")}
+    cases = (("train --out over --data", TRAIN + ["--out", "data.npy"], "train", ["--out", "--data", "data.npy"]),
+             ("train --out ./labels.npy over --labels", TRAIN + ["--out", "./labels.npy"], "train",
+              ["--out", "--labels"]),
+             ("train --out a hard link of --data", TRAIN + ["--out", "hard.npy"], "train", ["--out", "--data"]),
+             ("train --save-grads over --weights", TRAIN + ["--weights", "w.safetensors", "--save-grads",
+                                                            "./w.safetensors"], "train", ["--save-grads", "--weights"]),
+             ("train --out over the default weights", TRAIN + ["--out", "train.safetensors"], "train",
+              ["--out", "--weights"]),
+             ("train --out and --save-grads the same new file", TRAIN + ["--out", "new.st", "--save-grads",
+                                                                         ".//new.st"], "train",
+              ["--out", "--save-grads"]),
+             ("eval --logits over --data", EVAL + ["--logits", "data.npy"], "eval", ["--logits", "--data"]),
+             ("eval --logits over --labels", EVAL + ["--logits", "./labels.npy"], "eval", ["--logits", "--labels"]),
+             ("fwd -o over its input", ["./fwd", "x.npy", "-o", "x.npy"], "fwd", ["x.npy"]),
+             ("fwd -o over --weights", ["./fwd", "x.npy", "-o", "fwd.safetensors"], "fwd", ["--weights"]))
+    for label, cmd, prog, must in cases:
+        rc, out, err = run_t(cmd, w)
+        refused(label + ": a usage error naming both", rc, out, err, 2, prog, must + ["name the same file"])
+    same = all(open(os.path.join(w, n), "rb").read() == b for n, b in keep.items())
+    check(same, "every input is unchanged")
+    check(not os.path.exists(os.path.join(w, "new.st")), "nothing was written")
+    rc, out, err = run_t(EVAL + ["--logits", "l.npy"], w)
+    check(rc == 0 and os.path.exists(os.path.join(w, "l.npy")), "distinct files are fine", err)
+
+
+def case_fifo_inputs(a):
+    w = fresh(os.path.join(a.work, "fifo_inputs"))
+    programs(a, w)
+    os.mkfifo(os.path.join(w, "fifo"))
+    cases = (("train --data", "train", ["./train", "--data", "fifo", "--labels", "labels.npy"]),
+             ("train --labels", "train", ["./train", "--data", "data.npy", "--labels", "fifo"]),
+             ("train --weights", "train", TRAIN + ["--weights", "fifo"]),
+             ("train --resume", "train", TRAIN + ["--resume", "fifo"]),
+             ("eval --data", "eval", ["./eval", "--data", "fifo", "--labels", "labels.npy"]),
+             ("eval --labels", "eval", ["./eval", "--data", "data.npy", "--labels", "fifo"]),
+             ("eval --weights", "eval", EVAL + ["--weights", "fifo"]),
+             ("fwd input", "fwd", ["./fwd", "fifo", "-o", "y.npy"]),
+             ("fwd --weights", "fwd", ["./fwd", "x.npy", "-o", "y.npy", "--weights", "fifo"]))
+    for label, prog, cmd in cases:
+        rc, out, err = run_t(cmd, w, timeout=20)
+        refused("%s FIFO: refused at once, not waiting for a writer" % label, rc, out, err, 1, prog,
+                ["fifo: not a regular file (a FIFO)"])
 
 
 def case_numbers(a):
@@ -528,6 +682,7 @@ def case_stdout(a):
     for label, prog, cmd in (("train", "train", TRAIN + ["--steps", "2"]),
                              ("train --help", "train", ["./train", "--help"]),
                              ("eval --labels", "eval", EVAL),
+                             ("eval --logits", "eval", ["./eval", "--data", "data.npy", "--logits", "l.npy"]),
                              ("fwd --help", "fwd", ["./fwd", "--help"])):
         with open("/dev/full", "w") as full:
             rc, _, err = run_t(cmd, w, stdout=full)
@@ -536,6 +691,18 @@ def case_stdout(a):
     with open("/dev/full", "w") as full:
         rc, _, err = run_t(["./fwd", "x.npy", "-o", "y.npy"], w, stdout=full)
     check(rc == 0 and err == "", "fwd, which prints nothing, is not affected", err)
+
+
+def case_eval_logits(a):
+    w = fresh(os.path.join(a.work, "eval_logits"))
+    programs(a, w, ("eval",))
+    rc, out, err = run_t(EVAL + ["--logits", "no/such/l.npy"], w)
+    refused("eval --logits into a missing folder: refused before evaluating", rc, out, err, 1, "eval",
+            ["no/such/l.npy: cannot write: "])
+    rc, out, err = run_t(["./eval", "--data", "data.npy", "--logits", "l.npy"], w)
+    k = np.load(os.path.join(w, "l.npy")).shape[1] if rc == 0 else 0
+    check(rc == 0 and out == "samples 4 logits written to l.npy (4, %d)\n" % k,
+          "eval --logits without --labels says what it wrote", "rc %s, stdout %r, stderr %r" % (rc, out, err))
 
 
 def case_signal(a):
@@ -578,6 +745,38 @@ def case_state_shape(a):
               "rc %s, stderr %r, expected %r" % (rc, err, expect))
 
 
+def case_many_tensors(a):
+    from safetensors.numpy import load_file, save_file
+    w = fresh(os.path.join(a.work, "many_tensors"))
+    programs(a, w, ("train",))
+    t = load_file(os.path.join(w, "train.safetensors"))
+    for i in range(200000):
+        t["extra.%d" % i] = np.zeros((0,), np.float32)
+    save_file(t, os.path.join(w, "many.safetensors"))
+    start = time.monotonic()
+    rc, out, err = run_t(TRAIN + ["--weights", "many.safetensors"], w, timeout=60)
+    took = time.monotonic() - start
+    print("     200,000 extra tensors: the run took %.2f s" % took)
+    check(rc == 0 and out.startswith("step 1 loss ") and took < 10,
+          "weights with 200,000 extra tensors load in well under 10 s (a quadratic reader takes minutes)",
+          "rc %s, %.1f s, %s" % (rc, took, err))
+
+
+def case_resume_lock(a):
+    w = fresh(os.path.join(a.work, "resume_lock"))
+    programs(a, w, ("train",))
+    run(TRAIN + ["--steps", "2", "--checkpoint-dir", "busy"], w)
+    first = subprocess.Popen(TRAIN + ["--steps", "100000000", "--resume", "busy", "--checkpoint-every", "0"], cwd=w,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first.stdout.readline()
+    rc, out, err = run_t(TRAIN + ["--steps", "4", "--resume", "busy"], w)
+    first.kill()
+    first.communicate()
+    refused("--resume of a folder another trainer writes into: refused before resuming anything", rc, out, err, 1,
+            "train", ["busy: another trainer (process %d)" % first.pid])
+    check("resuming" not in err, "no 'resuming from' line before the refusal", err)
+
+
 def case_install(a):
     w = fresh(os.path.join(a.work, "install"))
     prefix, elsewhere = os.path.join(w, "prefix"), fresh(os.path.join(w, "elsewhere"))
@@ -608,8 +807,10 @@ def case_install(a):
 
 CASES = {"build_command": case_build_command, "cuda": case_cuda, "resume": case_resume,
          "kill_write": case_kill_write, "keep_last": case_keep_last, "refuse": case_refuse,
-         "install": case_install, "messages": case_messages, "numbers": case_numbers,
-         "stdout": case_stdout, "signal": case_signal, "state_shape": case_state_shape}
+         "install": case_install, "messages": case_messages, "outputs": case_outputs, "tmp_files": case_tmp_files,
+         "same_file": case_same_file, "fifo_inputs": case_fifo_inputs, "numbers": case_numbers, "stdout": case_stdout,
+         "eval_logits": case_eval_logits, "signal": case_signal, "state_shape": case_state_shape,
+         "many_tensors": case_many_tensors, "resume_lock": case_resume_lock}
 
 
 def main():
