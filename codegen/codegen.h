@@ -40,8 +40,9 @@ VccStatus vcc_emit_trainer(VccCtx *ctx, const VccGraph *g, VccTarget target, con
 
 /* ======================================================================== codegen/weights.c */
 
-/* Write every tensor with initial data (parameters, BN running statistics, constants) to a safetensors
- * file at path (via path.tmp and rename), named as in the ONNX model. Errors: VCC_ERR_IO. */
+/* Write every parameter and buffer with initial data (weights, BN running statistics) to a safetensors
+ * file at path (through a new temporary file beside it, renamed), named as in the ONNX model. Errors:
+ * VCC_ERR_IO. */
 VccStatus vcc_write_weights(VccCtx *ctx, const VccGraph *g, const char *path);
 
 /* ======================================================================== runtime sources (generated) */

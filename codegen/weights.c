@@ -1,10 +1,11 @@
+#define _POSIX_C_SOURCE 200809L /* vcc_io.h: exclusive temporaries, refusing non-regular targets */
 /*
  * weights.c — the initial weights file written beside the trainer.
  *
  * Requires: a graph whose initializers carry data. Produces: a safetensors file (format: 8-byte
  * little-endian header length, JSON header, raw little-endian data) holding every PARAM and BUFFER
  * tensor with data, named as in the ONNX model (constants are compiled into the program, see
- * codegen/emit.c); written to path.tmp and renamed.
+ * codegen/emit.c); written to a new temporary file beside it and renamed.
  */
 #include "codegen.h"
 
