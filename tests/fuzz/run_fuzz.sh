@@ -14,10 +14,10 @@
 #
 # The fuzzer starts from WORKDIR/corpus (where it keeps what it finds interesting, across runs), the
 # committed seeds (seeds/TARGET) and, with -k, the reproducers (corpus/TARGET), with the target's dictionary
-# (dict/TARGET.dict) and a -max_len that suits it. Findings are written to WORKDIR/artifacts/ as
-# crash-*, leak-*, timeout-*, oom-* and slow-unit-* (libFuzzer's names). Prints the executions, the
-# execution rate, the coverage, the corpus size and the findings; exit status 0 when there are none,
-# 1 when there are, 2 on a usage error. Environment: VCC_FUZZ_TEXT_CHECK=0 stops the targets from
+# (dict/TARGET.dict) and a -max_len that suits it. Findings of this run are written to
+# WORKDIR/artifacts/ (emptied first) as crash-*, leak-*, timeout-*, oom-* and slow-unit-* (libFuzzer's
+# names). Prints the executions, the execution rate, the coverage, the corpus size and the findings;
+# exit status 0 when there are none, 1 when there are, 2 on a usage error. Environment: VCC_FUZZ_TEXT_CHECK=0 stops the targets from
 # treating raw control bytes in diagnostics as a finding.
 set -eu
 
@@ -34,7 +34,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 if [ $# -lt 2 ]; then
-    sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,/^set /{/^#/p}' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 fi
 target=$1
@@ -54,6 +54,9 @@ if [ ! -x "$bin" ]; then
     exit 2
 fi
 [ -n "$work" ] || work=$bindir/../../../run/$target
+# findings are this run's: a finding of an earlier run is either fixed (its reproducer then belongs in
+# corpus/TARGET) or still open (findings/), and must not fail every later run
+rm -rf "$work/artifacts"
 mkdir -p "$work/corpus" "$work/artifacts"
 work=$(cd "$work" && pwd)
 log=$work/fuzz.log
