@@ -76,12 +76,7 @@ __attribute__((format(printf, 3, 4)))
 static void fail(Loader *L, VccStatus st, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (n < 0) n = 0;
-    char *msg = vcc_malloc((size_t)n + 1);
-    va_start(ap, fmt);
-    vsnprintf(msg, (size_t)n + 1, fmt, ap);
+    char *msg = vcc_vstrfmt(fmt, ap);
     va_end(ap);
     vcc_error(L->ctx, "%s", msg);
     free(msg);
