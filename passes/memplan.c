@@ -38,18 +38,15 @@ static bool is_planned_root(const VccGraph *g, int t, const int *gs) {
 
 VccStatus vcc_memplan(VccCtx *ctx, VccGraph *g) {
     int nt = g->ntensors;
-    int64_t cursor = 0, no_reuse = 0;
+    int64_t cursor = 0;
     for (int t = 0; t < nt; t++) {
         VccTensor *x = &g->tensors[t];
         x->offset = -1;
-        if (x->alias_of >= 0) continue;
-        no_reuse += align_up(vcc_tensor_bytes(x), VCC_ARENA_ALIGN);
-        if (!vcc_tensor_is_persistent(x)) continue;
+        if (x->alias_of >= 0 || !vcc_tensor_is_persistent(x)) continue;
         x->offset = cursor;
         cursor += align_up(vcc_tensor_bytes(x), VCC_ARENA_ALIGN);
     }
     g->persistent_bytes = cursor;
-    g->no_reuse_bytes = no_reuse;
 
     int *gs = vcc_malloc(sizeof(int) * (size_t)(nt ? nt : 1));
     int *ge = vcc_malloc(sizeof(int) * (size_t)(nt ? nt : 1));
@@ -76,10 +73,8 @@ VccStatus vcc_memplan(VccCtx *ctx, VccGraph *g) {
     }
     if (!st) {
         for (size_t i = 0; i < n; i++) g->tensors[ids[i]].offset = g->persistent_bytes + (int64_t)offsets[i];
-        g->planned_bytes = align_up((int64_t)planned, VCC_ARENA_ALIGN);
-        g->arena_bytes = g->persistent_bytes + g->planned_bytes;
-        g->lower_bound_bytes = g->persistent_bytes + (int64_t)(n ? vcc_dsa_lower_bound(items, n) : 0);
         for (int t = 0; t < nt; t++) g->tensors[t].offset = g->tensors[roots[t]].offset;
+        vcc_plan_totals(g); /* arena = the end of the last buffer; lower bound and no-reuse sum */
         st = vcc_plan_check(ctx, g);
     }
     free(gs);
