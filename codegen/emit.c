@@ -352,41 +352,37 @@ static void emit_dims(FILE *f, const VccTensor *x) {
  * state_dict holds (parameters and buffers) and nothing else. */
 static bool compiled_in(const VccTensor *x) { return x->kind == VCC_T_CONST && x->data != NULL; }
 
-/* The compiled-in constants (words in host order, so the values survive any byte order) and
- * vcc_init(), which uploads them into the arena once, before the state is loaded. */
+/* The compiled-in constants, one word per element of the constant's own size (uint8/32/64, in host
+ * order, so the values survive any byte order), and vcc_init(), which uploads them into the arena once,
+ * before the state is loaded. */
 static void emit_consts(FILE *f, const VccGraph *g) {
-    int nc = 0;
     for (int t = 0; t < g->ntensors; t++) {
         const VccTensor *x = &g->tensors[t];
-        if (!compiled_in(x) || x->alias_of >= 0 || x->offset < 0 || x->data_bytes == 0) continue;
-        bool i64 = x->dtype == VCC_I64;
-        size_t n = x->data_bytes / (i64 ? 8 : 4);
-        fprintf(f, "static const %s vcc_const_%d[%zu] = { /* ", i64 ? "uint64_t" : "uint32_t", t, n);
+        size_t es = vcc_dtype_size(x->dtype);
+        if (!compiled_in(x) || x->alias_of >= 0 || x->offset < 0 || x->data_bytes == 0 || !es) continue;
+        size_t n = x->data_bytes / es;
+        fprintf(f, "static const uint%zu_t vcc_const_%d[%zu] = { /* ", 8 * es, t, n);
         emit_comment_text(f, x->name);
         fputs(" */", f);
         for (size_t i = 0; i < n; i++) {
+            const unsigned char *p = (const unsigned char *)x->data + es * i;
+            uint64_t v = p[0];
+            uint32_t w32;
+            if (es == 8) memcpy(&v, p, 8);
+            if (es == 4) memcpy(&w32, p, 4), v = w32;
             if (i % 8 == 0) fputs("\n   ", f);
-            if (i64) {
-                uint64_t v;
-                memcpy(&v, (const unsigned char *)x->data + 8 * i, 8);
-                fprintf(f, " 0x%016" PRIx64 "u,", v);
-            } else {
-                uint32_t v;
-                memcpy(&v, (const unsigned char *)x->data + 4 * i, 4);
-                fprintf(f, " 0x%08" PRIx32 "u,", v);
-            }
+            fprintf(f, " 0x%0*" PRIx64 "u,", (int)(2 * es), v);
         }
         fputs("\n};\n", f);
-        nc++;
     }
     fputs("static void vcc_init(VccRt *rt, unsigned char *A) {\n    (void)rt; (void)A;\n", f);
     for (int t = 0; t < g->ntensors; t++) {
         const VccTensor *x = &g->tensors[t];
-        if (!compiled_in(x) || x->alias_of >= 0 || x->offset < 0 || x->data_bytes == 0) continue;
+        if (!compiled_in(x) || x->alias_of >= 0 || x->offset < 0 || x->data_bytes == 0 || !vcc_dtype_size(x->dtype))
+            continue;
         fprintf(f, "    vcc_upload(rt, A + %" PRId64 ", vcc_const_%d, %zu);\n", x->offset, t, x->data_bytes);
     }
     fputs("}\n\n", f);
-    (void)nc;
 }
 
 /* The persistent tensors the program loads (parameters, BN statistics, constants whose value is not

@@ -4,9 +4,9 @@ true reason.
     test_opset_forms.py --vcc BUILD/vcc --work DIR
 
 Small models of one BatchNormalization (X (2, 3, 4, 5)), Reshape or Flatten, in opset forms whose
-meaning changed between versions. "match" cases compile with `vcc --forward-only`, run, and every
-output is compared with onnxruntime (graph optimizations off) to 1e-5, or with numpy where
-onnxruntime has no kernel for the opset; "refuse" cases must exit 1 with a message that names the
+meaning changed between versions. "match" cases compile with `vcc --forward-only`, build with the
+printed command and -Wall -Wextra -Werror, run, and every output is compared with onnxruntime (graph
+optimizations off) to 1e-5, or with numpy where onnxruntime has no kernel for the opset; "refuse" cases must exit 1 with a message that names the
 node and says the given reason (and never says "for training" under --forward-only). The trainer
 (no --forward-only) of the inference-form models must be refused as inference-form exports.
 
@@ -21,6 +21,8 @@ node and says the given reason (and never says "for training" under --forward-on
   bn9_mode      opset 9 with a training_mode attribute: refused (the attribute exists from opset 14)
   reshape4      opset 4, Reshape with the shape as an attribute: matched against numpy
   flatten9_neg  opset 9, Flatten axis=-1: refused (negative axes need opset 11)
+  bool_const    opset 17, a BOOL Constant (Dropout's training flag) nothing reads, beside a Relu: the program
+                builds and runs (constants are compiled in at their own element size)
 """
 
 import argparse
@@ -77,7 +79,17 @@ CASES = [
                                        [2, 3, 20]), "numpy_reshape", None),
     ("flatten9_neg", lambda: simple_model(9, helper.make_node("Flatten", ["x"], ["y"], name="/f", axis=-1),
                                            [24, 5]), None, ["'/f'", "negative axes need opset 11"]),
+    ("bool_const", lambda: bool_const_model(), "ort", None),
 ]
+
+
+def bool_const_model():
+    flag = helper.make_node("Constant", [], ["flag"], name="/flag",
+                            value=helper.make_tensor("v", TensorProto.BOOL, [], [True]))
+    m = simple_model(17, helper.make_node("Relu", ["x"], ["y"], name="/relu"), list(X))
+    m.graph.node.insert(0, flag)
+    m.ir_version = 8
+    return m
 
 
 def numpy_ref(kind, model, x):
@@ -119,7 +131,8 @@ def main():
             continue
         build = p.stdout.strip()
         np.save(os.path.join(d, "x.npy"), x)
-        b = subprocess.run(build, shell=True, cwd=os.getcwd(), capture_output=True, text=True)
+        # the printed command, warnings as errors: the generated C must compile cleanly
+        b = subprocess.run(build + " -Wall -Wextra -Werror", shell=True, cwd=os.getcwd(), capture_output=True, text=True)
         r = subprocess.run([os.path.join(d, "fwd"), os.path.join(d, "x.npy"), "-o"] +
                            [os.path.join(d, o + ".npy") for o in outs], capture_output=True, text=True)
         if b.returncode or r.returncode:
