@@ -76,7 +76,6 @@ static VccStatus bn_inference(VccCtx *ctx, VccGraph *g, int k) {
         g->tensors[t].producer = -1;
     }
     n->nout = 1;
-    drop_attr(n, "spatial");
     vcc_attr_set_int(n, "training_mode", 0);
     return VCC_OK;
 }
@@ -126,8 +125,8 @@ static VccStatus canonical_bn(VccCtx *ctx, VccGraph *g, int k) {
     const char *what, *why;
     int form = vcc_batchnorm_form(g, n, &what, &why); /* >= 0: passes/support.c refused the others */
     VCC_ASSERT(form >= 0);
-    drop_attr(n, "consumed_inputs");
-    drop_attr(n, "is_test");
+    drop_attr(n, "is_test"); /* the form is explicit from here on (training_mode) */
+    drop_attr(n, "spatial");
     if (form == 0 || ctx->eval) return bn_inference(ctx, g, k);
     for (int i = 1; i < 5 && !ctx->forward_only; i++)
         if (!is_initializer(g, n->in[i])) {
@@ -158,7 +157,6 @@ static VccStatus canonical_bn(VccCtx *ctx, VccGraph *g, int k) {
     n->nout = 5;
     memcpy(n->out, out, sizeof out);
     for (int i = 1; i < 3; i++) g->tensors[out[i]].producer = k;
-    drop_attr(n, "spatial");
     vcc_attr_set_int(n, "training_mode", 1);
     if (!ctx->forward_only) {
         vcc_attr_set_int(n, "running_var_unbiased", 1);
