@@ -7,8 +7,7 @@
 #define VCC_CODEGEN_H
 
 #include "../ir/ir.h"
-
-typedef enum { VCC_TARGET_C, VCC_TARGET_CUDA } VccTarget;
+#include "../ir/ops/ops.h" /* VccTarget */
 
 /* ======================================================================== codegen/emit.c */
 
@@ -47,8 +46,13 @@ VccStatus vcc_write_weights(VccCtx *ctx, const VccGraph *g, const char *path);
 
 /* ======================================================================== runtime sources (generated) */
 
-/* The runtime headers' text, embedded at build time from runtime/ (see CMakeLists.txt). */
-extern const char vcc_rt_elem_h[], vcc_rt_io_h[], vcc_rt_cpu_h[], vcc_rt_cuda_cuh[], vcc_rt_main_h[],
-    vcc_rt_forward_main_h[], vcc_rt_eval_main_h[], vcc_rt_state_h[];
+/* The runtime's files (runtime/, paths relative to it: "cpu/base.h", "proto/conv.h"), embedded at
+ * build time (cmake/embed.cmake), vcc_nruntime_files of them. */
+typedef struct {
+    const char *path;
+    const char *text;
+} VccRuntimeFile;
+extern const VccRuntimeFile vcc_runtime_files[];
+extern const int vcc_nruntime_files;
 
 #endif /* VCC_CODEGEN_H */

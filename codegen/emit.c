@@ -71,60 +71,6 @@ int vcc_build_command(VccTarget target, const char *out_path, VccBuildFrom from,
 
 #define VCC_STEP_CHUNK 128 /* scheduled nodes per generated step function */
 
-typedef struct {
-    VccCtx *ctx;
-    const VccGraph *g;
-    VccTarget target;
-    FILE *f;
-    VccConvParams *convs; /* distinct conv geometries, index = descriptor */
-    int nconv;
-    char ptr[16][48];     /* a ring of operand strings, so one call's operands never share a buffer */
-    int next;
-} Emit;
-
-static int64_t numel(const VccGraph *g, int t) { return vcc_shape_numel(&g->tensors[t].shape); }
-
-/* "VCC_F(off)" for a float tensor, "NULL" for an absent one. */
-static const char *F(Emit *e, int t) {
-    if (t < 0) return "NULL";
-    char *buf = e->ptr[e->next++ % 16];
-    snprintf(buf, sizeof e->ptr[0], "VCC_F(%" PRId64 ")", e->g->tensors[t].offset);
-    return buf;
-}
-
-static int conv_index(Emit *e, const VccConvParams *p) {
-    for (int i = 0; i < e->nconv; i++)
-        if (!memcmp(&e->convs[i], p, sizeof *p)) return i;
-    e->convs = vcc_realloc(e->convs, sizeof *p * (size_t)(e->nconv + 1));
-    e->convs[e->nconv] = *p;
-    return e->nconv++;
-}
-
-static VccStatus conv_of(Emit *e, const VccNode *n, const VccShape *x, const VccShape *w, int *idx) {
-    VccConvParams p;
-    VccStatus st = vcc_conv_params(e->ctx, n, x, w, &p);
-    if (st) return st;
-    for (int i = 0; i < p.nsp && e->target == VCC_TARGET_CUDA; i++)
-        if (p.pad_begin[i] != p.pad_end[i]) {
-            vcc_error(e->ctx, "node '%s' (%s): asymmetric pads (%lld before, %lld after in spatial dim %d) are not "
-                      "supported by the CUDA target (cuDNN pads symmetrically); the C target supports them",
-                      n->name, n->onnx_op ? n->onnx_op : vcc_op_name(n->op), (long long)p.pad_begin[i],
-                      (long long)p.pad_end[i], i);
-            return VCC_ERR_UNSUPPORTED;
-        }
-    *idx = conv_index(e, &p);
-    return VCC_OK;
-}
-
-/* N, C, S of an (N, C, spatial...) tensor. */
-static void ncs(const VccGraph *g, int t, int64_t *N, int64_t *C, int64_t *S) {
-    const VccShape *s = &g->tensors[t].shape;
-    *N = s->dims[0];
-    *C = s->rank > 1 ? s->dims[1] : 1;
-    *S = 1;
-    for (int i = 2; i < s->rank; i++) *S *= s->dims[i];
-}
-
 /* A C string literal holding s. Names come from the model file (untrusted): quotes and backslashes are
  * escaped, '?' too (a "??/" trigraph would otherwise become a backslash under -std=c11), and every byte
  * outside printable ASCII is written as an octal escape. */
@@ -151,166 +97,18 @@ static void emit_comment_text(FILE *f, const char *s) {
     }
 }
 
-static VccStatus emit_node(Emit *e, int k) {
-    const VccGraph *g = e->g;
-    const VccNode *n = &g->nodes[k];
-    FILE *f = e->f;
-    const int *in = n->in, *out = n->out;
-    fprintf(f, "    /* %d: %s '", k, vcc_op_name(n->op));
-    emit_comment_text(f, n->name);
-    fputs("' */\n", f);
-    switch (n->op) {
-    case VCC_OP_CONV: {
-        int ci;
-        VccStatus st = conv_of(e, n, &g->tensors[in[0]].shape, &g->tensors[in[1]].shape, &ci);
-        if (st) return st;
-        int ws = out[1];
-        fprintf(f, "    conv_forward(rt, &vcc_conv[%d], %s, %s, %s, %s, A + %" PRId64 ", %" PRId64 ");\n", ci,
-                F(e, in[0]), F(e, in[1]), F(e, n->nin > 2 ? in[2] : -1), F(e, out[0]),
-                g->tensors[ws].offset, vcc_tensor_bytes(&g->tensors[ws]));
-        return VCC_OK;
-    }
-    case VCC_OP_CONV_GRAD_DATA: {
-        int ci;
-        VccStatus st = conv_of(e, n, &g->tensors[out[0]].shape, &g->tensors[in[1]].shape, &ci);
-        if (st) return st;
-        int ws = out[1];
-        fprintf(f, "    conv_backward_data(rt, &vcc_conv[%d], %s, %s, %s, A + %" PRId64 ", %" PRId64 ");\n", ci,
-                F(e, in[0]), F(e, in[1]), F(e, out[0]), g->tensors[ws].offset,
-                vcc_tensor_bytes(&g->tensors[ws]));
-        return VCC_OK;
-    }
-    case VCC_OP_CONV_GRAD_FILTER: {
-        int ci;
-        VccStatus st = conv_of(e, n, &g->tensors[in[0]].shape, &g->tensors[out[0]].shape, &ci);
-        if (st) return st;
-        int ws = out[2];
-        fprintf(f, "    conv_backward_filter(rt, &vcc_conv[%d], %s, %s, %s, %s, A + %" PRId64 ", %" PRId64 ");\n",
-                ci, F(e, in[0]), F(e, in[1]), F(e, out[0]), F(e, out[1]), g->tensors[ws].offset,
-                vcc_tensor_bytes(&g->tensors[ws]));
-        return VCC_OK;
-    }
-    case VCC_OP_BATCHNORM: {
-        int64_t N, C, S;
-        ncs(g, in[0], &N, &C, &S);
-        if (vcc_attr_int(n, "training_mode", 1) == 0) { /* inference form: the given mean and var */
-            fprintf(f, "    batchnorm_forward_infer(rt, %" PRId64 ", %" PRId64 ", %" PRId64
-                       ", %s, %s, %s, %s, %s, (float)%.9g, %s);\n",
-                    N, C, S, F(e, in[0]), F(e, in[1]), F(e, in[2]), F(e, in[3]), F(e, in[4]),
-                    (double)vcc_attr_float(n, "epsilon", 1e-5f), F(e, out[0]));
-            return VCC_OK;
-        }
-        /* running statistics: updated in place where they are buffers (training; the ONNX running outputs
-         * are views of them), else copied to the running outputs and updated there (forward-only) */
-        int run[2];
-        for (int i = 0; i < 2; i++) {
-            int src = in[3 + i], dst = n->nout > 3 + i ? out[3 + i] : -1;
-            run[i] = dst >= 0 ? dst : (g->tensors[src].kind == VCC_T_BUFFER ? src : -1);
-            if (dst >= 0 && g->tensors[dst].offset != g->tensors[src].offset)
-                fprintf(f, "    copy_forward(rt, %" PRId64 ", %s, %s);\n", C, F(e, src), F(e, dst));
-        }
-        fprintf(f,
-                "    batchnorm_forward_train(rt, %" PRId64 ", %" PRId64 ", %" PRId64
-                ", %s, %s, %s, %s, %s, (float)%.9g, (float)%.9g, %d, %s, %s, %s);\n",
-                N, C, S, F(e, in[0]), F(e, in[1]), F(e, in[2]), F(e, run[0]), F(e, run[1]),
-                (double)vcc_attr_float(n, "momentum", 0.9f), (double)vcc_attr_float(n, "epsilon", 1e-5f),
-                (int)vcc_attr_int(n, "running_var_unbiased", 0), F(e, out[0]), F(e, out[1]), F(e, out[2]));
-        if (n->nin > 5 && in[5] >= 0) /* num_batches_tracked */
-            fprintf(f, "    counter_increment(rt, (int64_t *)(A + %" PRId64 "));\n", g->tensors[in[5]].offset);
-        return VCC_OK;
-    }
-    case VCC_OP_BATCHNORM_GRAD: {
-        int64_t N, C, S;
-        ncs(g, in[0], &N, &C, &S);
-        fprintf(f, "    batchnorm_backward(rt, %" PRId64 ", %" PRId64 ", %" PRId64 ", %s, %s, %s, %s, %s, ", N, C, S,
-                F(e, in[0]), F(e, in[1]), F(e, in[2]), F(e, in[3]), F(e, in[4]));
-        fprintf(f, "%s, %s, %s);\n", F(e, out[0]), F(e, out[1]), F(e, out[2]));
-        return VCC_OK;
-    }
-    case VCC_OP_RELU:
-        fprintf(f, "    relu_forward(rt, %" PRId64 ", %s, %s);\n", numel(g, out[0]), F(e, in[0]), F(e, out[0]));
-        return VCC_OK;
-    case VCC_OP_RELU_GRAD:
-        fprintf(f, "    relu_backward(rt, %" PRId64 ", %s, %s, %s);\n", numel(g, out[0]), F(e, in[0]),
-                F(e, in[1]), F(e, out[0]));
-        return VCC_OK;
-    case VCC_OP_ADD:
-    case VCC_OP_GRAD_ACCUM:
-        fprintf(f, "    add_forward(rt, %" PRId64 ", %s, %s, %s);\n", numel(g, out[0]), F(e, in[0]), F(e, in[1]),
-                F(e, out[0]));
-        return VCC_OK;
-    case VCC_OP_GLOBALAVGPOOL: {
-        int64_t N, C, S;
-        ncs(g, in[0], &N, &C, &S);
-        fprintf(f, "    global_avgpool_forward(rt, %" PRId64 ", %" PRId64 ", %s, %s);\n", N * C, S, F(e, in[0]),
-                F(e, out[0]));
-        return VCC_OK;
-    }
-    case VCC_OP_GLOBALAVGPOOL_GRAD: {
-        int64_t N, C, S;
-        ncs(g, out[0], &N, &C, &S);
-        fprintf(f, "    global_avgpool_backward(rt, %" PRId64 ", %" PRId64 ", %s, %s);\n", N * C, S, F(e, in[0]),
-                F(e, out[0]));
-        return VCC_OK;
-    }
-    case VCC_OP_FLATTEN:
-    case VCC_OP_RESHAPE:
-    case VCC_OP_IDENTITY:
-        fputs("    /* view: shares its input's bytes */\n", f);
-        return VCC_OK;
-    case VCC_OP_GEMM:
-    case VCC_OP_GEMM_GRAD: {
-        int ta = vcc_attr_int(n, "transA", 0) != 0, tb = vcc_attr_int(n, "transB", 0) != 0;
-        const VccShape *as = &g->tensors[in[0]].shape, *bs = &g->tensors[in[1]].shape;
-        int64_t M = as->dims[ta], K = as->dims[!ta], N = bs->dims[!tb];
-        float alpha = vcc_attr_float(n, "alpha", 1.0f), beta = vcc_attr_float(n, "beta", 1.0f);
-        int64_t cr = 1, cc = 1;
-        int cten = -1;
-        if (n->op == VCC_OP_GEMM) {
-            cten = n->nin > 2 ? in[2] : -1;
-            if (cten >= 0) {
-                const VccShape *cs = &g->tensors[cten].shape;
-                cr = cs->rank == 2 ? cs->dims[0] : 1;
-                cc = cs->rank >= 1 ? cs->dims[cs->rank - 1] : 1;
-            }
-            fprintf(f,
-                    "    gemm_forward(rt, %d, %d, %" PRId64 ", %" PRId64 ", %" PRId64 ", (float)%.9g, %s, %s, (float)%.9g, %s, %" PRId64
-                    ", %" PRId64 ", %s);\n",
-                    ta, tb, M, N, K, (double)alpha, F(e, in[0]), F(e, in[1]), (double)beta, F(e, cten), cr,
-                    cc, F(e, out[0]));
-        } else {
-            int64_t cs[2];
-            int r = vcc_attr_ints(n, "c_shape", cs, 2);
-            if (r == 2) cr = cs[0], cc = cs[1];
-            else if (r == 1) cc = cs[0];
-            fprintf(f,
-                    "    gemm_backward(rt, %d, %d, %" PRId64 ", %" PRId64 ", %" PRId64
-                    ", (float)%.9g, (float)%.9g, %s, %s, %s, %s, %s, %s, %" PRId64 ", %" PRId64 ");\n",
-                    ta, tb, M, N, K, (double)alpha, (double)beta, F(e, in[0]), F(e, in[1]), F(e, in[2]),
-                    F(e, out[0]), F(e, out[1]), F(e, out[2]), cr, cc);
-        }
-        return VCC_OK;
-    }
-    case VCC_OP_SOFTMAXXENT: {
-        const VccShape *s = &g->tensors[in[0]].shape;
-        fprintf(f, "    softmax_xent_forward(rt, %" PRId64 ", %" PRId64 ", %s, (const int64_t *)(A + %" PRId64 "), %s, %s);\n",
-                s->dims[0], s->dims[1], F(e, in[0]), g->tensors[in[1]].offset, F(e, out[0]), F(e, out[1]));
-        return VCC_OK;
-    }
-    case VCC_OP_SOFTMAXXENT_GRAD: {
-        const VccShape *s = &g->tensors[in[0]].shape;
-        fprintf(f, "    softmax_xent_backward(rt, %" PRId64 ", %" PRId64 ", %s, (const int64_t *)(A + %" PRId64 "), %s, %s);\n",
-                s->dims[0], s->dims[1], F(e, in[0]), g->tensors[in[1]].offset, F(e, in[2]), F(e, out[0]));
-        return VCC_OK;
-    }
-    case VCC_OP_SGD:
-        fprintf(f, "    sgd_update(rt, %" PRId64 ", %s, %s, %s, lr, momentum, wd);\n", numel(g, in[0]), F(e, in[0]),
-                F(e, in[1]), F(e, in[2]));
-        return VCC_OK;
-    default:
+/* The code of scheduled node k: a comment naming it, then its family's emission (VccOpDef.emit). */
+static VccStatus emit_node(VccEmit *e, int k) {
+    const VccNode *n = &e->g->nodes[k];
+    fprintf(e->f, "    /* %d: %s '", k, vcc_op_name(n->op));
+    emit_comment_text(e->f, n->name);
+    fputs("' */\n", e->f);
+    const VccOpDef *def = vcc_op_def(n->op);
+    if (!def->emit) {
         vcc_error(e->ctx, "node '%s' (%s): no code generator for this op", n->name, vcc_op_name(n->op));
         return VCC_ERR_UNSUPPORTED;
     }
+    return def->emit(e, k);
 }
 
 static void emit_ints3(FILE *f, const int64_t *v, int n, int64_t fill) {
@@ -320,12 +118,53 @@ static void emit_ints3(FILE *f, const int64_t *v, int n, int64_t fill) {
 }
 
 
-/* Inline a runtime header: everything but its includes of other vcc runtime headers (already inlined). */
-static void put_runtime(FILE *f, const char *text) {
+/* The index of runtime file path ("cpu/base.h") in vcc_runtime_files, or -1. */
+static int runtime_index(const char *path) {
+    for (int i = 0; i < vcc_nruntime_files; i++)
+        if (strcmp(vcc_runtime_files[i].path, path) == 0) return i;
+    return -1;
+}
+
+/* The runtime files already inlined into one program (indices in vcc_runtime_files). */
+typedef struct {
+    int done[256];
+    int ndone;
+} Inlined;
+
+/* Inline runtime file path into f: its text, with each `#include "rel"` line replaced by the runtime
+ * file it names (rel resolved against path's folder): a signature list (proto/) every time it is
+ * included (each family reads its list twice), any other file once per program. */
+static void put_runtime(FILE *f, Inlined *in, const char *path) {
+    int idx = runtime_index(path);
+    VCC_ASSERT(idx >= 0);
+    if (strncmp(path, "proto/", 6) != 0) {
+        for (int i = 0; i < in->ndone; i++)
+            if (in->done[i] == idx) return;
+        VCC_ASSERT(in->ndone < (int)(sizeof in->done / sizeof in->done[0]));
+        in->done[in->ndone++] = idx;
+    }
+    const char *text = vcc_runtime_files[idx].text;
     for (const char *line = text; *line;) {
         const char *nl = strchr(line, '\n');
         size_t len = nl ? (size_t)(nl - line) + 1 : strlen(line);
-        if (strncmp(line, "#include \"vcc_", 14) != 0) fwrite(line, 1, len, f);
+        if (strncmp(line, "#include \"", 10) != 0) {
+            fwrite(line, 1, len, f);
+            line += len;
+            continue;
+        }
+        /* folder of path + rel, with "../" taken off the folder */
+        char dir[128], full[256];
+        const char *slash = strrchr(path, '/'), *rel = line + 10, *end = strchr(rel, '"');
+        VCC_ASSERT(end && end < line + len);
+        snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 0, path);
+        while (strncmp(rel, "../", 3) == 0) {
+            char *up = strrchr(dir, '/');
+            if (up) *up = '\0';
+            else dir[0] = '\0';
+            rel += 3;
+        }
+        snprintf(full, sizeof full, "%s%s%.*s", dir, dir[0] ? "/" : "", (int)(end - rel), rel);
+        put_runtime(f, in, full);
         line += len;
     }
 }
@@ -446,7 +285,7 @@ static VccStatus check_eval_io(VccCtx *ctx, const VccGraph *g) {
 VccStatus vcc_emit_trainer(VccCtx *ctx, const VccGraph *g, VccTarget target, const char *build_cmd,
                            const char *weights_name, FILE *f) {
     if (ctx->eval && check_eval_io(ctx, g) != VCC_OK) return VCC_ERR_UNSUPPORTED;
-    Emit e;
+    VccEmit e;
     memset(&e, 0, sizeof e);
     e.ctx = ctx;
     e.g = g;
@@ -505,11 +344,20 @@ VccStatus vcc_emit_trainer(VccCtx *ctx, const VccGraph *g, VccTarget target, con
      * about unused static inline functions. The suppression covers the runtime section only. */
     if (target == VCC_TARGET_CUDA)
         fputs("#pragma nv_diagnostic push\n#pragma nv_diag_suppress 177\n", f);
-    put_runtime(f, vcc_rt_elem_h);
-    put_runtime(f, vcc_rt_io_h);
-    put_runtime(f, target == VCC_TARGET_CUDA ? vcc_rt_cuda_cuh : vcc_rt_cpu_h);
-    put_runtime(f, vcc_rt_state_h);
-    put_runtime(f, ctx->forward_only ? vcc_rt_forward_main_h : ctx->eval ? vcc_rt_eval_main_h : vcc_rt_main_h);
+    Inlined inl = {{0}, 0};
+    put_runtime(f, &inl, "elem/base.h");
+    put_runtime(f, &inl, "vcc_io.h");
+    put_runtime(f, &inl, target == VCC_TARGET_CUDA ? "cuda/base.cuh" : "cpu/base.h");
+    /* the kernels of the op families the schedule uses, in ops.def order */
+    for (int op = 0; op < VCC_OP_COUNT; op++) {
+        bool used = false;
+        for (int k = 0; k < g->nnodes && !used; k++) used = g->nodes[k].op == (VccOp)op;
+        char fam[160];
+        snprintf(fam, sizeof fam, target == VCC_TARGET_CUDA ? "cuda/%s.cuh" : "cpu/%s.h", vcc_op_family((VccOp)op));
+        if (used && runtime_index(fam) >= 0) put_runtime(f, &inl, fam);
+    }
+    put_runtime(f, &inl, "vcc_state.h");
+    put_runtime(f, &inl, ctx->forward_only ? "vcc_forward_main.h" : ctx->eval ? "vcc_eval_main.h" : "vcc_main.h");
     if (target == VCC_TARGET_CUDA) fputs("#pragma nv_diagnostic pop\n", f);
 
     fprintf(f, "\n/* ---- generated: arena layout, conv descriptors, persistent state ---- */\n\n");

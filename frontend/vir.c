@@ -14,6 +14,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "frontend.h"
+#include "ops/ops.h"
 #include "vir.tab.h"
 #define YYSTYPE VIR_STYPE
 #define YYLTYPE VirLoc
@@ -549,13 +550,10 @@ void vir_arena(VirParser *p, const VirLoc *loc, const VirKeyInt kv[5]) {
 
 /* ------------------------------------------------------------------ after the last line */
 
-/* Number of the regular outputs of conv-family ops; outputs after them are workspaces. */
-static int conv_regular_outputs(VccOp op) {
-    switch (op) {
-    case VCC_OP_CONV: case VCC_OP_CONV_GRAD_DATA: return 1;
-    case VCC_OP_CONV_GRAD_FILTER: return 2;
-    default: return -1;
-    }
+/* Number of the regular outputs of ops with workspaces; outputs after them are workspaces (-1: none). */
+static int regular_outputs(VccOp op) {
+    const VccOpDef *def = vcc_op_def(op);
+    return def->flags & VCC_OPF_WORKSPACE ? def->nout_regular : -1;
 }
 
 /* Kind of tensor t, produced by node n as output i, from the plan category (or NULL) and the structure. */
@@ -565,7 +563,7 @@ static VccTensorKind produced_kind(const VirParser *p, const VccNode *n, int i, 
     if (cat && strcmp(cat, "optimizer_state") == 0) return VCC_T_OPT_STATE;
     if (cat && strcmp(cat, "workspace") == 0) return VCC_T_WORKSPACE;
     if (cat && strcmp(cat, "parameter") == 0) return VCC_T_BUFFER;
-    int regular = conv_regular_outputs(n->op);
+    int regular = regular_outputs(n->op);
     if (!cat && regular >= 0 && i >= regular) return VCC_T_WORKSPACE;
     if (n->op == VCC_OP_SOFTMAXXENT && i == 0) return VCC_T_LOSS;
     if (n->phase != VCC_PHASE_BACKWARD) return VCC_T_ACT;
@@ -654,7 +652,7 @@ static void reorder_tensors(VirParser *p) {
 static void views_from_structure(VccGraph *g) {
     for (int k = 0; k < g->nnodes; k++) {
         const VccNode *n = &g->nodes[k];
-        bool view = n->op == VCC_OP_FLATTEN || n->op == VCC_OP_RESHAPE || n->op == VCC_OP_IDENTITY;
+        bool view = vcc_op_def(n->op)->flags & VCC_OPF_VIEW;
         if (view && n->nin >= 1 && n->in[0] >= 0 && n->nout == 1 && n->out[0] >= 0)
             g->tensors[n->out[0]].alias_of = n->in[0];
         if (n->op == VCC_OP_BATCHNORM && n->nin >= 5 && n->nout == 5)

@@ -42,11 +42,11 @@ char *vcc_strdup(const char *s) {
 /* ------------------------------------------------------------------ op table */
 
 static const char *const op_names[] = {
-#define X(e, name, kind) name,
+#define X(e, name, kind, family) name,
 #include "ops.def"
 };
 static const char op_kinds[] = {
-#define X(e, name, kind) #kind[0],
+#define X(e, name, kind, family) #kind[0],
 #include "ops.def"
 };
 

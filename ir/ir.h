@@ -202,7 +202,7 @@ typedef struct {
 } VccAttr;
 
 typedef enum {
-#define X(e, name, kind) VCC_OP_##e,
+#define X(e, name, kind, family) VCC_OP_##e,
 #include "ops.def"
     VCC_OP_COUNT
 } VccOp;
@@ -323,34 +323,6 @@ const char *vcc_attr_string(const VccNode *n, const char *name, const char *dflt
 void vcc_print_graph(FILE *f, const VccGraph *g, bool with_plan);
 /* "f32[2,3,8,56,56]" into buf. */
 void vcc_format_type(char *buf, size_t len, const VccTensor *t);
-
-/* ======================================================================== op attributes (ir/ops.c) */
-
-/* Convolution geometry decoded from an ONNX Conv node (ONNX Operators "Conv", opset 11+):
- * X (N, C, D1..Dn), W (K, C/group, k1..kn), n = nsp spatial dims (1..3).
- * pads are explicit begin/end per spatial dim (auto_pad resolved against the input shape). */
-typedef struct {
-    int nsp;
-    int64_t group;
-    int64_t kernel[3], stride[3], dilation[3], pad_begin[3], pad_end[3];
-    int64_t in[3], out[3];  /* spatial sizes of X and Y */
-    int64_t N, C, K;
-} VccConvParams;
-
-/* Decode and validate conv attributes of node (Conv, ConvGradData or ConvGradFilter: all carry the
- * forward conv's attributes) given X's shape x and W's shape w. Errors name the node and the attribute.
- * Returns VCC_OK, VCC_ERR_SHAPE or VCC_ERR_UNSUPPORTED. */
-VccStatus vcc_conv_params(VccCtx *ctx, const VccNode *node, const VccShape *x, const VccShape *w,
-                          VccConvParams *p);
-
-/* Workspace of one conv kernel call in bytes: the im2col column buffer for one sample and one group,
- * (C/group) * prod(kernel) * prod(out) floats; -1 when that passes VCC_MAX_TENSOR_BYTES. The CPU trainer needs exactly this; the CUDA trainer hands
- * the same region to cuDNN as the workspace limit for its algorithm choice. */
-int64_t vcc_conv_ws_bytes(const VccConvParams *p);
-
-/* Add a workspace tensor "<node>.ws" of vcc_conv_ws_bytes as the last output of conv node k
- * (Conv, ConvGradData, ConvGradFilter); x and w are the forward conv's input and weight shapes. */
-VccStatus vcc_conv_add_workspace(VccCtx *ctx, VccGraph *g, int k, const VccShape *x, const VccShape *w);
 
 /* ======================================================================== verifier (ir/print.c) */
 

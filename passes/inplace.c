@@ -2,8 +2,8 @@
  * inplace.c — in-place reuse of dying inputs.
  *
  * Requires: liveness.
- * Produces: for Relu, Add, ReluGrad and GradAccumulate (elementwise: output i depends only on inputs at
- *   i, so the runtime kernels accept y == x), the output takes the bytes of the first input that
+ * Produces: for ops flagged VCC_OPF_INPLACE (elementwise, e.g. Relu, Add, ReluGrad, GradAccumulate:
+ *   output i depends only on inputs at i, so the runtime kernels accept y == x), the output takes the bytes of the first input that
  *   (with everything already sharing its bytes) is last read at this node and has the same byte size:
  *   out->inplace_of = that input. Graph inputs, the loss, persistent tensors and views never take part,
  *   and neither does a value the host reads after the step (a graph output, the loss, or what one of
@@ -42,8 +42,7 @@ VccStatus vcc_inplace(VccCtx *ctx, VccGraph *g) {
     }
     for (int k = 0; k < g->nnodes; k++) {
         const VccNode *n = &g->nodes[k];
-        if (n->op != VCC_OP_RELU && n->op != VCC_OP_ADD && n->op != VCC_OP_RELU_GRAD && n->op != VCC_OP_GRAD_ACCUM)
-            continue;
+        if (!(vcc_op_def(n->op)->flags & VCC_OPF_INPLACE)) continue;
         int o = n->out[0];
         VccTensor *ot = &g->tensors[o];
         if (!eligible(ot) || ot->inplace_of >= 0) continue;

@@ -9,6 +9,7 @@
 #define VCC_PASSES_H
 
 #include "../ir/ir.h"
+#include "../ir/ops/ops.h"
 
 /* ======================================================================== passes/support.c */
 
@@ -19,12 +20,6 @@
  * without ctx->allow_inference_export, the signs of an inference-form export. canonical runs it first.
  * Returns VCC_OK or VCC_ERR_UNSUPPORTED. */
 VccStatus vcc_check_supported(VccCtx *ctx, VccGraph *g);
-
-/* The form of a BatchNormalization node in the model's opset: 1 = training form (normalizes with batch
- * statistics, updates the running ones: opset 14+ training_mode=1, opsets 7-13 with more than one output),
- * 0 = inference form (normalizes with its mean and var inputs), -1 = a form vcc does not support, with
- * *what (e.g. "attribute 'spatial=0'") and *why set to static strings. */
-int vcc_batchnorm_form(const VccGraph *g, const VccNode *n, const char **what, const char **why);
 
 /* ======================================================================== passes/canonical.c */
 

@@ -12,58 +12,14 @@
  *     BatchNormalization or Dropout in inference mode. ctx->allow_inference_export accepts the graph as
  *     it is (then only a BatchNormalization in inference mode stays refused: vcc cannot train one).
  *
- * Semantics follow the node's opset, ONNX Operators' change log (https://onnx.ai/onnx/operators/):
- *   Conv 1, 11 (no semantic change). BatchNormalization 1/6 (is_test=1: the inference form; is_test=0,
- *   the training form, refused: its outputs are not pinned down and onnxruntime has no kernel for it),
- *   7 (spatial; training form = 5 outputs), 9 (no spatial), 14/15 (training_mode; 3 outputs). Relu 1
- *   (consumed_inputs, an in-place hint without meaning: ignored), 6, 13, 14. Add 1/6 (broadcast, axis:
- *   vcc adds equal shapes only), 7+ (multidirectional broadcast). Flatten 1 (axis >= 0), 11 (negative
- *   axis). Reshape 1 (shape attribute), 5 (shape input), 14 (allowzero). Gemm 1/6 (broadcast), 7, 9, 11
- *   (C optional), 13. GlobalAveragePool 1. Identity 1. Dropout (refused as an op; read here for its
- *   mode): 1/6 is_test, 7-11 no mode, 12+ training_mode input.
+ * The attributes of each op by opset, and the values vcc supports, are its family's (VccOpDef.attrs and
+ * .check_attrs in ir/ops/<family>.c), after ONNX Operators' change log (https://onnx.ai/onnx/operators/).
+ * Dropout (refused as an op; read here for its mode): 1/6 is_test, 7-11 no mode, 12+ training_mode input.
  */
 #include "passes.h"
 
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* An attribute op has in opsets [since, until]. */
-typedef struct {
-    VccOp op;
-    int since, until;
-    const char *name;
-    VccAttrType type;
-} AttrSpec;
-
-#define NOW INT_MAX
-static const AttrSpec attr_specs[] = {
-    {VCC_OP_CONV, 1, NOW, "auto_pad", VCC_A_STRING},
-    {VCC_OP_CONV, 1, NOW, "dilations", VCC_A_INTS},
-    {VCC_OP_CONV, 1, NOW, "group", VCC_A_INT},
-    {VCC_OP_CONV, 1, NOW, "kernel_shape", VCC_A_INTS},
-    {VCC_OP_CONV, 1, NOW, "pads", VCC_A_INTS},
-    {VCC_OP_CONV, 1, NOW, "strides", VCC_A_INTS},
-    {VCC_OP_BATCHNORM, 1, NOW, "epsilon", VCC_A_FLOAT},
-    {VCC_OP_BATCHNORM, 1, NOW, "momentum", VCC_A_FLOAT},
-    {VCC_OP_BATCHNORM, 1, 5, "consumed_inputs", VCC_A_INTS},
-    {VCC_OP_BATCHNORM, 1, 6, "is_test", VCC_A_INT},
-    {VCC_OP_BATCHNORM, 1, 8, "spatial", VCC_A_INT},
-    {VCC_OP_BATCHNORM, 14, NOW, "training_mode", VCC_A_INT},
-    {VCC_OP_RELU, 1, 5, "consumed_inputs", VCC_A_INTS},
-    {VCC_OP_ADD, 1, 5, "consumed_inputs", VCC_A_INTS},
-    {VCC_OP_ADD, 1, 6, "broadcast", VCC_A_INT},
-    {VCC_OP_ADD, 1, 6, "axis", VCC_A_INT},
-    {VCC_OP_FLATTEN, 1, NOW, "axis", VCC_A_INT},
-    {VCC_OP_RESHAPE, 1, 4, "consumed_inputs", VCC_A_INTS},
-    {VCC_OP_RESHAPE, 1, 4, "shape", VCC_A_INTS},
-    {VCC_OP_RESHAPE, 14, NOW, "allowzero", VCC_A_INT},
-    {VCC_OP_GEMM, 1, NOW, "alpha", VCC_A_FLOAT},
-    {VCC_OP_GEMM, 1, NOW, "beta", VCC_A_FLOAT},
-    {VCC_OP_GEMM, 1, NOW, "transA", VCC_A_INT},
-    {VCC_OP_GEMM, 1, NOW, "transB", VCC_A_INT},
-    {VCC_OP_GEMM, 1, 6, "broadcast", VCC_A_INT},
-};
 
 static const char *attr_type_name(VccAttrType t) {
     static const char *names[] = {"INT", "FLOAT", "INTS", "FLOATS", "STRING"};
@@ -77,101 +33,32 @@ static const char *label(const VccNode *n, char *buf) {
     return buf;
 }
 
-static void attr_problem(VccCtx *ctx, const VccNode *n, const char *group_fmt, const char *a, const char *why) {
-    char b[64];
-    char *group = vcc_strfmt(group_fmt, vcc_op_name(n->op), a);
-    if (why)
-        vcc_unsupported(ctx, VCC_PROB_ATTR, group, "%s (%s)", label(n, b), why);
-    else
-        vcc_unsupported(ctx, VCC_PROB_ATTR, group, "%s", label(n, b));
-    free(group);
-}
-
 /* Every attribute of n is one its op has in opset, with the ONNX type. */
 static void check_attr_names(VccCtx *ctx, const VccNode *n, int64_t opset) {
     for (int a = 0; a < n->nattrs; a++) {
         const VccAttr *at = &n->attrs[a];
-        const AttrSpec *spec = NULL, *other = NULL;
-        for (size_t i = 0; i < sizeof attr_specs / sizeof attr_specs[0]; i++) {
-            const AttrSpec *s = &attr_specs[i];
-            if (s->op != n->op || strcmp(s->name, at->name) != 0) continue;
+        const VccAttrSpec *spec = NULL, *other = NULL;
+        for (const VccAttrSpec *s = vcc_op_def(n->op)->attrs; s && s->name; s++) {
+            if (strcmp(s->name, at->name) != 0) continue;
             if (opset >= s->since && opset <= s->until) spec = s;
             else other = s;
         }
         char why[96];
         if (!spec && other) {
-            if (other->until == NOW)
+            if (other->until == VCC_OPSET_NOW)
                 snprintf(why, sizeof why, "exists from opset %d; the model imports opset %lld", other->since,
                          (long long)opset);
             else
                 snprintf(why, sizeof why, "exists in opsets %d-%d; the model imports opset %lld", other->since,
                          other->until, (long long)opset);
-            attr_problem(ctx, n, "%s attribute '%s'", at->name, why);
+            vcc_op_attr_problem(ctx, n, "%s attribute '%s'", at->name, why);
         } else if (!spec) {
-            attr_problem(ctx, n, "%s attribute '%s'", at->name, "not an attribute vcc knows for this op");
+            vcc_op_attr_problem(ctx, n, "%s attribute '%s'", at->name, "not an attribute vcc knows for this op");
         } else if (spec->type != at->type) {
             snprintf(why, sizeof why, "has type %s, ONNX defines %s", attr_type_name(at->type),
                      attr_type_name(spec->type));
-            attr_problem(ctx, n, "%s attribute '%s'", at->name, why);
+            vcc_op_attr_problem(ctx, n, "%s attribute '%s'", at->name, why);
         }
-    }
-}
-
-int vcc_batchnorm_form(const VccGraph *g, const VccNode *n, const char **what, const char **why) {
-    int nout = 0;
-    for (int i = 0; i < n->nout; i++) nout += n->out[i] >= 0;
-    *what = *why = NULL;
-    if (g->opset < 9 && vcc_attr_int(n, "spatial", 1) != 1) {
-        *what = "attribute 'spatial=0'";
-        *why = "per-activation statistics are not supported";
-        return -1;
-    }
-    if (g->opset < 7) { /* is_test selects the form; the training form's outputs are not pinned down */
-        if (vcc_attr_int(n, "is_test", 0) != 0 && nout == 1) return 0;
-        *what = g->opset < 6 ? "of opset 1-5 with is_test=0" : "of opset 6 with is_test=0";
-        *why = "the training form before opset 7 is not supported; re-export with opset 7 or later";
-        return -1;
-    }
-    if (g->opset < 14) return nout > 1; /* opsets 7-13: the outputs after Y exist only in training */
-    int64_t tm = vcc_attr_int(n, "training_mode", 0);
-    if (tm != 0 && tm != 1) {
-        *what = "attribute 'training_mode'";
-        *why = "must be 0 or 1";
-        return -1;
-    }
-    if (tm == 0 && nout > 1) {
-        *what = "attribute 'training_mode=0'";
-        *why = "running_mean/running_var outputs exist only in training mode";
-        return -1;
-    }
-    return (int)tm;
-}
-
-/* Attribute values vcc does not support, with the reason; per op and opset. */
-static void check_attr_values(VccCtx *ctx, const VccGraph *g, const VccNode *n) {
-    switch (n->op) {
-    case VCC_OP_CONV: {
-        const char *ap = vcc_attr_string(n, "auto_pad", "NOTSET");
-        if (strcmp(ap, "NOTSET") && strcmp(ap, "SAME_UPPER") && strcmp(ap, "SAME_LOWER") && strcmp(ap, "VALID"))
-            attr_problem(ctx, n, "%s attribute '%s'", "auto_pad",
-                         "not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID");
-        break;
-    }
-    case VCC_OP_FLATTEN:
-        if (g->opset < 11 && vcc_attr_int(n, "axis", 1) < 0)
-            attr_problem(ctx, n, "%s attribute '%s'", "axis<0", "negative axes need opset 11 or later");
-        break;
-    case VCC_OP_BATCHNORM: {
-        const char *what, *why;
-        if (vcc_batchnorm_form(g, n, &what, &why) < 0) attr_problem(ctx, n, "%s %s", what, why);
-        float eps = vcc_attr_float(n, "epsilon", 1e-5f), mom = vcc_attr_float(n, "momentum", 0.9f);
-        if (!(eps >= 0.0f && eps < 1e30f))
-            attr_problem(ctx, n, "%s attribute '%s'", "epsilon", "must be a finite number >= 0");
-        if (!(mom >= 0.0f && mom <= 1.0f)) attr_problem(ctx, n, "%s attribute '%s'", "momentum", "must be in [0, 1]");
-        break;
-    }
-    default:
-        break;
     }
 }
 
@@ -291,7 +178,7 @@ VccStatus vcc_check_supported(VccCtx *ctx, VccGraph *g) {
             continue;
         }
         check_attr_names(ctx, n, g->opset);
-        check_attr_values(ctx, g, n);
+        if (vcc_op_def(n->op)->check_attrs) vcc_op_def(n->op)->check_attrs(ctx, g, n);
     }
     bool trainer = !ctx->forward_only && !ctx->eval;
     bool bn = false;
@@ -313,7 +200,7 @@ VccStatus vcc_check_supported(VccCtx *ctx, VccGraph *g) {
             const VccNode *n = &g->nodes[k];
             const char *what, *why;
             if (n->op == VCC_OP_BATCHNORM && vcc_batchnorm_form(g, n, &what, &why) == 0)
-                attr_problem(ctx, n, "%s in inference mode%s", "",
+                vcc_op_attr_problem(ctx, n, "%s in inference mode%s", "",
                              "training a BatchNormalization with frozen statistics is not supported");
         }
     }

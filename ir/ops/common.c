@@ -1,0 +1,192 @@
+/*
+ * common.c — helpers the op families share: shape-rule checks, the gradient builder of passes/autodiff,
+ * and the operand strings of the emitters.
+ */
+#include "ops.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ shape rules */
+
+bool vcc_same_shape(const VccShape *a, const VccShape *b) {
+    if (a->rank != b->rank) return false;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dims[i] != b->dims[i]) return false;
+    return true;
+}
+
+void vcc_shape_str(char *buf, size_t len, const VccShape *s) {
+    size_t o = (size_t)snprintf(buf, len, "(");
+    for (int i = 0; i < s->rank && o < len; i++)
+        o += (size_t)snprintf(buf + o, len - o, i ? ", %lld" : "%lld", (long long)s->dims[i]);
+    if (o < len) snprintf(buf + o, len - o, ")");
+}
+
+const char *vcc_node_op(const VccNode *n) { return n->onnx_op ? n->onnx_op : vcc_op_name(n->op); }
+
+bool vcc_put_output(VccCtx *ctx, VccGraph *g, const VccNode *n, bool check, int t, VccDType dt, const VccShape *s) {
+    if (t < 0) return true;
+    VccTensor *x = &g->tensors[t];
+    if (!check) {
+        x->dtype = dt;
+        x->shape = *s;
+        return true;
+    }
+    if (x->dtype == dt && vcc_same_shape(&x->shape, s)) return true;
+    char have[160], want[160];
+    VccTensor w = *x;
+    w.dtype = dt;
+    w.shape = *s;
+    vcc_format_type(have, sizeof have, x);
+    vcc_format_type(want, sizeof want, &w);
+    vcc_error(ctx, "node '%s' (%s): output '%s' is %s, but its inputs and attributes give %s", n->name,
+              vcc_op_name(n->op), x->name, have, want);
+    return false;
+}
+
+const VccTensor *vcc_need_input(VccCtx *ctx, const VccGraph *g, const VccNode *n, int i, VccDType dt) {
+    if (i >= n->nin || n->in[i] < 0) {
+        vcc_error(ctx, "node '%s' (%s): missing input %d", n->name, vcc_node_op(n), i);
+        return NULL;
+    }
+    const VccTensor *t = &g->tensors[n->in[i]];
+    if (t->dtype != dt) {
+        vcc_error(ctx, "node '%s' (%s): input %d '%s' has dtype %s, expected %s", n->name, vcc_op_name(n->op), i,
+                  t->name, vcc_dtype_name(t->dtype), vcc_dtype_name(dt));
+        return NULL;
+    }
+    return t;
+}
+
+VccStatus vcc_operands_missing(VccCtx *ctx, const VccNode *n) {
+    vcc_error(ctx, "node '%s' (%s): inputs or outputs missing or of the wrong rank", n->name, vcc_op_name(n->op));
+    return VCC_ERR_SHAPE;
+}
+
+VccStatus vcc_shape_mismatch(VccCtx *ctx, const VccNode *n) {
+    vcc_error(ctx, "node '%s' (%s): its inputs and outputs do not have the shapes the op needs", n->name,
+              vcc_op_name(n->op));
+    return VCC_ERR_SHAPE;
+}
+
+void vcc_op_attr_problem(VccCtx *ctx, const VccNode *n, const char *group_fmt, const char *a, const char *why) {
+    char b[64], tmp[48];
+    snprintf(b, sizeof b, "'%s'", vcc_short_name(n->name, tmp, sizeof tmp));
+    char *group = vcc_strfmt(group_fmt, vcc_op_name(n->op), a);
+    if (why)
+        vcc_unsupported(ctx, VCC_PROB_ATTR, group, "%s (%s)", b, why);
+    else
+        vcc_unsupported(ctx, VCC_PROB_ATTR, group, "%s", b);
+    free(group);
+}
+
+bool vcc_is_initializer(const VccGraph *g, int t) {
+    if (t < 0 || g->tensors[t].producer >= 0) return false;
+    VccTensorKind k = g->tensors[t].kind;
+    return g->tensors[t].data != NULL || k == VCC_T_PARAM || k == VCC_T_BUFFER || k == VCC_T_CONST;
+}
+
+void vcc_attr_drop(VccNode *n, const char *name) {
+    for (int a = 0; a < n->nattrs; a++) {
+        if (strcmp(n->attrs[a].name, name) != 0) continue;
+        free(n->attrs[a].name);
+        free(n->attrs[a].ints);
+        free(n->attrs[a].floats);
+        free(n->attrs[a].s);
+        n->attrs[a] = n->attrs[--n->nattrs];
+        return;
+    }
+}
+
+bool vcc_tensor_is_used(const VccGraph *g, int t) {
+    for (int i = 0; i < g->noutputs; i++)
+        if (g->outputs[i] == t) return true;
+    for (int k = 0; k < g->nnodes; k++)
+        for (int i = 0; i < g->nodes[k].nin; i++)
+            if (g->nodes[k].in[i] == t) return true;
+    return false;
+}
+
+/* ------------------------------------------------------------------ gradient rules */
+
+void vcc_diff_grow(VccDiff *d) {
+    if (d->g->ntensors <= d->cap) return;
+    int ncap = d->g->ntensors * 2;
+    d->grad = vcc_realloc(d->grad, sizeof(int) * (size_t)ncap);
+    d->req = vcc_realloc(d->req, sizeof(bool) * (size_t)ncap);
+    for (int i = d->cap; i < ncap; i++) {
+        d->grad[i] = -1;
+        d->req[i] = false;
+    }
+    d->cap = ncap;
+}
+
+int vcc_diff_new_grad(VccDiff *d, int t) {
+    VccShape s = d->g->tensors[t].shape;
+    int id = vcc_tensor_add_unique(d->g, VCC_F32, &s, VCC_T_GRAD_TEMP, "%s.grad", d->g->tensors[t].name);
+    vcc_diff_grow(d);
+    return id;
+}
+
+void vcc_diff_accum(VccDiff *d, int t, int gt) {
+    if (d->grad[t] < 0) {
+        d->grad[t] = gt;
+        return;
+    }
+    int sum = vcc_diff_new_grad(d, t);
+    int in[2] = {d->grad[t], gt};
+    char *name = vcc_strfmt("%s.accum", d->g->tensors[sum].name);
+    vcc_node_add(d->g, VCC_OP_GRAD_ACCUM, name, in, 2, &sum, 1, VCC_PHASE_BACKWARD);
+    free(name);
+    d->grad[t] = sum;
+}
+
+static void copy_attrs(VccNode *dst, const VccNode *src) {
+    for (int a = 0; a < src->nattrs; a++) {
+        const VccAttr *at = &src->attrs[a];
+        switch (at->type) {
+        case VCC_A_INT: vcc_attr_set_int(dst, at->name, at->i); break;
+        case VCC_A_FLOAT: vcc_attr_set_float(dst, at->name, at->f); break;
+        case VCC_A_INTS: vcc_attr_set_ints(dst, at->name, at->ints, at->n); break;
+        case VCC_A_FLOATS: vcc_attr_set_floats(dst, at->name, at->floats, at->n); break;
+        case VCC_A_STRING: vcc_attr_set_string(dst, at->name, at->s); break;
+        }
+    }
+}
+
+int vcc_diff_add_node(VccDiff *d, VccOp op, int fwd, const char *suffix, const int *in, int nin, const int *out,
+                      int nout) {
+    char *name = vcc_strfmt("%s.%s", d->g->nodes[fwd].name, suffix);
+    int k = vcc_node_add(d->g, op, name, in, nin, out, nout, VCC_PHASE_BACKWARD);
+    free(name);
+    copy_attrs(&d->g->nodes[k], &d->g->nodes[fwd]);
+    free(d->g->nodes[k].onnx_op);
+    d->g->nodes[k].onnx_op = NULL;
+    return k;
+}
+
+int vcc_diff_dy(const VccDiff *d, int k, int i) {
+    const VccNode *n = &d->g->nodes[k];
+    return i < n->nout && n->out[i] >= 0 ? d->grad[n->out[i]] : -1;
+}
+
+/* ------------------------------------------------------------------ emission */
+
+const char *vcc_emit_f32(VccEmit *e, int t) {
+    if (t < 0) return "NULL";
+    char *buf = e->ptr[e->next++ % 16];
+    snprintf(buf, sizeof e->ptr[0], "VCC_F(%" PRId64 ")", e->g->tensors[t].offset);
+    return buf;
+}
+
+int64_t vcc_emit_numel(const VccEmit *e, int t) { return vcc_shape_numel(&e->g->tensors[t].shape); }
+
+void vcc_emit_ncs(const VccEmit *e, int t, int64_t *N, int64_t *C, int64_t *S) {
+    const VccShape *s = &e->g->tensors[t].shape;
+    *N = s->dims[0];
+    *C = s->rank > 1 ? s->dims[1] : 1;
+    *S = 1;
+    for (int i = 2; i < s->rank; i++) *S *= s->dims[i];
+}

@@ -1,0 +1,67 @@
+/*
+ * loss.c — the loss family: SoftmaxCrossEntropyLoss (appended by passes/loss) and its gradient.
+ *
+ * Kernels: runtime/{elem,proto,cpu,cuda}/loss.*.
+ * Source: ONNX SoftmaxCrossEntropyLoss (opset 13) with reduction="mean" and no weights, PyTorch
+ * nn.CrossEntropyLoss() semantics.
+ */
+#include "ops.h"
+
+#include <inttypes.h>
+
+/* ------------------------------------------------------------------ SoftmaxCrossEntropyLoss */
+
+/* (logits (N, K), labels int64 (N)) -> (loss [], prob (N, K)); the gradient: (prob, labels, seed []) ->
+ * dlogits (N, K) */
+static VccStatus xent_shape(VccCtx *ctx, VccGraph *g, int k, bool check) {
+    const VccNode *n = &g->nodes[k];
+    const VccTensor *a = vcc_need_input(ctx, g, n, 0, VCC_F32), *b = NULL, *c;
+    if (!a || !(b = vcc_need_input(ctx, g, n, 1, VCC_I64)) || a->shape.rank != 2 || b->shape.rank != 1 ||
+        b->shape.dims[0] != a->shape.dims[0])
+        return vcc_shape_mismatch(ctx, n);
+    if (n->op == VCC_OP_SOFTMAXXENT) {
+        VccShape sc = {0, {0}};
+        if (n->nout != 2 || !vcc_put_output(ctx, g, n, true, n->out[0], VCC_F32, &sc) ||
+            !vcc_put_output(ctx, g, n, true, n->out[1], VCC_F32, &a->shape))
+            return VCC_ERR_SHAPE;
+        return VCC_OK;
+    }
+    if (!(c = vcc_need_input(ctx, g, n, 2, VCC_F32)) || c->shape.rank != 0 || n->nout != 1)
+        return vcc_shape_mismatch(ctx, n);
+    return vcc_put_output(ctx, g, n, true, n->out[0], VCC_F32, &a->shape) ? VCC_OK : VCC_ERR_SHAPE;
+}
+
+/* SoftmaxCrossEntropyLoss -> SoftmaxCrossEntropyLossGrad(prob, labels, seed) -> dlogits, seed = 1 */
+static VccStatus xent_grad(VccDiff *d, int k) {
+    VccGraph *g = d->g;
+    VccNode n = g->nodes[k];
+    VccShape s0 = {0, {0}};
+    int seed = vcc_tensor_add_unique(g, VCC_F32, &s0, VCC_T_CONST, "%s.grad_seed", g->tensors[g->loss].name);
+    g->tensors[seed].data = vcc_malloc(4);
+    g->tensors[seed].data_bytes = 4;
+    *(float *)g->tensors[seed].data = 1.0f;
+    vcc_diff_grow(d);
+    int dx = vcc_diff_new_grad(d, n.in[0]);
+    int in[3] = {n.out[1], n.in[1], seed};
+    vcc_diff_add_node(d, VCC_OP_SOFTMAXXENT_GRAD, k, "grad", in, 3, &dx, 1);
+    vcc_diff_accum(d, n.in[0], dx);
+    return VCC_OK;
+}
+
+static VccStatus xent_emit(VccEmit *e, int k) {
+    const VccGraph *g = e->g;
+    const VccNode *n = &g->nodes[k];
+    const VccShape *s = &g->tensors[n->in[0]].shape;
+    if (n->op == VCC_OP_SOFTMAXXENT)
+        fprintf(e->f, "    softmax_xent_forward(rt, %" PRId64 ", %" PRId64 ", %s, (const int64_t *)(A + %" PRId64 "), %s, %s);\n",
+                s->dims[0], s->dims[1], vcc_emit_f32(e, n->in[0]), g->tensors[n->in[1]].offset,
+                vcc_emit_f32(e, n->out[0]), vcc_emit_f32(e, n->out[1]));
+    else
+        fprintf(e->f, "    softmax_xent_backward(rt, %" PRId64 ", %" PRId64 ", %s, (const int64_t *)(A + %" PRId64 "), %s, %s);\n",
+                s->dims[0], s->dims[1], vcc_emit_f32(e, n->in[0]), g->tensors[n->in[1]].offset,
+                vcc_emit_f32(e, n->in[2]), vcc_emit_f32(e, n->out[0]));
+    return VCC_OK;
+}
+
+const VccOpDef vcc_def_SOFTMAXXENT = {0, 0, NULL, NULL, NULL, xent_shape, xent_grad, xent_emit};
+const VccOpDef vcc_def_SOFTMAXXENT_GRAD = {0, 0, NULL, NULL, NULL, xent_shape, NULL, xent_emit};

@@ -1,0 +1,301 @@
+/*
+ * norm.c — the norm family: BatchNormalization (training and inference forms) and
+ * BatchNormalizationGrad.
+ *
+ * Kernels: runtime/{elem,proto,cpu,cuda}/norm.*.
+ * Semantics follow the node's opset (ONNX Operators, "BatchNormalization"): 1/6 (is_test=1: the inference
+ * form; is_test=0, the training form, refused: its outputs are not pinned down and onnxruntime has no
+ * kernel for it), 7 (spatial; training form = 5 outputs), 9 (no spatial), 14/15 (training_mode; 3
+ * outputs). The canonical form (bn_canon):
+ *   training_mode=1: inputs (X, scale, B, input_mean, input_var), outputs (Y, saved_mean, saved_invstd,
+ *     running_mean, running_var), absent outputs -1. ONNX opset 14+ has (Y, running_mean, running_var);
+ *     opsets 7-13 have (Y, mean, var, saved_mean, saved_var), where saved_var holds the inverse standard
+ *     deviation as onnxruntime computes it (the spec says only "saved variance"). In a trainer,
+ *     input_mean/input_var are BUFFER tensors updated in place each step and the running outputs are
+ *     views of them; the running variance uses the unbiased batch variance, as PyTorch does
+ *     (running_var_unbiased=1), and a sixth input counts the batches (num_batches_tracked, see
+ *     add_batch_counter). Forward-only (ctx->forward_only): the statistics may be graph inputs, the
+ *     running outputs are tensors of their own (the kernel copies, then updates) and the running
+ *     variance uses the biased batch variance, as the ONNX spec and onnxruntime do.
+ *   training_mode=0 (inference form, and every BatchNormalization under ctx->eval): inputs (X, scale,
+ *     B, mean, var), output (Y) normalized with mean and var; under ctx->eval a training-form node drops
+ *     its other outputs (they must have no readers).
+ * Gradient: PyTorch autograd's batch_norm backward (training mode, batch statistics).
+ */
+#include "ops.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ BatchNormalization */
+
+static const VccAttrSpec bn_attrs[] = {
+    {"epsilon", 1, VCC_OPSET_NOW, VCC_A_FLOAT}, {"momentum", 1, VCC_OPSET_NOW, VCC_A_FLOAT},
+    {"consumed_inputs", 1, 5, VCC_A_INTS},      {"is_test", 1, 6, VCC_A_INT},
+    {"spatial", 1, 8, VCC_A_INT},               {"training_mode", 14, VCC_OPSET_NOW, VCC_A_INT},
+    {NULL, 0, 0, 0},
+};
+
+int vcc_batchnorm_form(const VccGraph *g, const VccNode *n, const char **what, const char **why) {
+    int nout = 0;
+    for (int i = 0; i < n->nout; i++) nout += n->out[i] >= 0;
+    *what = *why = NULL;
+    if (g->opset < 9 && vcc_attr_int(n, "spatial", 1) != 1) {
+        *what = "attribute 'spatial=0'";
+        *why = "per-activation statistics are not supported";
+        return -1;
+    }
+    if (g->opset < 7) { /* is_test selects the form; the training form's outputs are not pinned down */
+        if (vcc_attr_int(n, "is_test", 0) != 0 && nout == 1) return 0;
+        *what = g->opset < 6 ? "of opset 1-5 with is_test=0" : "of opset 6 with is_test=0";
+        *why = "the training form before opset 7 is not supported; re-export with opset 7 or later";
+        return -1;
+    }
+    if (g->opset < 14) return nout > 1; /* opsets 7-13: the outputs after Y exist only in training */
+    int64_t tm = vcc_attr_int(n, "training_mode", 0);
+    if (tm != 0 && tm != 1) {
+        *what = "attribute 'training_mode'";
+        *why = "must be 0 or 1";
+        return -1;
+    }
+    if (tm == 0 && nout > 1) {
+        *what = "attribute 'training_mode=0'";
+        *why = "running_mean/running_var outputs exist only in training mode";
+        return -1;
+    }
+    return (int)tm;
+}
+
+static void bn_check_attrs(VccCtx *ctx, const VccGraph *g, const VccNode *n) {
+    const char *what, *why;
+    if (vcc_batchnorm_form(g, n, &what, &why) < 0) vcc_op_attr_problem(ctx, n, "%s %s", what, why);
+    float eps = vcc_attr_float(n, "epsilon", 1e-5f), mom = vcc_attr_float(n, "momentum", 0.9f);
+    if (!(eps >= 0.0f && eps < 1e30f))
+        vcc_op_attr_problem(ctx, n, "%s attribute '%s'", "epsilon", "must be a finite number >= 0");
+    if (!(mom >= 0.0f && mom <= 1.0f)) vcc_op_attr_problem(ctx, n, "%s attribute '%s'", "momentum", "must be in [0, 1]");
+}
+
+/* The inference form: (X, scale, B, mean, var) -> Y. Under ctx->eval a training-form node loses its
+ * other outputs, which must be unused. */
+static VccStatus bn_inference(VccCtx *ctx, VccGraph *g, int k) {
+    VccNode *n = &g->nodes[k];
+    for (int i = 1; i < n->nout; i++) {
+        int t = n->out[i];
+        if (t < 0) continue;
+        if (vcc_tensor_is_used(g, t)) {
+            vcc_error(ctx, "node '%s' (BatchNormalization): output '%s' (batch or running statistics) has no "
+                      "value when the model is evaluated with its running statistics",
+                      n->name, g->tensors[t].name);
+            return VCC_ERR_UNSUPPORTED;
+        }
+        g->tensors[t].producer = -1;
+    }
+    n->nout = 1;
+    vcc_attr_set_int(n, "training_mode", 0);
+    return VCC_OK;
+}
+
+/* PyTorch's BatchNorm modules count their training batches in a buffer "<module>.num_batches_tracked"
+ * (int64, 0-dim) that ONNX does not export. A trainer keeps that counter as a BUFFER, sixth input of the
+ * BatchNormalization, incremented each step, so its saved state is the module's whole state_dict.
+ * The module is known from the running mean's name "<module>.running_mean"; the starting count comes
+ * from the model's metadata_props "vcc.num_batches_tracked.<module>" (python/vcc_torch.py writes it), 0
+ * when absent. No counter when the names do not follow PyTorch's or the name is taken. */
+static void add_batch_counter(VccGraph *g, int k) {
+    const char *rm = g->tensors[g->nodes[k].in[3]].name, *suffix = ".running_mean";
+    size_t len = strlen(rm), sl = strlen(suffix);
+    if (len <= sl || strcmp(rm + len - sl, suffix) != 0) return;
+    char *name = vcc_strfmt("%.*s.num_batches_tracked", (int)(len - sl), rm);
+    char *key = vcc_strfmt("vcc.num_batches_tracked.%.*s", (int)(len - sl), rm);
+    if (vcc_tensor_find(g, name) < 0) {
+        const char *v = vcc_graph_meta(g, key);
+        char *end = NULL;
+        long long start = v ? strtoll(v, &end, 10) : 0;
+        if (v && (end == v || *end || start < 0)) start = 0;
+        VccShape scalar = {0, {0}};
+        int t = vcc_tensor_add(g, name, VCC_I64, &scalar, VCC_T_BUFFER);
+        g->tensors[t].data = vcc_malloc(sizeof(int64_t));
+        g->tensors[t].data_bytes = sizeof(int64_t);
+        *(int64_t *)g->tensors[t].data = start;
+        VccNode *n = &g->nodes[k];
+        n->in = vcc_realloc(n->in, 6 * sizeof(int));
+        n->in[5] = t;
+        n->nin = 6;
+    }
+    free(key);
+    free(name);
+}
+
+static VccStatus bn_canon_form(VccCtx *ctx, VccGraph *g, int k) {
+    VccNode *n = &g->nodes[k];
+    if (n->nin != 5 || n->nout < 1 || n->out[0] < 0) {
+        vcc_error(ctx, "node '%s' (BatchNormalization): expected 5 inputs and an output Y", n->name);
+        return VCC_ERR_SHAPE;
+    }
+    for (int i = 1; i < 5; i++)
+        if (n->in[i] < 0) {
+            vcc_error(ctx, "node '%s' (BatchNormalization): input %d is missing", n->name, i);
+            return VCC_ERR_SHAPE;
+        }
+    const char *what, *why;
+    int form = vcc_batchnorm_form(g, n, &what, &why); /* >= 0: bn_check_attrs refused the others */
+    VCC_ASSERT(form >= 0);
+    vcc_attr_drop(n, "is_test"); /* the form is explicit from here on (training_mode) */
+    vcc_attr_drop(n, "spatial");
+    if (form == 0 || ctx->eval) return bn_inference(ctx, g, k);
+    for (int i = 1; i < 5 && !ctx->forward_only; i++)
+        if (!vcc_is_initializer(g, n->in[i])) {
+            vcc_error(ctx, "node '%s' (BatchNormalization): input %d must be an initializer", n->name, i);
+            return VCC_ERR_UNSUPPORTED;
+        }
+    int out[5] = {n->out[0], -1, -1, n->nout > 1 ? n->out[1] : -1, n->nout > 2 ? n->out[2] : -1};
+    if (g->opset < 14) { /* (Y, mean, var, saved_mean, saved_var) */
+        out[1] = n->nout > 3 ? n->out[3] : -1;
+        out[2] = n->nout > 4 ? n->out[4] : -1;
+    }
+    for (int i = 0; i < 2; i++) {
+        int t = out[3 + i];
+        if (ctx->forward_only) continue;
+        g->tensors[n->in[3 + i]].kind = VCC_T_BUFFER;
+        if (t < 0) continue;
+        VccTensor *o = &g->tensors[t];
+        o->alias_of = n->in[3 + i];
+        o->dtype = VCC_F32;
+        o->shape = g->tensors[n->in[3 + i]].shape;
+        o->kind = VCC_T_BUFFER;
+    }
+    if (out[1] < 0) out[1] = vcc_tensor_add_unique(g, VCC_DT_UNDEF, NULL, VCC_T_ACT, "%s.saved_mean", n->name);
+    if (out[2] < 0)
+        out[2] = vcc_tensor_add_unique(g, VCC_DT_UNDEF, NULL, VCC_T_ACT, "%s.saved_invstd", g->nodes[k].name);
+    n = &g->nodes[k];
+    n->out = vcc_realloc(n->out, 5 * sizeof(int));
+    n->nout = 5;
+    memcpy(n->out, out, sizeof out);
+    for (int i = 1; i < 3; i++) g->tensors[out[i]].producer = k;
+    vcc_attr_set_int(n, "training_mode", 1);
+    if (!ctx->forward_only) {
+        vcc_attr_set_int(n, "running_var_unbiased", 1);
+        add_batch_counter(g, k);
+    }
+    return VCC_OK;
+}
+
+static VccStatus bn_canon(VccCtx *ctx, VccGraph *g, int k) {
+    return bn_canon_form(ctx, g, k) == VCC_OK ? VCC_OK : VCC_ERR_UNSUPPORTED;
+}
+
+/* (X (N, C, ...), scale, B, mean, var (C) [, counter int64 []]) -> (Y (N, C, ...), (C) x the others) */
+static VccStatus bn_shape(VccCtx *ctx, VccGraph *g, int k, bool check) {
+    VccNode *n = &g->nodes[k];
+    char s1[128];
+    const VccTensor *x = vcc_need_input(ctx, g, n, 0, VCC_F32);
+    if (!x) return VCC_ERR_SHAPE;
+    if (x->shape.rank < 2) {
+        vcc_error(ctx, "node '%s' (BatchNormalization): input rank %d < 2", n->name, x->shape.rank);
+        return VCC_ERR_SHAPE;
+    }
+    for (int i = 1; i < 5; i++) {
+        const VccTensor *p = vcc_need_input(ctx, g, n, i, VCC_F32);
+        if (!p) return VCC_ERR_SHAPE;
+        if (p->shape.rank != 1 || p->shape.dims[0] != x->shape.dims[1]) {
+            vcc_shape_str(s1, sizeof s1, &p->shape);
+            vcc_error(ctx, "node '%s' (BatchNormalization): input %d '%s' has shape %s, expected (%lld)", n->name, i,
+                      p->name, s1, (long long)x->shape.dims[1]);
+            return VCC_ERR_SHAPE;
+        }
+    }
+    if (n->nin > 5 && n->in[5] >= 0) { /* the batch counter: an int64 scalar */
+        const VccTensor *cnt = vcc_need_input(ctx, g, n, 5, VCC_I64);
+        if (!cnt || cnt->shape.rank != 0) {
+            if (cnt) vcc_error(ctx, "node '%s' (BatchNormalization): the batch counter must be a scalar", n->name);
+            return VCC_ERR_SHAPE;
+        }
+    }
+    if (!vcc_put_output(ctx, g, n, check, n->out[0], VCC_F32, &x->shape)) return VCC_ERR_SHAPE;
+    VccShape c = {1, {x->shape.dims[1]}};
+    for (int i = 1; i < n->nout; i++)
+        if (!vcc_put_output(ctx, g, n, check, n->out[i], VCC_F32, &c)) return VCC_ERR_SHAPE;
+    return VCC_OK;
+}
+
+/* BatchNormalization -> BatchNormalizationGrad(X, dY, scale, saved_mean, saved_invstd) -> (dX, dscale, dB) */
+static VccStatus bn_grad(VccDiff *d, int k) {
+    VccNode n = d->g->nodes[k]; /* copy: the node array grows below */
+    int x = n.in[0], dy = vcc_diff_dy(d, k, 0);
+    int dx = vcc_diff_new_grad(d, x), ds = vcc_diff_new_grad(d, n.in[1]), dbias = vcc_diff_new_grad(d, n.in[2]);
+    int in[5] = {x, dy, n.in[1], n.out[1], n.out[2]}, out[3] = {dx, ds, dbias};
+    vcc_diff_add_node(d, VCC_OP_BATCHNORM_GRAD, k, "grad", in, 5, out, 3);
+    if (d->req[x]) vcc_diff_accum(d, x, dx);
+    vcc_diff_accum(d, n.in[1], ds);
+    vcc_diff_accum(d, n.in[2], dbias);
+    return VCC_OK;
+}
+
+static VccStatus bn_emit(VccEmit *e, int k) {
+    const VccGraph *g = e->g;
+    const VccNode *n = &g->nodes[k];
+    const int *in = n->in, *out = n->out;
+    FILE *f = e->f;
+    int64_t N, C, S;
+    vcc_emit_ncs(e, in[0], &N, &C, &S);
+    if (vcc_attr_int(n, "training_mode", 1) == 0) { /* inference form: the given mean and var */
+        fprintf(f, "    batchnorm_forward_infer(rt, %" PRId64 ", %" PRId64 ", %" PRId64
+                   ", %s, %s, %s, %s, %s, (float)%.9g, %s);\n",
+                N, C, S, vcc_emit_f32(e, in[0]), vcc_emit_f32(e, in[1]), vcc_emit_f32(e, in[2]),
+                vcc_emit_f32(e, in[3]), vcc_emit_f32(e, in[4]), (double)vcc_attr_float(n, "epsilon", 1e-5f),
+                vcc_emit_f32(e, out[0]));
+        return VCC_OK;
+    }
+    /* running statistics: updated in place where they are buffers (training; the ONNX running outputs
+     * are views of them), else copied to the running outputs and updated there (forward-only) */
+    int run[2];
+    for (int i = 0; i < 2; i++) {
+        int src = in[3 + i], dst = n->nout > 3 + i ? out[3 + i] : -1;
+        run[i] = dst >= 0 ? dst : (g->tensors[src].kind == VCC_T_BUFFER ? src : -1);
+        if (dst >= 0 && g->tensors[dst].offset != g->tensors[src].offset)
+            fprintf(f, "    copy_forward(rt, %" PRId64 ", %s, %s);\n", C, vcc_emit_f32(e, src), vcc_emit_f32(e, dst));
+    }
+    fprintf(f,
+            "    batchnorm_forward_train(rt, %" PRId64 ", %" PRId64 ", %" PRId64
+            ", %s, %s, %s, %s, %s, (float)%.9g, (float)%.9g, %d, %s, %s, %s);\n",
+            N, C, S, vcc_emit_f32(e, in[0]), vcc_emit_f32(e, in[1]), vcc_emit_f32(e, in[2]), vcc_emit_f32(e, run[0]),
+            vcc_emit_f32(e, run[1]), (double)vcc_attr_float(n, "momentum", 0.9f),
+            (double)vcc_attr_float(n, "epsilon", 1e-5f), (int)vcc_attr_int(n, "running_var_unbiased", 0),
+            vcc_emit_f32(e, out[0]), vcc_emit_f32(e, out[1]), vcc_emit_f32(e, out[2]));
+    if (n->nin > 5 && in[5] >= 0) /* num_batches_tracked */
+        fprintf(f, "    counter_increment(rt, (int64_t *)(A + %" PRId64 "));\n", g->tensors[in[5]].offset);
+    return VCC_OK;
+}
+
+const VccOpDef vcc_def_BATCHNORM = {0, 0, bn_attrs, bn_check_attrs, bn_canon, bn_shape, bn_grad, bn_emit};
+
+/* ------------------------------------------------------------------ BatchNormalizationGrad */
+
+/* (X, dY, scale, saved_mean, saved_invstd) -> (dX, dscale, dbias) */
+static VccStatus bn_grad_shape(VccCtx *ctx, VccGraph *g, int k, bool check) {
+    const VccNode *n = &g->nodes[k];
+    const VccTensor *a = vcc_need_input(ctx, g, n, 0, VCC_F32), *b = NULL, *c;
+    if (!a || !(b = vcc_need_input(ctx, g, n, 1, VCC_F32)) || a->shape.rank < 2 || n->nout != 3)
+        return vcc_operands_missing(ctx, n);
+    VccShape s = {1, {a->shape.dims[1]}};
+    for (int i = 2; i < 5; i++)
+        if (!(c = vcc_need_input(ctx, g, n, i, VCC_F32)) || !vcc_same_shape(&c->shape, &s)) return vcc_shape_mismatch(ctx, n);
+    if (!vcc_same_shape(&a->shape, &b->shape) || !vcc_put_output(ctx, g, n, true, n->out[0], VCC_F32, &a->shape) ||
+        !vcc_put_output(ctx, g, n, true, n->out[1], VCC_F32, &s) || !vcc_put_output(ctx, g, n, true, n->out[2], VCC_F32, &s))
+        return vcc_shape_mismatch(ctx, n);
+    return VCC_OK;
+}
+
+static VccStatus bn_grad_emit(VccEmit *e, int k) {
+    const VccNode *n = &e->g->nodes[k];
+    int64_t N, C, S;
+    vcc_emit_ncs(e, n->in[0], &N, &C, &S);
+    fprintf(e->f, "    batchnorm_backward(rt, %" PRId64 ", %" PRId64 ", %" PRId64 ", %s, %s, %s, %s, %s, ", N, C, S,
+            vcc_emit_f32(e, n->in[0]), vcc_emit_f32(e, n->in[1]), vcc_emit_f32(e, n->in[2]), vcc_emit_f32(e, n->in[3]),
+            vcc_emit_f32(e, n->in[4]));
+    fprintf(e->f, "%s, %s, %s);\n", vcc_emit_f32(e, n->out[0]), vcc_emit_f32(e, n->out[1]), vcc_emit_f32(e, n->out[2]));
+    return VCC_OK;
+}
+
+const VccOpDef vcc_def_BATCHNORM_GRAD = {0, 0, NULL, NULL, NULL, bn_grad_shape, NULL, bn_grad_emit};

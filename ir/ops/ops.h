@@ -1,0 +1,178 @@
+/*
+ * ops.h — the op families: what every op is, in one place per family.
+ *
+ * Each row of ir/ops.def names an op and its family; ir/ops/<family>.c defines the op's
+ *
+ *     const VccOpDef vcc_def_<ENUM> = { flags, attributes, attribute-value check, canonical form,
+ *                                       shape rule, gradient rule, emission };
+ *
+ * and the passes keep their generic loops and call these functions (ir/ops/registry.c maps ops to
+ * their definitions; a row without a definition is a link error). A new op touches its ops.def row,
+ * one family file, its kernels (runtime/{elem,proto,cpu,cuda}/<family>.*) and its tests
+ * (tests/ops/<family>/); ir/ops/TEMPLATE is the skeleton. docs/design.md, "Op families", says more.
+ *
+ * Letter legend: N batch, C channels, K output channels / classes, T time, H height, W width,
+ * S product of spatial dims.
+ */
+#ifndef VCC_OPS_H
+#define VCC_OPS_H
+
+#include "ir.h"
+
+/* ======================================================================== the op definition */
+
+/* Code targets the emitters write. */
+typedef enum { VCC_TARGET_C, VCC_TARGET_CUDA } VccTarget;
+
+enum {
+    VCC_OPF_VIEW = 1u << 0,        /* output 0 is a view of input 0: same bytes, no code (alias_of) */
+    VCC_OPF_INPLACE = 1u << 1,     /* output 0 may take the bytes of an input of its size that dies at the
+                                      node (passes/inplace): an elementwise op reading each element once */
+    VCC_OPF_WORKSPACE = 1u << 2,   /* the outputs from nout_regular on are WORKSPACE tensors */
+};
+
+#define VCC_OPSET_NOW 1000000 /* "until" of an attribute that still exists in the newest opset */
+
+/* An attribute an op has in opsets [since, until], with its ONNX type. */
+typedef struct {
+    const char *name;
+    int since, until;
+    VccAttrType type;
+} VccAttrSpec;
+
+typedef struct VccDiff VccDiff;
+typedef struct VccEmit VccEmit;
+
+typedef struct VccOpDef {
+    unsigned flags;               /* VCC_OPF_* */
+    int nout_regular;             /* VCC_OPF_WORKSPACE: the outputs before the workspaces */
+    const VccAttrSpec *attrs;     /* ONNX attributes by opset, ended by {NULL}; NULL: none (internal ops) */
+    /* Values vcc does not support, collected with vcc_op_attr_problem (passes/support.c calls it before
+     * anything changes); NULL: every value of a known attribute is supported. */
+    void (*check_attrs)(VccCtx *ctx, const VccGraph *g, const VccNode *n);
+    /* One internal form for the opset variants (passes/canonical.c); NULL: nothing to do. */
+    VccStatus (*canon)(VccCtx *ctx, VccGraph *g, int k);
+    /* The shape rule: check false gives node k's outputs their dtypes and shapes (forward ops, during
+     * passes/shape; workspace outputs are added here); check true compares what the graph holds with
+     * what the rule gives (every op: a graph read back from a .vir dump, and every graph before the
+     * emitters). Errors name the node. */
+    VccStatus (*shape)(VccCtx *ctx, VccGraph *g, int k, bool check);
+    /* The gradient rule of forward or loss node k (passes/autodiff): adds backward nodes through the
+     * vcc_diff_* helpers. NULL: the op has no gradient (an error if a parameter reaches it). */
+    VccStatus (*grad)(VccDiff *d, int k);
+    /* The code of node k in the step function (codegen/emit.c). */
+    VccStatus (*emit)(VccEmit *e, int k);
+} VccOpDef;
+
+/* The definition of op (ir/ops/registry.c). */
+const VccOpDef *vcc_op_def(VccOp op);
+/* The op's family as ops.def names it ("conv", "norm"; "none" for an op without kernels). */
+const char *vcc_op_family(VccOp op);
+
+/* ======================================================================== shared by shape rules (ir/ops/common.c) */
+
+/* "(2, 3, 8)" into buf. */
+void vcc_shape_str(char *buf, size_t len, const VccShape *s);
+bool vcc_same_shape(const VccShape *a, const VccShape *b);
+/* The op as messages name it: the ONNX op type read from the file, else the ops.def name. */
+const char *vcc_node_op(const VccNode *n);
+/* Give output t of n dtype dt and shape s (check false), or compare (check true; a mismatch is an error
+ * naming the node). t < 0 (an absent output) is fine. False on a mismatch. */
+bool vcc_put_output(VccCtx *ctx, VccGraph *g, const VccNode *n, bool check, int t, VccDType dt, const VccShape *s);
+/* The tensor at input i of n, or NULL with an error when absent or not of dtype dt. */
+const VccTensor *vcc_need_input(VccCtx *ctx, const VccGraph *g, const VccNode *n, int i, VccDType dt);
+/* Error "node 'x' (Op): inputs or outputs missing or of the wrong rank"; returns VCC_ERR_SHAPE. */
+VccStatus vcc_operands_missing(VccCtx *ctx, const VccNode *n);
+/* Error "node 'x' (Op): its inputs and outputs do not have the shapes the op needs"; returns VCC_ERR_SHAPE. */
+VccStatus vcc_shape_mismatch(VccCtx *ctx, const VccNode *n);
+/* Collect "Op attribute 'a'" for node n with the reason why (NULL: none) for the model's one report. */
+void vcc_op_attr_problem(VccCtx *ctx, const VccNode *n, const char *group_fmt, const char *a, const char *why);
+/* An initializer: no node produces it and it has a value (or, read from a .vir dump, it is declared a
+ * parameter, buffer or constant). */
+bool vcc_is_initializer(const VccGraph *g, int t);
+/* Remove attribute name from node n (no-op when absent). */
+void vcc_attr_drop(VccNode *n, const char *name);
+/* True if a node reads t or t is a graph output. */
+bool vcc_tensor_is_used(const VccGraph *g, int t);
+
+/* ======================================================================== shared by gradient rules (ir/ops/common.c) */
+
+/* The state of passes/autodiff: per tensor its gradient so far and whether it depends on a parameter. */
+struct VccDiff {
+    VccCtx *ctx;
+    VccGraph *g;
+    int *grad;  /* per tensor: its gradient so far, -1 */
+    bool *req;  /* per tensor: depends on a parameter */
+    int cap;
+};
+
+/* Make room in d's per-tensor arrays for tensors added to the graph. */
+void vcc_diff_grow(VccDiff *d);
+/* A new GRAD_TEMP tensor shaped like t, named "<t>.grad" (made unique). */
+int vcc_diff_new_grad(VccDiff *d, int t);
+/* Add partial gradient gt to t's gradient (a GradAccumulate node when t already has one). */
+void vcc_diff_accum(VccDiff *d, int t, int gt);
+/* Add backward node "<forward name>.<suffix>" of op with the forward node fwd's attributes; returns its
+ * index (the node array may have moved). */
+int vcc_diff_add_node(VccDiff *d, VccOp op, int fwd, const char *suffix, const int *in, int nin, const int *out,
+                      int nout);
+/* The gradient of node k's output i so far (-1: none reaches it). */
+int vcc_diff_dy(const VccDiff *d, int k, int i);
+
+/* ======================================================================== conv geometry (ir/ops/conv.c) */
+
+/* Convolution geometry decoded from an ONNX Conv node (ONNX Operators "Conv", opset 11+):
+ * X (N, C, D1..Dn), W (K, C/group, k1..kn), n = nsp spatial dims (1..3).
+ * pads are explicit begin/end per spatial dim (auto_pad resolved against the input shape). */
+typedef struct {
+    int nsp;
+    int64_t group;
+    int64_t kernel[3], stride[3], dilation[3], pad_begin[3], pad_end[3];
+    int64_t in[3], out[3];  /* spatial sizes of X and Y */
+    int64_t N, C, K;
+} VccConvParams;
+
+/* Decode and validate conv attributes of node (Conv, ConvGradData or ConvGradFilter: all carry the
+ * forward conv's attributes) given X's shape x and W's shape w. Errors name the node and the attribute.
+ * Returns VCC_OK, VCC_ERR_SHAPE or VCC_ERR_UNSUPPORTED. */
+VccStatus vcc_conv_params(VccCtx *ctx, const VccNode *node, const VccShape *x, const VccShape *w,
+                          VccConvParams *p);
+
+/* Workspace of one conv kernel call in bytes: the im2col column buffer for one sample and one group,
+ * (C/group) * prod(kernel) * prod(out) floats; -1 when that passes VCC_MAX_TENSOR_BYTES. The CPU trainer
+ * needs exactly this; the CUDA trainer hands the same region to cuDNN as the workspace limit for its
+ * algorithm choice. */
+int64_t vcc_conv_ws_bytes(const VccConvParams *p);
+
+/* Add a workspace tensor "<node>.ws" of vcc_conv_ws_bytes as the last output of conv node k
+ * (Conv, ConvGradData, ConvGradFilter); x and w are the forward conv's input and weight shapes. */
+VccStatus vcc_conv_add_workspace(VccCtx *ctx, VccGraph *g, int k, const VccShape *x, const VccShape *w);
+
+/* ======================================================================== shared by emission (ir/ops/common.c) */
+
+/* What an op's emit function writes with: the graph (planned), the target and the step body's stream. */
+struct VccEmit {
+    VccCtx *ctx;
+    const VccGraph *g;
+    VccTarget target;
+    FILE *f;
+    VccConvParams *convs; /* distinct conv geometries, index = descriptor */
+    int nconv;
+    char ptr[16][48];     /* a ring of operand strings, so one call's operands never share a buffer */
+    int next;
+};
+
+/* "VCC_F(off)" for float tensor t, "NULL" for an absent one (t < 0). */
+const char *vcc_emit_f32(VccEmit *e, int t);
+/* Elements of tensor t. */
+int64_t vcc_emit_numel(const VccEmit *e, int t);
+/* N, C, S of an (N, C, spatial...) tensor. */
+void vcc_emit_ncs(const VccEmit *e, int t, int64_t *N, int64_t *C, int64_t *S);
+
+/* ======================================================================== batch normalization (ir/ops/norm.c) */
+
+/* The form of a BatchNormalization node in the model's opset: 1 = training form (normalizes with batch
+ * statistics), 0 = inference form, -1 = a form vcc does not support (*what and *why say which and why). */
+int vcc_batchnorm_form(const VccGraph *g, const VccNode *n, const char **what, const char **why);
+
+#endif /* VCC_OPS_H */

@@ -1,0 +1,177 @@
+/*
+ * cpu/base.h - the C target's runtime base: the arena, host transfers, the memory kernels every family
+ * uses (copy, fill, counter), and the signature machinery of the op families. Each family's kernels
+ * are in cpu/<family>.h (signatures in proto/<family>.h, per-element bodies in elem/<family>.h); a
+ * generated .c program inlines this file and the families its schedule uses, after elem/base.h and
+ * vcc_io.h; link with -lopenblas -lm. Compile with -fopenmp to parallelise
+ * im2col/col2im and the per-channel/elementwise loops (sgemm is threaded by
+ * OpenBLAS either way); without it every loop here runs on one thread. With
+ * -fopenmp and a pthreads OpenBLAS the two thread pools alternate; spinning
+ * OpenMP workers then steal cores from sgemm, so link the OpenMP build of
+ * OpenBLAS or run with OMP_WAIT_POLICY=passive.
+ *
+ * Shape legend:
+ *   N  batch               C  input channels        K  output channels / classes
+ *   T  time (frames)       H  height                W  width
+ *   G  conv groups         S  prod(spatial) = T*H*W
+ *   (in gemm_*, M, N, K are the ONNX Gemm dims: op(A) (M, K), op(B) (K, N))
+ * Layout is row-major N, C, spatial (NCDHW for 3-D); all pointers are arena
+ * pointers (host memory here); sizes are element counts unless named *_bytes.
+ *
+ * Errors: a kernel given an inconsistent descriptor or a too-small workspace
+ * prints "<program>: internal error: message (file:line)" to stderr and aborts
+ * (this is trainer code; the plan guarantees these never fire). Same signatures and semantics as
+ * the CUDA target (cuda/), so codegen emits identical call sites for both targets.
+ */
+#ifndef VCC_CPU_BASE_H
+#define VCC_CPU_BASE_H
+
+#include "../elem/base.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cblas.h>
+/* OpenBLAS's cblas.h pulls in <complex.h>, whose macros `I` and `complex`
+ * would capture ordinary identifiers in the generated code; C99 7.3.1 allows
+ * undefining them. */
+#ifdef I
+#undef I
+#endif
+#ifdef complex
+#undef complex
+#endif
+
+/* Every function here is static inline and marked unused (VCC_UNUSED from
+ * vcc_elem.h), so a trainer that calls only some kernels compiles warning-free. */
+#define VCC_CPU_FN static inline VCC_UNUSED
+
+/* The kernel signature lists (proto/<family>.h) are read twice around each family's definitions: first
+ * as declarations (a C definition that differs from its declaration is a compile error), then as
+ * checks, which C does not need. */
+#define VCC_KERNEL_DECLARE(ret, name, params) VCC_CPU_FN ret name params;
+#define VCC_KERNEL_CHECK(ret, name, params)
+
+#ifndef VCC_PROGRAM
+#define VCC_PROGRAM "train" /* the generated file defines it as the binary's name */
+#endif
+/* vcc_program: the first word of every error line the program prints: VCC_PROGRAM until main() sets
+ * it to the basename of argv[0] (vcc_set_program in vcc_state.h). */
+static const char *vcc_program VCC_UNUSED = VCC_PROGRAM;
+
+/* An internal invariant (never a user error): "<program>: internal error: <message> (file:line)". */
+#define VCC_CPU_CHECK(cond, ...)                                              \
+    do {                                                                      \
+        if (!(cond)) {                                                        \
+            fprintf(stderr, "%s: internal error: ", vcc_program);             \
+            fprintf(stderr, __VA_ARGS__);                                     \
+            fprintf(stderr, " (%s:%d)\n", __FILE__, __LINE__);                \
+            abort();                                                          \
+        }                                                                     \
+    } while (0)
+
+/* VccRt: per-trainer runtime state. The CPU target needs none. */
+typedef struct VccRt { int unused; } VccRt;
+
+#define VCC_KERNEL VCC_KERNEL_DECLARE
+#include "../proto/base.h"
+#undef VCC_KERNEL
+
+/* vcc_rt_init / vcc_rt_destroy / vcc_rt_sync: no-ops on the CPU (kernels are
+ * synchronous); present so call sites match the CUDA target. */
+VCC_CPU_FN void vcc_rt_init(VccRt *rt) { if (rt) rt->unused = 0; }
+VCC_CPU_FN void vcc_rt_destroy(VccRt *rt) { (void)rt; }
+VCC_CPU_FN void vcc_rt_sync(VccRt *rt) { (void)rt; }
+
+/* vcc_arena_alloc: bytes of zeroed memory aligned to 256 bytes; NULL on
+ * failure or size overflow. Free with vcc_arena_free. (calloc underneath, so
+ * a large arena is zero-filled lazily by the OS.) */
+VCC_CPU_FN void *vcc_arena_alloc(VccRt *rt, size_t bytes)
+{
+    size_t extra = 256 + sizeof(void *);
+    unsigned char *raw;
+    uintptr_t a;
+    (void)rt;
+    if (bytes > (size_t)-1 - extra) return NULL;
+    raw = (unsigned char *)calloc(bytes + extra, 1);
+    if (!raw) return NULL;
+    a = ((uintptr_t)raw + sizeof(void *) + 255u) & ~(uintptr_t)255u;
+    ((void **)a)[-1] = raw;
+    return (void *)a;
+}
+
+/* vcc_arena_free: release a vcc_arena_alloc block; NULL is a no-op. */
+VCC_CPU_FN void vcc_arena_free(VccRt *rt, void *p)
+{
+    (void)rt;
+    if (p) free(((void **)p)[-1]);
+}
+
+/* vcc_upload: host -> arena copy of bytes (memcpy on the CPU). */
+VCC_CPU_FN void vcc_upload(VccRt *rt, void *dst, const void *src, size_t bytes)
+{
+    (void)rt;
+    if (bytes && dst != src) memcpy(dst, src, bytes);
+}
+
+/* vcc_download: arena -> host copy of bytes (memcpy on the CPU). */
+VCC_CPU_FN void vcc_download(VccRt *rt, void *dst, const void *src, size_t bytes)
+{
+    (void)rt;
+    if (bytes && dst != src) memcpy(dst, src, bytes);
+}
+
+/* vcc_read_scalar: the float at arena pointer p (e.g. the loss). */
+VCC_CPU_FN float vcc_read_scalar(VccRt *rt, const float *p)
+{
+    (void)rt;
+    return *p;
+}
+
+/* vcc_sum_f64: sum of r[0..n-1] in double with four interleaved accumulators (a fixed order, so the
+ * result does not depend on threads). The main loop's bound is precomputed: gcc 12 misreads the
+ * `i + 4 <= n` form as overflowing when n is a constant after inlining (-Waggressive-loop-optimizations). */
+VCC_CPU_FN double vcc_sum_f64(const float *r, int64_t n)
+{
+    double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
+    const int64_t n4 = n - n % 4;
+    int64_t i;
+    for (i = 0; i < n4; i += 4) {
+        a0 += r[i]; a1 += r[i + 1]; a2 += r[i + 2]; a3 += r[i + 3];
+    }
+    for (i = n4; i < n; i++) a0 += r[i];
+    return (a0 + a1) + (a2 + a3);
+}
+
+/* copy_forward: y = x (n elements; Identity / Reshape / Flatten copies).
+ * Overlapping ranges are allowed. */
+VCC_CPU_FN void copy_forward(VccRt *rt, int64_t n, const float *x, float *y)
+{
+    (void)rt;
+    if (n > 0 && x != y) memmove(y, x, (size_t)n * sizeof(float));
+}
+
+/* counter_increment: *count += 1 (a BatchNormalization's num_batches_tracked,
+ * which PyTorch counts up once per training-mode forward). */
+VCC_CPU_FN void counter_increment(VccRt *rt, int64_t *count)
+{
+    (void)rt;
+    *count += 1;
+}
+
+/* fill_forward: y[i] = value for i < n (e.g. the loss seed dloss = 1). */
+VCC_CPU_FN void fill_forward(VccRt *rt, int64_t n, float value, float *y)
+{
+    int64_t i;
+    (void)rt;
+    for (i = 0; i < n; i++) y[i] = value;
+}
+
+#define VCC_KERNEL VCC_KERNEL_CHECK
+#include "../proto/base.h"
+#undef VCC_KERNEL
+
+#endif /* VCC_CPU_BASE_H */

@@ -1,0 +1,167 @@
+/*
+ * cpu/norm.h - the norm family's CPU kernels: BatchNormalization (training and inference forms) and its gradient.
+ * Signatures: proto/norm.h; per-element bodies shared with the CUDA target: elem/norm.h. Part of the C target's runtime (cpu/base.h).
+ */
+#ifndef VCC_CPU_NORM_H
+#define VCC_CPU_NORM_H
+
+#include "base.h"
+#include "../elem/norm.h"
+
+#define VCC_KERNEL VCC_KERNEL_DECLARE
+#include "../proto/norm.h"
+#undef VCC_KERNEL
+
+/* batchnorm_forward_train: training-mode batch norm over (N, S) per channel,
+ * as torch.nn.functional.batch_norm(training=True) / ONNX
+ * BatchNormalization(training_mode=1).
+ *   x, y (N, C, S) with S = T*H*W; y may == x
+ *   gamma, beta, running_mean, running_var, save_mean, save_invstd (C)
+ *   mean/var over m = N*S elements (sums in double, shifted by the channel's
+ *   first element); y = gamma*(x-mean)*invstd + beta with invstd =
+ *   1/sqrt(var_biased + eps). Running stats (ONNX momentum convention;
+ *   PyTorch momentum p corresponds to ONNX momentum 1-p):
+ *     running_mean = running_mean*momentum + mean*(1-momentum)
+ *     running_var  = running_var*momentum + v*(1-momentum),
+ *   v = var_unbiased = var*m/(m-1) (var itself when m == 1) when unbiased (PyTorch), else the biased
+ *   var (the ONNX spec's ReduceVar, onnxruntime). running_* may be NULL. */
+VCC_CPU_FN void batchnorm_forward_train(VccRt *rt, int64_t N, int64_t C, int64_t S, const float *x,
+                                           const float *gamma, const float *beta, float *running_mean,
+                                           float *running_var, float momentum, float eps, int unbiased,
+                                           float *y, float *save_mean, float *save_invstd)
+{
+    int64_t c;
+    const int64_t m = N * S;
+    (void)rt;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+    for (c = 0; c < C; c++) {
+        double shift = m > 0 ? (double)x[c * S] : 0.0;
+        double s1 = 0.0, s2 = 0.0, mean, var, invstd;
+        float meanf, invstdf, gm = gamma[c], bt = beta[c];
+        int64_t n, i;
+        for (n = 0; n < N; n++) {
+            const float *r = x + (n * C + c) * S;
+            double a0 = 0.0, a1 = 0.0, q0 = 0.0, q1 = 0.0;
+            for (i = 0; i + 2 <= S; i += 2) {
+                double d0 = (double)r[i] - shift, d1 = (double)r[i + 1] - shift;
+                a0 += d0; q0 += d0 * d0;
+                a1 += d1; q1 += d1 * d1;
+            }
+            for (; i < S; i++) {
+                double d0 = (double)r[i] - shift;
+                a0 += d0; q0 += d0 * d0;
+            }
+            s1 += a0 + a1;
+            s2 += q0 + q1;
+        }
+        if (m > 0) {
+            mean = shift + s1 / (double)m;
+            var = (s2 - s1 * s1 / (double)m) / (double)m;
+            if (var < 0.0) var = 0.0;
+        } else {
+            mean = 0.0;
+            var = 0.0;
+        }
+        invstd = 1.0 / sqrt(var + (double)eps);
+        meanf = (float)mean;
+        invstdf = (float)invstd;
+        save_mean[c] = meanf;
+        save_invstd[c] = invstdf;
+        if (running_mean)
+            running_mean[c] = (float)((double)running_mean[c] * (double)momentum + mean * (1.0 - (double)momentum));
+        if (running_var) {
+            double vu = unbiased && m > 1 ? var * (double)m / (double)(m - 1) : var;
+            running_var[c] = (float)((double)running_var[c] * (double)momentum + vu * (1.0 - (double)momentum));
+        }
+        for (n = 0; n < N; n++) {
+            const float *r = x + (n * C + c) * S;
+            float *yr = y + (n * C + c) * S;
+            for (i = 0; i < S; i++) yr[i] = vcc_bn_norm(r[i], meanf, invstdf, gm, bt);
+        }
+    }
+}
+
+/* batchnorm_forward_infer: inference-mode batch norm with given statistics, as
+ * torch.nn.functional.batch_norm(training=False) / ONNX BatchNormalization
+ * (training_mode=0): y = gamma*(x-mean)*invstd + beta, invstd =
+ * 1/sqrt(var + eps) per channel (in double, then float).
+ *   x, y (N, C, S) with S = T*H*W; y may == x; gamma, beta, mean, var (C) */
+VCC_CPU_FN void batchnorm_forward_infer(VccRt *rt, int64_t N, int64_t C, int64_t S, const float *x,
+                                           const float *gamma, const float *beta, const float *mean,
+                                           const float *var, float eps, float *y)
+{
+    int64_t c;
+    (void)rt;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+    for (c = 0; c < C; c++) {
+        const float invstd = vcc_bn_invstd(var[c], eps), mu = mean[c], gm = gamma[c], bt = beta[c];
+        int64_t n, i;
+        for (n = 0; n < N; n++) {
+            const float *r = x + (n * C + c) * S;
+            float *yr = y + (n * C + c) * S;
+            for (i = 0; i < S; i++) yr[i] = vcc_bn_norm(r[i], mu, invstd, gm, bt);
+        }
+    }
+}
+
+/* batchnorm_backward: gradients of batchnorm_forward_train (batch statistics,
+ * as PyTorch's training-mode batch_norm backward).
+ *   x, dy, dx (N, C, S); dx OVERWRITTEN (may == dy)
+ *   gamma, save_mean, save_invstd (C) from the forward
+ *   dgamma (C) = sum dy*xhat, dbeta (C) = sum dy (double sums; either may be NULL)
+ *   dx = vcc_bn_dx(...) = gamma*invstd*(dy - mean(dy) - xhat*mean(dy*xhat)). */
+VCC_CPU_FN void batchnorm_backward(VccRt *rt, int64_t N, int64_t C, int64_t S, const float *x, const float *dy,
+                                      const float *gamma, const float *save_mean, const float *save_invstd,
+                                      float *dx, float *dgamma, float *dbeta)
+{
+    int64_t c;
+    const int64_t m = N * S;
+    const float inv_m = m > 0 ? (float)(1.0 / (double)m) : 0.0f;
+    (void)rt;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+    for (c = 0; c < C; c++) {
+        const float mean = save_mean[c], invstd = save_invstd[c], gm = gamma[c];
+        double sdy = 0.0, sdyx = 0.0;
+        float sum_dy, sum_dy_xhat;
+        int64_t n, i;
+        for (n = 0; n < N; n++) {
+            const float *xr = x + (n * C + c) * S;
+            const float *gr = dy + (n * C + c) * S;
+            double a0 = 0.0, a1 = 0.0, b0 = 0.0, b1 = 0.0;
+            for (i = 0; i + 2 <= S; i += 2) {
+                double g0 = gr[i], g1 = gr[i + 1];
+                a0 += g0; b0 += g0 * ((double)xr[i] - (double)mean);
+                a1 += g1; b1 += g1 * ((double)xr[i + 1] - (double)mean);
+            }
+            for (; i < S; i++) {
+                double g0 = gr[i];
+                a0 += g0; b0 += g0 * ((double)xr[i] - (double)mean);
+            }
+            sdy += a0 + a1;
+            sdyx += b0 + b1;
+        }
+        sum_dy = (float)sdy;
+        sum_dy_xhat = (float)(sdyx * (double)invstd);
+        if (dgamma) dgamma[c] = sum_dy_xhat;
+        if (dbeta) dbeta[c] = sum_dy;
+        for (n = 0; n < N; n++) {
+            const float *xr = x + (n * C + c) * S;
+            const float *gr = dy + (n * C + c) * S;
+            float *dr = dx + (n * C + c) * S;
+            for (i = 0; i < S; i++)
+                dr[i] = vcc_bn_dx(xr[i], gr[i], mean, invstd, gm, sum_dy, sum_dy_xhat, inv_m);
+        }
+    }
+}
+
+#define VCC_KERNEL VCC_KERNEL_CHECK
+#include "../proto/norm.h"
+#undef VCC_KERNEL
+
+#endif /* VCC_CPU_NORM_H */

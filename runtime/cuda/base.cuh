@@ -1,0 +1,348 @@
+/*
+ * cuda/base.cuh - the CUDA target's runtime base (cuDNN 9 + cuBLAS): checks, handles, the arena,
+ * transfers, launch helpers, the memory kernels every family uses, and the signature machinery of the
+ * op families. Each family's kernels are in cuda/<family>.cuh, with the same functions, arguments and
+ * semantics as the CPU runtime (cpu/<family>.h; one signature list, proto/<family>.h), every tensor
+ * pointer a device pointer into the one arena. The generated program inlines elem/base.h and
+ * vcc_io.h before this file and the families its schedule uses after it; the hand-made kernels call
+ * the elem/<family>.h bodies, so both targets share one arithmetic.
+ *
+ * Shape legend:
+ *   N  batch            C  input channels     K  output channels (filters)
+ *   T  time (frames)    H  height             W  width
+ *   G  groups           S  prod(spatial dims) = T*H*W for 3-D tensors
+ *   M  rows of op(A)    NC rows of a (N*C, S) view
+ * Layout is row-major N, C, spatial (NCDHW for 3-D).
+ *
+ * Errors: this is trainer code, not library code. Every CUDA / cuDNN / cuBLAS
+ * return is checked; a failure prints one line `<program>: <library> error:
+ * <error string> (file:line: <call>)` and exits with status 1. No device (or
+ * no driver) is not an internal failure: vcc_rt_init says so in one sentence. Kernel launches are checked with cudaGetLastError;
+ * asynchronous faults surface at the next synchronizing call (vcc_rt_sync,
+ * vcc_download, vcc_read_scalar).
+ *
+ * Memory: vcc_arena_alloc is the one cudaMalloc. Convolution workspaces are
+ * the (ws, ws_bytes) regions the plan reserved inside the arena; the cuDNN
+ * algorithm for each direction is the first one cuDNN's heuristics rank that
+ * runs without TF32 and fits in ws_bytes, else the zero-workspace algorithm.
+ * The handles' own internal scratch (cuBLAS) is theirs.
+ *
+ * Numerics: cuDNN convolutions use CUDNN_FMA_MATH and cuBLAS CUBLAS_DEFAULT_MATH
+ * (no TF32 tensor-core rounding), so results match the float32 CPU target up
+ * to summation order. Reductions (batch-norm statistics, bias gradients,
+ * pooling, the loss mean) accumulate in double with a fixed-order tree, so
+ * they are run-to-run deterministic.
+ *
+ * State: VccRt holds the handles and the list of per-convolution caches
+ * (VccConvDesc.backend); nothing else is mutable.
+ */
+#ifndef VCC_CUDA_BASE_CUH
+#define VCC_CUDA_BASE_CUH
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <limits.h>
+#include <math.h>
+
+#include <cuda_runtime.h>
+#include <cudnn.h>
+#include <cublas_v2.h>
+#include <type_traits>
+
+#include "../elem/base.h"
+
+#ifndef VCC_PROGRAM
+#define VCC_PROGRAM "train_cuda" /* the generated file defines it as the binary's name */
+#endif
+/* vcc_program: the first word of every error line the program prints: VCC_PROGRAM until main() sets
+ * it to the basename of argv[0] (vcc_set_program in vcc_state.h). */
+static const char *vcc_program VCC_UNUSED = VCC_PROGRAM;
+
+/* vcc__api_fail: report a failed CUDA, cuDNN or cuBLAS call and exit 1, as one line:
+ * "<program>: <library> error: <library's message> (<file>:<line>: <call>)". */
+static inline void vcc__api_fail(const char *lib, const char *msg, const char *file, int line, const char *call)
+{
+    fprintf(stderr, "%s: %s error: %s (%s:%d: %s)\n", vcc_program, lib, msg, file, line, call);
+    exit(1);
+}
+
+#define VCC_CUDA_CHECK(call)                                                    \
+    do {                                                                        \
+        cudaError_t vcc_e_ = (call);                                            \
+        if (vcc_e_ != cudaSuccess)                                              \
+            vcc__api_fail("CUDA", cudaGetErrorString(vcc_e_), __FILE__,         \
+                          __LINE__, #call);                                     \
+    } while (0)
+
+#define VCC_CUDNN_CHECK(call)                                                   \
+    do {                                                                        \
+        cudnnStatus_t vcc_s_ = (call);                                          \
+        if (vcc_s_ != CUDNN_STATUS_SUCCESS)                                     \
+            vcc__api_fail("cuDNN", cudnnGetErrorString(vcc_s_), __FILE__,       \
+                          __LINE__, #call);                                     \
+    } while (0)
+
+#define VCC_CUBLAS_CHECK(call)                                                  \
+    do {                                                                        \
+        cublasStatus_t vcc_b_ = (call);                                         \
+        if (vcc_b_ != CUBLAS_STATUS_SUCCESS)                                    \
+            vcc__api_fail("cuBLAS", cublasGetStatusString(vcc_b_), __FILE__,    \
+                          __LINE__, #call);                                     \
+    } while (0)
+
+/* After every kernel launch: a bad configuration is reported here. */
+#define VCC_CUDA_LAUNCHED() VCC_CUDA_CHECK(cudaGetLastError())
+
+/* Threads per block of every hand-made kernel (a power of two: the block
+ * reductions halve it). */
+#define VCC_CUDA_THREADS 256
+
+/* The kernel signature lists (proto/<family>.h) are read twice around each family's definitions: first
+ * as declarations, then as checks that the definition has exactly the listed type (C++ would otherwise
+ * take a drifted definition as an overload; decltype of an overloaded name does not compile either). */
+#define VCC_KERNEL_DECLARE(ret, name, params) static inline ret name params;
+#define VCC_KERNEL_CHECK(ret, name, params)                                                       \
+    static_assert(std::is_same<decltype(&name), ret(*) params>::value,                          \
+                  #name ": the CUDA definition differs from its runtime/proto signature");
+/* Grid cap of the grid-stride loops. */
+#define VCC_CUDA_MAX_BLOCKS 65535
+
+/* VccCudnnConv: the cuDNN side of one VccConvDesc (its .backend). cuDNN sees
+ * a 1-D convolution as 2-D with a trailing extent-1 axis (it wants >= 4-D
+ * tensors). Algorithms are chosen per direction on first use, against that
+ * call's ws_bytes. */
+typedef struct VccCudnnConv {
+    VccConvDesc *owner;                     /* the descriptor pointing here */
+    struct VccCudnnConv *next;              /* VccRt list, freed by vcc_rt_destroy */
+    cudnnTensorDescriptor_t x, y;           /* (N, C, *in), (N, K, *out) */
+    cudnnFilterDescriptor_t w;              /* (K, C/G, *kernel) */
+    cudnnConvolutionDescriptor_t conv;
+    int have_fwd, have_bwd_data, have_bwd_filter;
+    cudnnConvolutionFwdAlgo_t fwd_algo;
+    cudnnConvolutionBwdDataAlgo_t bwd_data_algo;
+    cudnnConvolutionBwdFilterAlgo_t bwd_filter_algo;
+    size_t fwd_ws, bwd_data_ws, bwd_filter_ws;  /* bytes the chosen algorithm needs */
+} VccCudnnConv;
+
+typedef struct VccRt {
+    cudnnHandle_t cudnn;
+    cublasHandle_t cublas;
+    VccCudnnConv *convs;                    /* every backend created, for destroy */
+} VccRt;
+
+#define VCC_KERNEL VCC_KERNEL_DECLARE
+#include "../proto/base.h"
+#undef VCC_KERNEL
+
+static inline unsigned vcc__grid(int64_t n)
+{
+    int64_t b = (n + VCC_CUDA_THREADS - 1) / VCC_CUDA_THREADS;
+    if (b > VCC_CUDA_MAX_BLOCKS) b = VCC_CUDA_MAX_BLOCKS;
+    if (b < 1) b = 1;
+    return (unsigned)b;
+}
+
+static inline unsigned vcc__blocks(int64_t rows)
+{
+    if (rows > VCC_CUDA_MAX_BLOCKS) rows = VCC_CUDA_MAX_BLOCKS;
+    if (rows < 1) rows = 1;
+    return (unsigned)rows;
+}
+
+/* Fail with a clear message when a size does not fit the int an API takes. */
+static inline int vcc__int(int64_t v, const char *what)
+{
+    if (v < 0 || v > INT_MAX) {
+        fprintf(stderr, "%s: %s = %lld does not fit a 32-bit int (cuDNN/cuBLAS limit)\n",
+                vcc_program, what, (long long)v);
+        exit(1);
+    }
+    return (int)v;
+}
+
+/* Fixed-order tree sum over the block; sh holds VCC_CUDA_THREADS doubles.
+ * Every thread of the block must call it; every thread gets the sum. */
+static __device__ __forceinline__ double vcc__block_sum(double v, double *sh)
+{
+    unsigned t = threadIdx.x;
+    unsigned s;
+    sh[t] = v;
+    __syncthreads();
+    for (s = VCC_CUDA_THREADS / 2; s > 0; s >>= 1) {
+        if (t < s) sh[t] += sh[t + s];
+        __syncthreads();
+    }
+    v = sh[0];
+    __syncthreads();
+    return v;
+}
+
+#define VCC_GRID_STRIDE(i, n)                                                        \
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);          \
+         i += (int64_t)blockDim.x * gridDim.x)
+
+/* vcc_arena_alloc: the trainer's one device allocation; 256-byte aligned
+ * (cudaMalloc's guarantee), zeroed. NULL on failure. */
+static inline void *vcc_arena_alloc(VccRt *rt, size_t bytes)
+{
+    void *p = NULL;
+    (void)rt;
+    if (bytes == 0) bytes = 256;
+    if (cudaMalloc(&p, bytes) != cudaSuccess) {
+        (void)cudaGetLastError(); /* reset the error state for later checks */
+        return NULL;
+    }
+    if (cudaMemset(p, 0, bytes) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess) {
+        (void)cudaGetLastError();
+        (void)cudaFree(p);
+        return NULL;
+    }
+    return p;
+}
+
+static inline void vcc_arena_free(VccRt *rt, void *p)
+{
+    (void)rt;
+    if (p) VCC_CUDA_CHECK(cudaFree(p));
+}
+
+/* host -> arena */
+static inline void vcc_upload(VccRt *rt, void *dst, const void *src, size_t bytes)
+{
+    (void)rt;
+    if (bytes) VCC_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+}
+
+/* arena -> host (waits for the kernels before it on the default stream) */
+static inline void vcc_download(VccRt *rt, void *dst, const void *src, size_t bytes)
+{
+    (void)rt;
+    if (bytes) VCC_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
+}
+
+/* vcc_rt_init: the handles on the current device. No device, or no driver, is one sentence on stderr,
+ * "<program>: no CUDA device found (cudaGetDeviceCount: <reason>)", and exit status 1. */
+static inline void vcc_rt_init(VccRt *rt)
+{
+    int ndev = 0;
+    memset(rt, 0, sizeof *rt);
+    cudaError_t e = cudaGetDeviceCount(&ndev);
+    if (e != cudaSuccess || ndev < 1) {
+        if (e != cudaSuccess)
+            fprintf(stderr, "%s: no CUDA device found (cudaGetDeviceCount: %s)\n", vcc_program, cudaGetErrorString(e));
+        else
+            fprintf(stderr, "%s: no CUDA device found (cudaGetDeviceCount reports 0 devices)\n", vcc_program);
+        exit(1);
+    }
+    VCC_CUDA_CHECK(cudaFree(0)); /* create the context now, not inside a kernel's timing */
+    VCC_CUDNN_CHECK(cudnnCreate(&rt->cudnn));
+    VCC_CUBLAS_CHECK(cublasCreate(&rt->cublas));
+    /* Plain FP32 FMA math: no TF32 tensor cores, so numbers match the CPU. */
+    VCC_CUBLAS_CHECK(cublasSetMathMode(rt->cublas, CUBLAS_DEFAULT_MATH));
+    VCC_CUBLAS_CHECK(cublasSetPointerMode(rt->cublas, CUBLAS_POINTER_MODE_HOST));
+}
+
+static inline void vcc_rt_sync(VccRt *rt)
+{
+    (void)rt;
+    VCC_CUDA_CHECK(cudaGetLastError());
+    VCC_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+/* Destroys the handles and every convolution cache; the VccConvDesc that
+ * owned a cache gets backend = NULL again. */
+static inline void vcc_rt_destroy(VccRt *rt)
+{
+    VccCudnnConv *b = rt->convs, *next;
+    VCC_CUDA_CHECK(cudaDeviceSynchronize());
+    for (; b; b = next) {
+        next = b->next;
+        VCC_CUDNN_CHECK(cudnnDestroyTensorDescriptor(b->x));
+        VCC_CUDNN_CHECK(cudnnDestroyTensorDescriptor(b->y));
+        VCC_CUDNN_CHECK(cudnnDestroyFilterDescriptor(b->w));
+        VCC_CUDNN_CHECK(cudnnDestroyConvolutionDescriptor(b->conv));
+        if (b->owner && b->owner->backend == (void *)b) b->owner->backend = NULL;
+        free(b);
+    }
+    rt->convs = NULL;
+    if (rt->cublas) VCC_CUBLAS_CHECK(cublasDestroy(rt->cublas));
+    if (rt->cudnn) VCC_CUDNN_CHECK(cudnnDestroy(rt->cudnn));
+    rt->cublas = NULL;
+    rt->cudnn = NULL;
+}
+
+/* vcc_read_scalar: one float from the arena (synchronizes). */
+static inline float vcc_read_scalar(VccRt *rt, const float *p)
+{
+    float v = 0.0f;
+    (void)rt;
+    VCC_CUDA_CHECK(cudaMemcpy(&v, p, sizeof v, cudaMemcpyDeviceToHost));
+    return v;
+}
+
+static __global__ void copy_forward_kernel(int64_t n, const float *x, float *y)
+{
+    VCC_GRID_STRIDE(i, n) y[i] = x[i];
+}
+
+/* Overlapping x and y (memmove): one block walks the range in steps of
+ * blockDim elements, away from the side it writes, reading a whole step
+ * before writing it. */
+static __global__ void copy_forward_overlap_kernel(int64_t n, const float *x, float *y)
+{
+    const int64_t step = blockDim.x;
+    const int64_t nsteps = (n + step - 1) / step;
+    for (int64_t k = 0; k < nsteps; k++) {
+        const int64_t base = y < x ? k * step : (nsteps - 1 - k) * step;
+        const int64_t i = base + threadIdx.x;
+        float v = 0.0f;
+        if (i < n) v = x[i];
+        __syncthreads();
+        if (i < n) y[i] = v;
+        __syncthreads();
+    }
+}
+
+static __global__ void fill_forward_kernel(int64_t n, float value, float *y)
+{
+    VCC_GRID_STRIDE(i, n) y[i] = value;
+}
+
+/* y = x; overlapping ranges allowed (memmove) */
+static inline void copy_forward(VccRt *rt, int64_t n, const float *x, float *y)
+{
+    (void)rt;
+    if (n <= 0 || x == y) return;
+    if (x < y + n && y < x + n)
+        copy_forward_overlap_kernel<<<1, VCC_CUDA_THREADS>>>(n, x, y);
+    else
+        copy_forward_kernel<<<vcc__grid(n), VCC_CUDA_THREADS>>>(n, x, y);
+    VCC_CUDA_LAUNCHED();
+}
+
+static __global__ void counter_increment_kernel(int64_t *count) { *count += 1; }
+
+/* counter_increment: *count += 1 on the device (a BatchNormalization's num_batches_tracked,
+ * which PyTorch counts up once per training-mode forward). */
+static inline void counter_increment(VccRt *rt, int64_t *count)
+{
+    (void)rt;
+    counter_increment_kernel<<<1, 1>>>(count);
+    VCC_CUDA_LAUNCHED();
+}
+
+static inline void fill_forward(VccRt *rt, int64_t n, float value, float *y)
+{
+    (void)rt;
+    if (n <= 0) return;
+    fill_forward_kernel<<<vcc__grid(n), VCC_CUDA_THREADS>>>(n, value, y);
+    VCC_CUDA_LAUNCHED();
+}
+
+#define VCC_KERNEL VCC_KERNEL_CHECK
+#include "../proto/base.h"
+#undef VCC_KERNEL
+
+#endif /* VCC_CUDA_BASE_CUH */

@@ -1,0 +1,345 @@
+/*
+ * cuda/conv.cuh - the conv family's CUDA kernels: Conv, ConvGradData, ConvGradFilter.
+ * Signatures: proto/conv.h; per-element bodies shared with the C target: elem/conv.h. Part of the CUDA target's runtime (cuda/base.cuh).
+ */
+#ifndef VCC_CUDA_CONV_CUH
+#define VCC_CUDA_CONV_CUH
+
+#include "base.cuh"
+#include "../elem/conv.h"
+
+#define VCC_KERNEL VCC_KERNEL_DECLARE
+#include "../proto/conv.h"
+#undef VCC_KERNEL
+
+static inline void vcc__conv_fail(const VccConvDesc *d, const char *what)
+{
+    fprintf(stderr,
+            "%s: conv (N=%lld C=%lld K=%lld G=%lld nsp=%d in=%lldx%lldx%lld "
+            "kernel=%lldx%lldx%lld): %s\n",
+            vcc_program, (long long)d->N, (long long)d->C, (long long)d->K, (long long)d->G, d->nsp,
+            (long long)d->in[0], (long long)(d->nsp > 1 ? d->in[1] : 1),
+            (long long)(d->nsp > 2 ? d->in[2] : 1), (long long)d->kernel[0],
+            (long long)(d->nsp > 1 ? d->kernel[1] : 1),
+            (long long)(d->nsp > 2 ? d->kernel[2] : 1), what);
+    exit(1);
+}
+
+/* vcc__conv_backend: the cuDNN descriptors of d, created on first use. */
+static inline VccCudnnConv *vcc__conv_backend(VccRt *rt, VccConvDesc *d)
+{
+    VccCudnnConv *b;
+    int nd, i, xdim[5], xstr[5], ydim[5], ystr[5], wdim[5], odim[5];
+    int pad[3], str[3], dil[3];
+    int64_t xs = 1, ys = 1, span;
+
+    if (d->backend) return (VccCudnnConv *)d->backend;
+    if (d->nsp < 1 || d->nsp > 3) vcc__conv_fail(d, "spatial rank must be 1..3");
+    if (d->N < 1 || d->C < 1 || d->K < 1 || d->G < 1 || d->C % d->G || d->K % d->G)
+        vcc__conv_fail(d, "bad N/C/K/G (groups must divide C and K)");
+    for (i = 0; i < d->nsp; i++) {
+        if (d->pad_begin[i] != d->pad_end[i])
+            vcc__conv_fail(d, "asymmetric padding unsupported on CUDA");
+        if (d->in[i] < 1 || d->out[i] < 1 || d->kernel[i] < 1 || d->stride[i] < 1 ||
+            d->dilation[i] < 1 || d->pad_begin[i] < 0)
+            vcc__conv_fail(d, "bad spatial size, kernel, stride, dilation or padding");
+        span = d->in[i] + d->pad_begin[i] + d->pad_end[i] - d->dilation[i] * (d->kernel[i] - 1) - 1;
+        if (span < 0 || d->out[i] != span / d->stride[i] + 1)
+            vcc__conv_fail(d, "output size disagrees with the ONNX Conv formula");
+    }
+
+    /* cuDNN rank: spatial dims, a 1-D conv gets a trailing extent-1 axis */
+    nd = d->nsp == 1 ? 2 : d->nsp;
+    xdim[0] = ydim[0] = vcc__int(d->N, "conv N");
+    xdim[1] = vcc__int(d->C, "conv C");
+    ydim[1] = vcc__int(d->K, "conv K");
+    wdim[0] = ydim[1];
+    wdim[1] = vcc__int(d->C / d->G, "conv C/G");
+    for (i = 0; i < nd; i++) {
+        int sp = i < d->nsp;
+        xdim[2 + i] = sp ? vcc__int(d->in[i], "conv input extent") : 1;
+        ydim[2 + i] = sp ? vcc__int(d->out[i], "conv output extent") : 1;
+        wdim[2 + i] = sp ? vcc__int(d->kernel[i], "conv kernel extent") : 1;
+        pad[i] = sp ? vcc__int(d->pad_begin[i], "conv padding") : 0;
+        str[i] = sp ? vcc__int(d->stride[i], "conv stride") : 1;
+        dil[i] = sp ? vcc__int(d->dilation[i], "conv dilation") : 1;
+    }
+    /* packed row-major strides; cuDNN strides are int, so the whole tensor must fit */
+    for (i = nd + 1; i >= 0; i--) {
+        xstr[i] = vcc__int(xs, "conv input stride");
+        ystr[i] = vcc__int(ys, "conv output stride");
+        xs *= xdim[i];
+        ys *= ydim[i];
+    }
+    (void)vcc__int(xs, "conv input elements");
+    (void)vcc__int(ys, "conv output elements");
+
+    b = (VccCudnnConv *)calloc(1, sizeof *b);
+    if (!b) vcc__conv_fail(d, "out of host memory");
+    VCC_CUDNN_CHECK(cudnnCreateTensorDescriptor(&b->x));
+    VCC_CUDNN_CHECK(cudnnCreateTensorDescriptor(&b->y));
+    VCC_CUDNN_CHECK(cudnnCreateFilterDescriptor(&b->w));
+    VCC_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&b->conv));
+    VCC_CUDNN_CHECK(cudnnSetTensorNdDescriptor(b->x, CUDNN_DATA_FLOAT, nd + 2, xdim, xstr));
+    VCC_CUDNN_CHECK(cudnnSetTensorNdDescriptor(b->y, CUDNN_DATA_FLOAT, nd + 2, ydim, ystr));
+    VCC_CUDNN_CHECK(cudnnSetFilterNdDescriptor(b->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, nd + 2, wdim));
+    VCC_CUDNN_CHECK(cudnnSetConvolutionNdDescriptor(b->conv, nd, pad, str, dil,
+                                                    CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+    VCC_CUDNN_CHECK(cudnnSetConvolutionGroupCount(b->conv, vcc__int(d->G, "conv groups")));
+    VCC_CUDNN_CHECK(cudnnSetConvolutionMathType(b->conv, CUDNN_FMA_MATH));
+
+    /* cuDNN's idea of the output shape must be the plan's */
+    VCC_CUDNN_CHECK(cudnnGetConvolutionNdForwardOutputDim(b->conv, b->x, b->w, nd + 2, odim));
+    for (i = 0; i < nd + 2; i++)
+        if (odim[i] != ydim[i]) {
+            VCC_CUDNN_CHECK(cudnnDestroyTensorDescriptor(b->x));
+            VCC_CUDNN_CHECK(cudnnDestroyTensorDescriptor(b->y));
+            VCC_CUDNN_CHECK(cudnnDestroyFilterDescriptor(b->w));
+            VCC_CUDNN_CHECK(cudnnDestroyConvolutionDescriptor(b->conv));
+            free(b);
+            vcc__conv_fail(d, "cuDNN computes a different output shape than the plan");
+        }
+
+    b->owner = d;
+    b->next = rt->convs;
+    rt->convs = b;
+    d->backend = b;
+    return b;
+}
+
+/* Only plain FP32 kernels: never an algorithm whose math is tensor-op (TF32). */
+static inline int vcc__fp32_math(cudnnMathType_t m)
+{
+    return m == CUDNN_FMA_MATH || m == CUDNN_DEFAULT_MATH;
+}
+
+static inline void vcc__conv_no_algo(const VccConvDesc *d, const char *dir, size_t ws_bytes, cudnnStatus_t fb_st,
+                                     size_t fb_need)
+{
+    char msg[300];
+    if (fb_st != CUDNN_STATUS_SUCCESS)
+        snprintf(msg, sizeof msg, "%s: no cuDNN algorithm runs in the planned workspace of %zu bytes "
+                 "(the zero-workspace fallback: %s)", dir, ws_bytes, cudnnGetErrorString(fb_st));
+    else
+        snprintf(msg, sizeof msg, "%s: no cuDNN algorithm runs in the planned workspace of %zu bytes "
+                 "(the zero-workspace fallback needs %zu)", dir, ws_bytes, fb_need);
+    vcc__conv_fail(d, msg);
+}
+
+/* Algorithm choice for one direction, against the workspace the plan reserved:
+ *   1. the first of cudnnGetConvolution*Algorithm_v7's ranking whose status is
+ *      success, whose math is plain FP32 (not tensor-op / TF32) and whose
+ *      workspace (re-queried) is <= ws_bytes;
+ *   2. else the zero-workspace algorithm (IMPLICIT_GEMM / BWD_DATA_ALGO_0 /
+ *      BWD_FILTER_ALGO_0), else any algorithm cuDNN accepts within ws_bytes;
+ *   3. else exit with a message naming the convolution. */
+static inline void vcc__conv_pick_fwd(VccRt *rt, const VccConvDesc *d, VccCudnnConv *b, size_t ws_bytes)
+{
+    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    cudnnStatus_t st, fb_st = CUDNN_STATUS_SUCCESS;
+    size_t need = 0, fb_need = 0;
+    int n = 0, i;
+    memset(perf, 0, sizeof perf);
+    /* 1. cuDNN's heuristic ranking: the first plain-FP32 algorithm that fits
+     *    (the query failing is not fatal: step 2 still finds one) */
+    if (cudnnGetConvolutionForwardAlgorithm_v7(rt->cudnn, b->x, b->w, b->conv, b->y,
+            CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf) != CUDNN_STATUS_SUCCESS)
+        n = 0;
+    for (i = 0; i < n && i < CUDNN_CONVOLUTION_FWD_ALGO_COUNT; i++) {
+        if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > ws_bytes ||
+            !vcc__fp32_math(perf[i].mathType))
+            continue;
+        st = cudnnGetConvolutionForwardWorkspaceSize(rt->cudnn, b->x, b->w, b->conv, b->y, perf[i].algo, &need);
+        if (st == CUDNN_STATUS_SUCCESS && need <= ws_bytes) {
+            b->fwd_algo = perf[i].algo;
+            b->fwd_ws = need;
+            b->have_fwd = 1;
+            return;
+        }
+    }
+    /* 2. IMPLICIT_GEMM (no workspace), then any algorithm cuDNN accepts that fits */
+    for (i = -1; i < CUDNN_CONVOLUTION_FWD_ALGO_COUNT; i++) {
+        cudnnConvolutionFwdAlgo_t a = i < 0 ? CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM : (cudnnConvolutionFwdAlgo_t)i;
+        need = 0;
+        st = cudnnGetConvolutionForwardWorkspaceSize(rt->cudnn, b->x, b->w, b->conv, b->y, a, &need);
+        if (i < 0) {
+            fb_st = st;
+            fb_need = need;
+        }
+        if (st == CUDNN_STATUS_SUCCESS && need <= ws_bytes) {
+            b->fwd_algo = a;
+            b->fwd_ws = need;
+            b->have_fwd = 1;
+            return;
+        }
+    }
+    vcc__conv_no_algo(d, "forward", ws_bytes, fb_st, fb_need);
+}
+
+static inline void vcc__conv_pick_bwd_data(VccRt *rt, const VccConvDesc *d, VccCudnnConv *b, size_t ws_bytes)
+{
+    cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+    cudnnStatus_t st, fb_st = CUDNN_STATUS_SUCCESS;
+    size_t need = 0, fb_need = 0;
+    int n = 0, i;
+    memset(perf, 0, sizeof perf);
+    /* 1. cuDNN's heuristic ranking: the first plain-FP32 algorithm that fits
+     *    (the query failing is not fatal: step 2 still finds one) */
+    if (cudnnGetConvolutionBackwardDataAlgorithm_v7(rt->cudnn, b->w, b->y, b->conv, b->x,
+            CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf) != CUDNN_STATUS_SUCCESS)
+        n = 0;
+    for (i = 0; i < n && i < CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT; i++) {
+        if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > ws_bytes ||
+            !vcc__fp32_math(perf[i].mathType))
+            continue;
+        st = cudnnGetConvolutionBackwardDataWorkspaceSize(rt->cudnn, b->w, b->y, b->conv, b->x, perf[i].algo, &need);
+        if (st == CUDNN_STATUS_SUCCESS && need <= ws_bytes) {
+            b->bwd_data_algo = perf[i].algo;
+            b->bwd_data_ws = need;
+            b->have_bwd_data = 1;
+            return;
+        }
+    }
+    /* 2. BWD_DATA_ALGO_0 (no workspace), then any algorithm cuDNN accepts that fits */
+    for (i = -1; i < CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT; i++) {
+        cudnnConvolutionBwdDataAlgo_t a = i < 0 ? CUDNN_CONVOLUTION_BWD_DATA_ALGO_0 : (cudnnConvolutionBwdDataAlgo_t)i;
+        need = 0;
+        st = cudnnGetConvolutionBackwardDataWorkspaceSize(rt->cudnn, b->w, b->y, b->conv, b->x, a, &need);
+        if (i < 0) {
+            fb_st = st;
+            fb_need = need;
+        }
+        if (st == CUDNN_STATUS_SUCCESS && need <= ws_bytes) {
+            b->bwd_data_algo = a;
+            b->bwd_data_ws = need;
+            b->have_bwd_data = 1;
+            return;
+        }
+    }
+    vcc__conv_no_algo(d, "backward data", ws_bytes, fb_st, fb_need);
+}
+
+static inline void vcc__conv_pick_bwd_filter(VccRt *rt, const VccConvDesc *d, VccCudnnConv *b, size_t ws_bytes)
+{
+    cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+    cudnnStatus_t st, fb_st = CUDNN_STATUS_SUCCESS;
+    size_t need = 0, fb_need = 0;
+    int n = 0, i;
+    memset(perf, 0, sizeof perf);
+    /* 1. cuDNN's heuristic ranking: the first plain-FP32 algorithm that fits
+     *    (the query failing is not fatal: step 2 still finds one) */
+    if (cudnnGetConvolutionBackwardFilterAlgorithm_v7(rt->cudnn, b->x, b->y, b->conv, b->w,
+            CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf) != CUDNN_STATUS_SUCCESS)
+        n = 0;
+    for (i = 0; i < n && i < CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT; i++) {
+        if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > ws_bytes ||
+            !vcc__fp32_math(perf[i].mathType))
+            continue;
+        st = cudnnGetConvolutionBackwardFilterWorkspaceSize(rt->cudnn, b->x, b->y, b->conv, b->w, perf[i].algo, &need);
+        if (st == CUDNN_STATUS_SUCCESS && need <= ws_bytes) {
+            b->bwd_filter_algo = perf[i].algo;
+            b->bwd_filter_ws = need;
+            b->have_bwd_filter = 1;
+            return;
+        }
+    }
+    /* 2. BWD_FILTER_ALGO_0 (no workspace), then any algorithm cuDNN accepts that fits */
+    for (i = -1; i < CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT; i++) {
+        cudnnConvolutionBwdFilterAlgo_t a =
+            i < 0 ? CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0 : (cudnnConvolutionBwdFilterAlgo_t)i;
+        need = 0;
+        st = cudnnGetConvolutionBackwardFilterWorkspaceSize(rt->cudnn, b->x, b->y, b->conv, b->w, a, &need);
+        if (i < 0) {
+            fb_st = st;
+            fb_need = need;
+        }
+        if (st == CUDNN_STATUS_SUCCESS && need <= ws_bytes) {
+            b->bwd_filter_algo = a;
+            b->bwd_filter_ws = need;
+            b->have_bwd_filter = 1;
+            return;
+        }
+    }
+    vcc__conv_no_algo(d, "backward filter", ws_bytes, fb_st, fb_need);
+}
+
+/* y (N, K, S) += b[k] */
+static __global__ void conv_bias_forward_kernel(int64_t n, int64_t K, int64_t S, const float *b, float *y)
+{
+    VCC_GRID_STRIDE(i, n) y[i] += b[(i / S) % K];
+}
+
+/* db[k] = sum over n, s of dy (N, K, S); one block per channel */
+static __global__ void conv_bias_backward_kernel(int64_t N, int64_t K, int64_t S, const float *dy, float *db)
+{
+    __shared__ double sh[VCC_CUDA_THREADS];
+    for (int64_t k = blockIdx.x; k < K; k += gridDim.x) {
+        double acc = 0.0;
+        for (int64_t n = 0; n < N; n++) {
+            const float *row = dy + (n * K + k) * S;
+            for (int64_t s = threadIdx.x; s < S; s += blockDim.x) acc += (double)row[s];
+        }
+        acc = vcc__block_sum(acc, sh);
+        if (threadIdx.x == 0) db[k] = (float)acc;
+    }
+}
+
+static inline int64_t vcc__conv_out_spatial(const VccConvDesc *d)
+{
+    int64_t s = 1;
+    int i;
+    for (i = 0; i < d->nsp; i++) s *= d->out[i];
+    return s;
+}
+
+/* conv_forward: y (N, K, *out) = conv(x (N, C, *in), w (K, C/G, *kernel)) + b (K) */
+static inline void conv_forward(VccRt *rt, VccConvDesc *d, const float *x, const float *w, const float *b,
+                                float *y, void *ws, size_t ws_bytes)
+{
+    const float one = 1.0f, zero = 0.0f;
+    VccCudnnConv *c = vcc__conv_backend(rt, d);
+    if (!ws) ws_bytes = 0;
+    if (!c->have_fwd || c->fwd_ws > ws_bytes) vcc__conv_pick_fwd(rt, d, c, ws_bytes);
+    VCC_CUDNN_CHECK(cudnnConvolutionForward(rt->cudnn, &one, c->x, x, c->w, w, c->conv, c->fwd_algo,
+                                            ws, ws_bytes, &zero, c->y, y));
+    if (b) {
+        int64_t S = vcc__conv_out_spatial(d), n = d->N * d->K * S;
+        conv_bias_forward_kernel<<<vcc__grid(n), VCC_CUDA_THREADS>>>(n, d->K, S, b, y);
+        VCC_CUDA_LAUNCHED();
+    }
+}
+
+/* conv_backward_data: dx (N, C, *in) = conv^T(dy (N, K, *out), w); overwritten */
+static inline void conv_backward_data(VccRt *rt, VccConvDesc *d, const float *dy, const float *w, float *dx,
+                                      void *ws, size_t ws_bytes)
+{
+    const float one = 1.0f, zero = 0.0f;
+    VccCudnnConv *c = vcc__conv_backend(rt, d);
+    if (!ws) ws_bytes = 0;
+    if (!c->have_bwd_data || c->bwd_data_ws > ws_bytes) vcc__conv_pick_bwd_data(rt, d, c, ws_bytes);
+    VCC_CUDNN_CHECK(cudnnConvolutionBackwardData(rt->cudnn, &one, c->w, w, c->y, dy, c->conv, c->bwd_data_algo,
+                                                 ws, ws_bytes, &zero, c->x, dx));
+}
+
+/* conv_backward_filter: dw (K, C/G, *kernel), db (K) or NULL; overwritten */
+static inline void conv_backward_filter(VccRt *rt, VccConvDesc *d, const float *x, const float *dy, float *dw,
+                                        float *db, void *ws, size_t ws_bytes)
+{
+    const float one = 1.0f, zero = 0.0f;
+    VccCudnnConv *c = vcc__conv_backend(rt, d);
+    if (!ws) ws_bytes = 0;
+    if (!c->have_bwd_filter || c->bwd_filter_ws > ws_bytes) vcc__conv_pick_bwd_filter(rt, d, c, ws_bytes);
+    VCC_CUDNN_CHECK(cudnnConvolutionBackwardFilter(rt->cudnn, &one, c->x, x, c->y, dy, c->conv,
+                                                   c->bwd_filter_algo, ws, ws_bytes, &zero, c->w, dw));
+    if (db) {
+        int64_t S = vcc__conv_out_spatial(d);
+        conv_bias_backward_kernel<<<vcc__blocks(d->K), VCC_CUDA_THREADS>>>(d->N, d->K, S, dy, db);
+        VCC_CUDA_LAUNCHED();
+    }
+}
+
+#define VCC_KERNEL VCC_KERNEL_CHECK
+#include "../proto/conv.h"
+#undef VCC_KERNEL
+
+#endif /* VCC_CUDA_CONV_CUH */

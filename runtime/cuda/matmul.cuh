@@ -1,0 +1,120 @@
+/*
+ * cuda/matmul.cuh - the matmul family's CUDA kernels: Gemm and GemmGrad.
+ * Signatures: proto/matmul.h. Part of the CUDA target's runtime (cuda/base.cuh).
+ */
+#ifndef VCC_CUDA_MATMUL_CUH
+#define VCC_CUDA_MATMUL_CUH
+
+#include "base.cuh"
+
+#define VCC_KERNEL VCC_KERNEL_DECLARE
+#include "../proto/matmul.h"
+#undef VCC_KERNEL
+
+/* Row-major X (m, n) = alpha * op(P) (m, k) * op(Q) (k, n) + beta * X, with
+ * P, Q, X row-major of leading dimensions ldp, ldq, ldx. cuBLAS is
+ * column-major, where a row-major matrix reads as its transpose, so this is
+ * X^T (n, m) = op(Q)^T op(P)^T: cuBLAS gets (Q, P) in that order. */
+static inline void vcc__sgemm_rm(VccRt *rt, int tp, int tq, int64_t m, int64_t n, int64_t k, float alpha,
+                                 const float *P, int64_t ldp, const float *Q, int64_t ldq, float beta, float *X,
+                                 int64_t ldx)
+{
+    if (m <= 0 || n <= 0) return;
+    VCC_CUBLAS_CHECK(cublasSgemm(rt->cublas, tq ? CUBLAS_OP_T : CUBLAS_OP_N, tp ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                 vcc__int(n, "gemm dim"), vcc__int(m, "gemm dim"), vcc__int(k, "gemm dim"), &alpha,
+                                 Q, vcc__int(ldq, "gemm ld"), P, vcc__int(ldp, "gemm ld"), &beta, X,
+                                 vcc__int(ldx, "gemm ld")));
+}
+
+/* Y (M, N) = beta * C broadcast from (c_rows, c_cols) */
+static __global__ void gemm_bias_forward_kernel(int64_t M, int64_t N, float beta, const float *C, int64_t c_rows,
+                                                int64_t c_cols, float *Y)
+{
+    VCC_GRID_STRIDE(i, M * N) {
+        int64_t r = i / N, c = i - r * N;
+        Y[i] = beta * C[(c_rows == 1 ? 0 : r) * c_cols + (c_cols == 1 ? 0 : c)];
+    }
+}
+
+/* dC (c_rows, c_cols) = beta * dY (M, N) summed over the broadcast axes */
+static __global__ void gemm_bias_backward_kernel(int64_t M, int64_t N, float beta, const float *dY,
+                                                 int64_t c_rows, int64_t c_cols, float *dC)
+{
+    VCC_GRID_STRIDE(i, c_rows * c_cols) {
+        int64_t r = i / c_cols, c = i - r * c_cols;
+        int64_t r0 = c_rows == 1 ? 0 : r, r1 = c_rows == 1 ? M : r + 1;
+        int64_t c0 = c_cols == 1 ? 0 : c, c1 = c_cols == 1 ? N : c + 1;
+        double acc = 0.0;
+        for (int64_t a = r0; a < r1; a++)
+            for (int64_t b = c0; b < c1; b++) acc += (double)dY[a * N + b];
+        dC[i] = (float)((double)beta * acc);
+    }
+}
+
+/* gemm_forward: ONNX Gemm, Y (M, N) = alpha * op(A) (M, K) * op(B) (K, N) + beta * C,
+ * C (c_rows, c_cols) broadcast (c_rows 1 or M, c_cols 1 or N) or NULL.
+ * A is stored (M, K), or (K, M) when transA; B (K, N), or (N, K) when transB. */
+static inline void gemm_forward(VccRt *rt, int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
+                                const float *A, const float *B, float beta, const float *C, int64_t c_rows,
+                                int64_t c_cols, float *Y)
+{
+    int64_t lda = transA ? M : K, ldb = transB ? K : N;
+    float bb = 0.0f;
+    if (M <= 0 || N <= 0) return;
+    if (C && beta != 0.0f) {
+        if (!(c_rows == 1 || c_rows == M) || !(c_cols == 1 || c_cols == N)) {
+            fprintf(stderr, "%s: internal error: gemm: C (%lld, %lld) does not broadcast to (%lld, %lld)\n", vcc_program, (long long)c_rows,
+                    (long long)c_cols, (long long)M, (long long)N);
+            exit(1);
+        }
+        gemm_bias_forward_kernel<<<vcc__grid(M * N), VCC_CUDA_THREADS>>>(M, N, beta, C, c_rows, c_cols, Y);
+        VCC_CUDA_LAUNCHED();
+        bb = 1.0f;
+    }
+    if (K <= 0) { /* no product: Y = beta * C, or 0 */
+        if (bb == 0.0f) fill_forward(rt, M * N, 0.0f, Y);
+        return;
+    }
+    vcc__sgemm_rm(rt, transA, transB, M, N, K, alpha, A, lda, B, ldb, bb, Y, N);
+}
+
+/* gemm_backward: gradients of gemm_forward given dY (M, N); dA shaped as A,
+ * dB as B, dC (c_rows, c_cols); each NULL to skip; all overwritten.
+ *   d op(A) = alpha dY op(B)^T     d op(B) = alpha op(A)^T dY */
+static inline void gemm_backward(VccRt *rt, int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
+                                 float beta, const float *A, const float *B, const float *dY, float *dA, float *dB,
+                                 float *dC, int64_t c_rows, int64_t c_cols)
+{
+    int64_t lda = transA ? M : K, ldb = transB ? K : N;
+    if (M < 0 || N < 0 || K < 0) return;
+    if (dA && M * K > 0) {
+        if (N == 0) fill_forward(rt, M * K, 0.0f, dA);
+        else if (!transA) /* dA (M, K) = alpha dY (M, N) op(B)^T (N, K) */
+            vcc__sgemm_rm(rt, 0, !transB, M, K, N, alpha, dY, N, B, ldb, 0.0f, dA, K);
+        else /* dA (K, M) = alpha op(B) (K, N) dY^T (N, M) */
+            vcc__sgemm_rm(rt, transB, 1, K, M, N, alpha, B, ldb, dY, N, 0.0f, dA, M);
+    }
+    if (dB && K * N > 0) {
+        if (M == 0) fill_forward(rt, K * N, 0.0f, dB);
+        else if (!transB) /* dB (K, N) = alpha op(A)^T (K, M) dY (M, N) */
+            vcc__sgemm_rm(rt, !transA, 0, K, N, M, alpha, A, lda, dY, N, 0.0f, dB, N);
+        else /* dB (N, K) = alpha dY^T (N, M) op(A) (M, K) */
+            vcc__sgemm_rm(rt, 1, transA, N, K, M, alpha, dY, N, A, lda, 0.0f, dB, K);
+    }
+    if (dC && c_rows * c_cols > 0) {
+        if (!(c_rows == 1 || c_rows == M) || !(c_cols == 1 || c_cols == N)) {
+            fprintf(stderr, "%s: internal error: gemm: C (%lld, %lld) does not broadcast to (%lld, %lld)\n", vcc_program, (long long)c_rows,
+                    (long long)c_cols, (long long)M, (long long)N);
+            exit(1);
+        }
+        gemm_bias_backward_kernel<<<vcc__grid(c_rows * c_cols), VCC_CUDA_THREADS>>>(M, N, beta, dY, c_rows, c_cols,
+                                                                                    dC);
+        VCC_CUDA_LAUNCHED();
+    }
+}
+
+#define VCC_KERNEL VCC_KERNEL_CHECK
+#include "../proto/matmul.h"
+#undef VCC_KERNEL
+
+#endif /* VCC_CUDA_MATMUL_CUH */

@@ -1,0 +1,183 @@
+/*
+ * cuda/norm.cuh - the norm family's CUDA kernels: BatchNormalization (training and inference forms) and its gradient.
+ * Signatures: proto/norm.h; per-element bodies shared with the C target: elem/norm.h. Part of the CUDA target's runtime (cuda/base.cuh).
+ */
+#ifndef VCC_CUDA_NORM_CUH
+#define VCC_CUDA_NORM_CUH
+
+#include "base.cuh"
+#include "../elem/norm.h"
+
+#define VCC_KERNEL VCC_KERNEL_DECLARE
+#include "../proto/norm.h"
+#undef VCC_KERNEL
+
+/* Per channel c (one block each): two-pass mean and biased variance over the
+ * m = N*S elements of x (N, C, S), in double; save_mean, save_invstd; the
+ * running statistics (ONNX momentum, unbiased variance as PyTorch). */
+static __global__ void batchnorm_forward_train_stats_kernel(int64_t N, int64_t C, int64_t S, const float *x,
+                                                            float *running_mean, float *running_var,
+                                                            float momentum, float eps, int unbiased,
+                                                            float *save_mean, float *save_invstd)
+{
+    __shared__ double sh[VCC_CUDA_THREADS];
+    const int64_t m = N * S;
+    for (int64_t c = blockIdx.x; c < C; c += gridDim.x) {
+        double acc = 0.0, mean, var;
+        for (int64_t n = 0; n < N; n++) {
+            const float *row = x + (n * C + c) * S;
+            for (int64_t s = threadIdx.x; s < S; s += blockDim.x) acc += (double)row[s];
+        }
+        mean = vcc__block_sum(acc, sh) / (double)m;
+        acc = 0.0;
+        for (int64_t n = 0; n < N; n++) {
+            const float *row = x + (n * C + c) * S;
+            for (int64_t s = threadIdx.x; s < S; s += blockDim.x) {
+                double dv = (double)row[s] - mean;
+                acc += dv * dv;
+            }
+        }
+        var = vcc__block_sum(acc, sh) / (double)m;
+        if (threadIdx.x == 0) {
+            double v = unbiased && m > 1 ? var * (double)m / (double)(m - 1) : var;
+            save_mean[c] = (float)mean;
+            save_invstd[c] = (float)(1.0 / sqrt(var + (double)eps));
+            if (running_mean)
+                running_mean[c] = (float)((double)running_mean[c] * (double)momentum +
+                                          mean * (1.0 - (double)momentum));
+            if (running_var)
+                running_var[c] = (float)((double)running_var[c] * (double)momentum + v * (1.0 - (double)momentum));
+        }
+    }
+}
+
+static __global__ void batchnorm_forward_train_kernel(int64_t n, int64_t C, int64_t S, const float *x,
+                                                      const float *gamma, const float *beta, const float *mean,
+                                                      const float *invstd, float *y)
+{
+    VCC_GRID_STRIDE(i, n) {
+        int64_t c = (i / S) % C;
+        y[i] = vcc_bn_norm(x[i], mean[c], invstd[c], gamma[c], beta[c]);
+    }
+}
+
+/* batchnorm_forward_train: x, y (N, C, S); gamma, beta, running_*, save_* (C).
+ * y may == x; the running variance takes the unbiased batch variance when unbiased
+ * (PyTorch), else the biased one (ONNX). */
+static inline void batchnorm_forward_train(VccRt *rt, int64_t N, int64_t C, int64_t S, const float *x,
+                                           const float *gamma, const float *beta, float *running_mean,
+                                           float *running_var, float momentum, float eps, int unbiased,
+                                           float *y, float *save_mean, float *save_invstd)
+{
+    int64_t n = N * C * S;
+    (void)rt;
+    if (n <= 0) return;
+    batchnorm_forward_train_stats_kernel<<<vcc__blocks(C), VCC_CUDA_THREADS>>>(
+        N, C, S, x, running_mean, running_var, momentum, eps, unbiased, save_mean, save_invstd);
+    VCC_CUDA_LAUNCHED();
+    batchnorm_forward_train_kernel<<<vcc__grid(n), VCC_CUDA_THREADS>>>(n, C, S, x, gamma, beta, save_mean,
+                                                                       save_invstd, y);
+    VCC_CUDA_LAUNCHED();
+}
+
+static __global__ void batchnorm_forward_infer_kernel(int64_t n, int64_t C, int64_t S, const float *x,
+                                                      const float *gamma, const float *beta, const float *mean,
+                                                      const float *var, float eps, float *y)
+{
+    VCC_GRID_STRIDE(i, n) {
+        int64_t c = (i / S) % C;
+        y[i] = vcc_bn_norm(x[i], mean[c], vcc_bn_invstd(var[c], eps), gamma[c], beta[c]);
+    }
+}
+
+/* batchnorm_forward_infer: inference form with given statistics (ONNX training_mode=0);
+ * x, y (N, C, S), y may == x; gamma, beta, mean, var (C). */
+static inline void batchnorm_forward_infer(VccRt *rt, int64_t N, int64_t C, int64_t S, const float *x,
+                                           const float *gamma, const float *beta, const float *mean,
+                                           const float *var, float eps, float *y)
+{
+    int64_t n = N * C * S;
+    (void)rt;
+    if (n <= 0) return;
+    batchnorm_forward_infer_kernel<<<vcc__grid(n), VCC_CUDA_THREADS>>>(n, C, S, x, gamma, beta, mean, var, eps, y);
+    VCC_CUDA_LAUNCHED();
+}
+
+/* Per channel (one block each): sum_dy = sum dy, sum_dy_xhat = invstd * sum dy*(x - mean)
+ * in double, written to dbeta / dgamma. When in_block (dgamma or dbeta is NULL,
+ * so there is nowhere to leave the sums) the block also writes its channel's dx. */
+static __global__ void batchnorm_backward_reduce_kernel(int64_t N, int64_t C, int64_t S, const float *x,
+                                                        const float *dy, const float *gamma, const float *save_mean,
+                                                        const float *save_invstd, float inv_m, int in_block,
+                                                        float *dx, float *dgamma, float *dbeta)
+{
+    __shared__ double sh[VCC_CUDA_THREADS];
+    for (int64_t c = blockIdx.x; c < C; c += gridDim.x) {
+        const float mean = save_mean[c], invstd = save_invstd[c];
+        double sdy = 0.0, sdyx = 0.0;
+        float sum_dy, sum_dy_xhat;
+        for (int64_t n = 0; n < N; n++) {
+            const int64_t off = (n * C + c) * S;
+            for (int64_t s = threadIdx.x; s < S; s += blockDim.x) {
+                double g = (double)dy[off + s];
+                sdy += g;
+                sdyx += g * ((double)x[off + s] - (double)mean);
+            }
+        }
+        sdy = vcc__block_sum(sdy, sh);
+        sdyx = vcc__block_sum(sdyx, sh);
+        sum_dy = (float)sdy;
+        sum_dy_xhat = (float)(sdyx * (double)invstd);
+        if (threadIdx.x == 0) {
+            if (dbeta) dbeta[c] = sum_dy;
+            if (dgamma) dgamma[c] = sum_dy_xhat;
+        }
+        if (in_block) {
+            const float gm = gamma[c];
+            for (int64_t n = 0; n < N; n++) {
+                const int64_t off = (n * C + c) * S;
+                for (int64_t s = threadIdx.x; s < S; s += blockDim.x)
+                    dx[off + s] = vcc_bn_dx(x[off + s], dy[off + s], mean, invstd, gm, sum_dy, sum_dy_xhat, inv_m);
+            }
+        }
+    }
+}
+
+static __global__ void batchnorm_backward_kernel(int64_t n, int64_t C, int64_t S, const float *x, const float *dy,
+                                                 const float *gamma, const float *save_mean,
+                                                 const float *save_invstd, const float *sum_dy,
+                                                 const float *sum_dy_xhat, float inv_m, float *dx)
+{
+    VCC_GRID_STRIDE(i, n) {
+        int64_t c = (i / S) % C;
+        dx[i] = vcc_bn_dx(x[i], dy[i], save_mean[c], save_invstd[c], gamma[c], sum_dy[c], sum_dy_xhat[c], inv_m);
+    }
+}
+
+/* batchnorm_backward: x, dy, dx (N, C, S); gamma, save_* (C) from the forward;
+ * dgamma = sum dy*xhat, dbeta = sum dy (C), either may be NULL.
+ * All outputs overwritten; dx may == dy. */
+static inline void batchnorm_backward(VccRt *rt, int64_t N, int64_t C, int64_t S, const float *x, const float *dy,
+                                      const float *gamma, const float *save_mean, const float *save_invstd,
+                                      float *dx, float *dgamma, float *dbeta)
+{
+    const int64_t n = N * C * S;
+    const float inv_m = (float)(1.0 / (double)(N * S));
+    const int in_block = !dgamma || !dbeta;
+    (void)rt;
+    if (n <= 0) return;
+    /* the reduction reads all of dy before the elementwise kernel writes dx */
+    batchnorm_backward_reduce_kernel<<<vcc__blocks(C), VCC_CUDA_THREADS>>>(
+        N, C, S, x, dy, gamma, save_mean, save_invstd, inv_m, in_block, dx, dgamma, dbeta);
+    VCC_CUDA_LAUNCHED();
+    if (in_block) return;
+    batchnorm_backward_kernel<<<vcc__grid(n), VCC_CUDA_THREADS>>>(n, C, S, x, dy, gamma, save_mean, save_invstd,
+                                                                  dbeta, dgamma, inv_m, dx);
+    VCC_CUDA_LAUNCHED();
+}
+
+#define VCC_KERNEL VCC_KERNEL_CHECK
+#include "../proto/norm.h"
+#undef VCC_KERNEL
+
+#endif /* VCC_CUDA_NORM_CUH */

@@ -1,0 +1,51 @@
+/*
+ * elem/base.h - what the per-element bodies of every op family (elem/<family>.h) build on: VCC_HD
+ * (__host__ __device__ under nvcc, static inline under cc), VCC_UNUSED, and the convolution
+ * descriptor both targets read.
+ *
+ * One arithmetic, two targets: every hand-written kernel body lives once, in elem/<family>.h.
+ * The CPU loops call it directly; the CUDA kernels call it from device code. Pure C99, no libc
+ * I/O, no global state. Inlined verbatim into generated programs.
+ *
+ * Shape legend:
+ *   N  batch            C  input channels     K  output channels (filters)
+ *   T  time (frames)    H  height             W  width
+ *   G  groups           S  prod(spatial dims) = T*H*W for 3-D tensors
+ * Layout is row-major N, C, spatial (NCDHW for 3-D).
+ */
+#ifndef VCC_ELEM_BASE_H
+#define VCC_ELEM_BASE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <math.h>
+
+/* VCC_UNUSED: silences "declared but never referenced" for helpers a given
+ * trainer does not call (nvcc's front end warns about unused static inline
+ * functions in the main file, which is where the inlined runtime lands). */
+#if defined(__GNUC__) || defined(__clang__) || defined(__CUDACC__)
+#define VCC_UNUSED __attribute__((unused))
+#else
+#define VCC_UNUSED
+#endif
+
+#if defined(__CUDACC__)
+#define VCC_HD __host__ __device__ __forceinline__
+#else
+#define VCC_HD static inline VCC_UNUSED
+#endif
+
+/* VccConvDesc: one ONNX Conv (cross-correlation) with nsp spatial dims.
+ *   x (N, C, in[0..nsp-1])   w (K, C/G, kernel[0..nsp-1])   b (K)
+ *   y (N, K, out[0..nsp-1]), out = floor((in + pb + pe - dil*(k-1) - 1)/stride) + 1
+ * Entries past nsp are ignored (generated code sets them to 1 / 0).
+ * backend: target-private cache (cuDNN descriptors and algorithms); NULL
+ * initially, owned by the backend. */
+typedef struct VccConvDesc {
+    int nsp;                          /* spatial rank, 1..3 */
+    int64_t N, C, K, G;               /* batch, in channels, out channels (filters), groups */
+    int64_t in[3], out[3], kernel[3], stride[3], dilation[3], pad_begin[3], pad_end[3];
+    void *backend;                    /* target-private cache; NULL initially */
+} VccConvDesc;
+
+#endif /* VCC_ELEM_BASE_H */

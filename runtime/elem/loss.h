@@ -1,0 +1,47 @@
+/*
+ * elem/loss.h - the loss family's per-element (and per-row) arithmetic, written once for both
+ * targets: the CPU loops (cpu/loss.h) call these directly, the CUDA kernels (cuda/loss.cuh) from device
+ * code. Pure C99, no I/O, no state.
+ */
+#ifndef VCC_ELEM_LOSS_H
+#define VCC_ELEM_LOSS_H
+
+#include "base.h"
+
+/* vcc_xent_row: one row of softmax cross-entropy.
+ *   logits_row (K), prob_row (K) written with softmax(logits_row), computed
+ *   max-subtracted; returns -log softmax(logits_row)[label] computed as
+ *   logsumexp(logits_row) - logits_row[label] (torch.nn.CrossEntropyLoss per
+ *   sample, before the batch mean).
+ * Errors: the caller validates labels; a label outside [0, K) (or K <= 0)
+ * reads nothing out of bounds and returns NaN. prob_row may not alias logits_row. */
+VCC_HD float vcc_xent_row(int64_t K, const float *logits_row, int64_t label, float *prob_row)
+{
+    int64_t k;
+    float mx, sum = 0.0f, inv;
+    if (K <= 0)
+        return nanf("");
+    mx = logits_row[0];
+    for (k = 1; k < K; k++)
+        if (logits_row[k] > mx) mx = logits_row[k];
+    for (k = 0; k < K; k++) {
+        float e = expf(logits_row[k] - mx);
+        prob_row[k] = e;
+        sum += e;
+    }
+    inv = 1.0f / sum;
+    for (k = 0; k < K; k++)
+        prob_row[k] *= inv;
+    if (label < 0 || label >= K)
+        return nanf("");
+    return (mx + logf(sum)) - logits_row[label];
+}
+
+/* vcc_xent_bwd: d loss / d logit for one element: (prob - is_label) * scale,
+ * where scale = dloss / N for the batch-mean reduction. */
+VCC_HD float vcc_xent_bwd(float prob, int is_label, float scale)
+{
+    return (prob - (is_label ? 1.0f : 0.0f)) * scale;
+}
+
+#endif /* VCC_ELEM_LOSS_H */
