@@ -19,6 +19,7 @@ import onnx
 
 SUPPORTED = {"Conv", "BatchNormalization", "Relu", "Add", "GlobalAveragePool", "Flatten", "Reshape", "Identity",
              "Gemm", "Constant"}
+SUPPORTED |= {"Concat", "Split", "Slice", "Transpose", "Squeeze", "Unsqueeze", "Expand", "Tile", "Cast", "Resize"}
 
 
 def main():

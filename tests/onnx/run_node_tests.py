@@ -13,8 +13,10 @@ simple/, and light/'s whole networks):
     must match the expected one: |got - want| <= 1e-5 + 1e-4 * |want| (shapes and dtypes exact).
   - The tests in SUPPORTED must compile: they are the ONNX forms of the ops vcc trains.
 
-Harness adaptations, each stated here: vcc needs static shapes, so a Reshape shape that a test feeds as
-a graph input is baked into the model as an initializer (its value is the test's input). Every output
+Harness adaptations, each stated here: vcc needs static shapes, so an input vcc takes as a constant
+(CONST_INPUTS: Reshape's shape, Slice's starts/ends/axes/steps, Split's split, Squeeze's and Unsqueeze's
+axes, Expand's shape, Tile's repeats, Resize's roi/scales/sizes) that a test feeds as a graph input is
+baked into the model as an initializer (its value is the test's input). Every output
 is compared with the expected one as it is: forward-only programs follow the ONNX spec (for example,
 BatchNormalization's training mode updates running_var with the biased batch variance there, while
 vcc's trainers follow PyTorch's unbiased one).
@@ -52,12 +54,54 @@ SUPPORTED = [
     "test_reshape_extended_dims", "test_reshape_negative_dim", "test_reshape_negative_extended_dims",
     "test_reshape_one_dim", "test_reshape_reduced_dims", "test_reshape_reordered_all_dims",
     "test_reshape_reordered_last_dims", "test_reshape_zero_and_negative_dim", "test_reshape_zero_dim",
+    # layout: Concat, Split, Slice, Transpose, Squeeze, Unsqueeze, Expand, Resize (nearest, linear). Not here:
+    # test_split_zero_size_splits_* (an input of 0 elements), Resize's cubic, antialias and tf_crop_and_resize
+    # tests, and test_resize_downsample_scales_linear_align_corners (a scale that gives no whole length with
+    # align_corners: refused as ambiguous, see ir/ops/layout.c)
+    "test_concat_1d_axis_0", "test_concat_1d_axis_negative_1", "test_concat_2d_axis_0", "test_concat_2d_axis_1",
+    "test_concat_2d_axis_negative_1", "test_concat_2d_axis_negative_2", "test_concat_3d_axis_0",
+    "test_concat_3d_axis_1", "test_concat_3d_axis_2", "test_concat_3d_axis_negative_1",
+    "test_concat_3d_axis_negative_2", "test_concat_3d_axis_negative_3", "test_operator_concat2",
+    "test_split_1d_uneven_split_opset18", "test_split_2d_uneven_split_opset18", "test_split_equal_parts_1d_opset13",
+    "test_split_equal_parts_1d_opset18", "test_split_equal_parts_2d", "test_split_equal_parts_2d_opset13",
+    "test_split_equal_parts_default_axis_opset13", "test_split_equal_parts_default_axis_opset18",
+    "test_split_variable_parts_1d_opset13", "test_split_variable_parts_1d_opset18",
+    "test_split_variable_parts_2d_opset13", "test_split_variable_parts_2d_opset18",
+    "test_split_variable_parts_default_axis_opset13", "test_split_variable_parts_default_axis_opset18",
+    "test_operator_chunk",
+    "test_slice", "test_slice_default_axes", "test_slice_default_steps", "test_slice_end_out_of_bounds",
+    "test_slice_neg", "test_slice_neg_steps", "test_slice_negative_axes", "test_slice_start_out_of_bounds",
+    "test_transpose_all_permutations_0", "test_transpose_all_permutations_1", "test_transpose_all_permutations_2",
+    "test_transpose_all_permutations_3", "test_transpose_all_permutations_4", "test_transpose_all_permutations_5",
+    "test_transpose_default", "test_operator_permute2",
+    "test_squeeze", "test_squeeze_negative_axes", "test_unsqueeze_axis_0", "test_unsqueeze_axis_1",
+    "test_unsqueeze_axis_2", "test_unsqueeze_negative_axes", "test_unsqueeze_three_axes", "test_unsqueeze_two_axes",
+    "test_unsqueeze_unsorted_axes",
+    "test_expand_dim_changed", "test_expand_dim_unchanged", "test_expand_shape_model1", "test_expand_shape_model2",
+    "test_expand_shape_model3", "test_expand_shape_model4",
+    "test_resize_downsample_scales_linear", "test_resize_downsample_scales_linear_half_pixel_symmetric",
+    "test_resize_downsample_scales_nearest", "test_resize_downsample_sizes_linear_pytorch_half_pixel",
+    "test_resize_downsample_sizes_nearest", "test_resize_downsample_sizes_nearest_not_larger",
+    "test_resize_downsample_sizes_nearest_not_smaller", "test_resize_upsample_scales_linear",
+    "test_resize_upsample_scales_linear_align_corners", "test_resize_upsample_scales_linear_half_pixel_symmetric",
+    "test_resize_upsample_scales_nearest", "test_resize_upsample_scales_nearest_axes_2_3",
+    "test_resize_upsample_scales_nearest_axes_3_2", "test_resize_upsample_sizes_nearest",
+    "test_resize_upsample_sizes_nearest_axes_2_3", "test_resize_upsample_sizes_nearest_axes_3_2",
+    "test_resize_upsample_sizes_nearest_ceil_half_pixel", "test_resize_upsample_sizes_nearest_floor_align_corners",
+    "test_resize_upsample_sizes_nearest_not_larger", "test_resize_upsample_sizes_nearest_not_smaller",
+    "test_resize_upsample_sizes_nearest_round_prefer_ceil_asymmetric",
 ]
 
 
+# op type -> the positions of the inputs vcc needs as constants (they fix shapes)
+CONST_INPUTS = {"Reshape": (1,), "Slice": (1, 2, 3, 4), "Split": (1,), "Squeeze": (1,), "Unsqueeze": (1,),
+                "Expand": (1,), "Tile": (1, 2), "Resize": (1, 2, 3)}
+
+
 def bake_shape_inputs(model, inputs):
-    """Turn graph inputs that feed a Reshape's shape into initializers holding the test's values."""
-    shape_inputs = {n.input[1] for n in model.graph.node if n.op_type == "Reshape" and len(n.input) > 1}
+    """Turn graph inputs that feed an input of CONST_INPUTS into initializers holding the test's values."""
+    shape_inputs = {n.input[i] for n in model.graph.node for i in CONST_INPUTS.get(n.op_type, ())
+                    if i < len(n.input) and n.input[i]}
     names = [i.name for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}]
     kept = []
     for name, arr in zip(names, inputs):
@@ -107,7 +151,7 @@ def main():
             feeds = [[numpy_helper.to_array(onnx.load_tensor(p))
                       for p in sorted(glob.glob(os.path.join(s, "input_*.pb")),
                                       key=lambda p: int(p.rsplit("_", 1)[1][:-3]))] for s in sets]
-            if any(n.op_type == "Reshape" for n in model.graph.node):
+            if any(n.op_type in CONST_INPUTS for n in model.graph.node):
                 feeds = [bake_shape_inputs(onnx.load(path), f) for f in feeds]
                 bake_shape_inputs(model, [numpy_helper.to_array(onnx.load_tensor(p)) for p in sorted(
                     glob.glob(os.path.join(sets[0], "input_*.pb")), key=lambda p: int(p.rsplit("_", 1)[1][:-3]))])
