@@ -91,7 +91,7 @@ static bool has_input(const VccNode *n, int i) { return i < n->nin && n->in[i] >
  * the node and what) when it is outside [-r, r-1]. */
 static bool norm_axis(VccCtx *ctx, const VccNode *n, const char *what, int64_t a, int r, int *out) {
     if (a < -(int64_t)r || a >= r) {
-        vcc_error(ctx, "node '%s' (%s): %s %lld is out of range for rank %d", n->name, vcc_node_op(n), what,
+        vcc_error(ctx, "node '%s' (%s): %s value %lld is out of range for rank %d", n->name, vcc_node_op(n), what,
                   (long long)a, r);
         return false;
     }
@@ -165,6 +165,14 @@ static VccStatus const_input_to_attr(VccCtx *ctx, VccGraph *g, int k, int i, con
     if (dt == VCC_F32) vcc_attr_set_floats(n, attr, (const float *)x->data, (int)cnt);
     else vcc_attr_set_ints(n, attr, (const int64_t *)x->data, (int)cnt);
     return VCC_OK;
+}
+
+/* Error unless n has at most max inputs (the ones its opset defines). */
+static VccStatus max_inputs(VccCtx *ctx, const VccGraph *g, const VccNode *n, int max) {
+    if (n->nin <= max) return VCC_OK;
+    vcc_error(ctx, "node '%s' (%s): %d inputs; opset %lld defines at most %d", n->name, vcc_node_op(n), n->nin,
+              (long long)g->opset, max);
+    return VCC_ERR_SHAPE;
 }
 
 /* Keep the first `keep` inputs of n (the ones after are constants now held as attributes). */
@@ -464,6 +472,7 @@ static void squeeze_check_attrs(VccCtx *ctx, const VccGraph *g, const VccNode *n
 /* Opset 13+: the axes input becomes the axes attribute of opsets 1-12; the output is a view. */
 static VccStatus squeeze_canon(VccCtx *ctx, VccGraph *g, int k) {
     VccNode *n = &g->nodes[k];
+    if (max_inputs(ctx, g, n, g->opset >= 13 ? 2 : 1)) return VCC_ERR_SHAPE;
     if (g->opset >= 13) {
         VccStatus st = const_input_to_attr(ctx, g, k, 1, "axes", VCC_I64);
         if (st) return st;
@@ -655,11 +664,7 @@ static void split_check_attrs(VccCtx *ctx, const VccGraph *g, const VccNode *n) 
 
 /* The split input (opset 1, 13+) becomes the split attribute. */
 static VccStatus split_canon(VccCtx *ctx, VccGraph *g, int k) {
-    VccNode *n = &g->nodes[k];
-    if (has_input(n, 1) && g->opset >= 2 && g->opset < 13) {
-        vcc_error(ctx, "node '%s' (Split): opsets 2-12 take split as an attribute, not an input", n->name);
-        return VCC_ERR_SHAPE;
-    }
+    if (max_inputs(ctx, g, &g->nodes[k], g->opset >= 2 && g->opset < 13 ? 1 : 2)) return VCC_ERR_SHAPE;
     VccStatus st = const_input_to_attr(ctx, g, k, 1, "split", VCC_I64);
     drop_inputs(&g->nodes[k], 1);
     return st;
@@ -770,7 +775,8 @@ static void slice_check_attrs(VccCtx *ctx, const VccGraph *g, const VccNode *n) 
 /* Opset 10+: the starts, ends, axes and steps inputs become attributes of those names. */
 static VccStatus slice_canon(VccCtx *ctx, VccGraph *g, int k) {
     static const char *const names[4] = {"starts", "ends", "axes", "steps"};
-    VccStatus st = VCC_OK;
+    VccStatus st = max_inputs(ctx, g, &g->nodes[k], g->opset >= 10 ? 5 : 1);
+    if (st) return st;
     if (g->opset >= 10) {
         if (!has_input(&g->nodes[k], 1) || !has_input(&g->nodes[k], 2)) {
             vcc_error(ctx, "node '%s' (Slice): the starts and ends inputs are required", g->nodes[k].name);
@@ -843,8 +849,10 @@ static VccStrided slice_walk(const VccShape *x, const int64_t *start, const int6
     memset(&s, 0, sizeof s);
     *base = 0;
     for (int d = 0; d < x->rank; d++) {
+        /* a step only moves between two elements: |step| < dim then, and step * stride fits */
+        int64_t sx = len[d] > 1 ? step[d] * xs[d] : 0;
         *base += start[d] * xs[d];
-        strided_push(&s, len[d], to_y ? ys[d] : step[d] * xs[d], to_y ? step[d] * xs[d] : ys[d]);
+        strided_push(&s, len[d], to_y ? ys[d] : sx, to_y ? sx : ys[d]);
     }
     return s;
 }
@@ -967,7 +975,8 @@ const VccOpDef vcc_def_TRANSPOSE = {0, 0, transpose_attrs, NULL, NULL, transpose
  * attribute; Tile-1's tiles and axis (scalars) become the attributes of those names. */
 static VccStatus expand_canon(VccCtx *ctx, VccGraph *g, int k) {
     VccNode *n = &g->nodes[k];
-    VccStatus st;
+    VccStatus st = max_inputs(ctx, g, n, n->op == VCC_OP_TILE && g->opset < 6 ? 3 : 2);
+    if (st) return st;
     if (n->op == VCC_OP_EXPAND) st = const_input_to_attr(ctx, g, k, 1, "shape", VCC_I64);
     else if (g->opset >= 6) st = const_input_to_attr(ctx, g, k, 1, "repeats", VCC_I64);
     else if ((st = const_input_to_attr(ctx, g, k, 1, "tiles", VCC_I64)) == VCC_OK)
@@ -1012,11 +1021,13 @@ static VccStatus tile_repeats(VccCtx *ctx, const VccNode *n, const VccShape *x, 
     const int64_t *v = attr_list(n, "repeats", &cnt);
     for (int i = 0; i < x->rank; i++) rep[i] = v && i < cnt ? v[i] : 1;
     if (!v) {
-        const int64_t *t = attr_list(n, "tiles", &cnt), *a = attr_list(n, "axis", &axis);
-        if (!t || cnt != 1 || !a || axis != 1 || !norm_axis(ctx, n, "axis", a[0], x->rank, &axis)) {
+        int na;
+        const int64_t *t = attr_list(n, "tiles", &cnt), *a = attr_list(n, "axis", &na);
+        if (!t || cnt != 1 || !a || na != 1) {
             vcc_error(ctx, "node '%s' (Tile): tiles and axis must be one value each", n->name);
             return VCC_ERR_SHAPE;
         }
+        if (!norm_axis(ctx, n, "axis", a[0], x->rank, &axis)) return VCC_ERR_SHAPE;
         rep[axis] = t[0];
     } else if (cnt != x->rank) {
         vcc_error(ctx, "node '%s' (Tile): repeats has %d values for rank %d", n->name, cnt, x->rank);
@@ -1256,6 +1267,9 @@ static VccStatus cast_emit(VccEmit *e, int k) {
     } else if (x->dtype == VCC_I64 && y->dtype == VCC_F32) {
         fprintf(e->f, "    cast_i64_f32_forward(rt, %" PRId64 ", (const int64_t *)(A + %" PRId64 "), %s);\n", count,
                 x->offset, vcc_emit_f32(e, n->out[0]));
+    } else if (x->dtype == y->dtype && cast_to(n) != ONNX_INT32) { /* a dump's Cast to its own type */
+        fprintf(e->f, "    copy_forward(rt, %" PRId64 ", %s, %s);\n", count * (int64_t)(vcc_dtype_size(x->dtype) / 4),
+                words_at(e, n->in[0], 0), words_at(e, n->out[0], 0));
     } else if (x->dtype == VCC_I64 && y->dtype == VCC_I64) {
         fprintf(e->f, "    cast_i64_i32_forward(rt, %" PRId64 ", (const int64_t *)(A + %" PRId64 "), "
                 "(int64_t *)(A + %" PRId64 "));\n", count, x->offset, y->offset);
@@ -1329,7 +1343,8 @@ static void resize_check_attrs(VccCtx *ctx, const VccGraph *g, const VccNode *n)
  * one of them (an empty scales tensor counts as absent); roi (1) is dropped. */
 static VccStatus resize_canon(VccCtx *ctx, VccGraph *g, int k) {
     VccNode *n = &g->nodes[k];
-    VccStatus st;
+    VccStatus st = max_inputs(ctx, g, n, g->opset < 11 ? 2 : 4);
+    if (st) return st;
     if (g->opset < 11) {
         st = const_input_to_attr(ctx, g, k, 1, "scales", VCC_F32);
     } else {
@@ -1388,8 +1403,8 @@ static VccStatus resize_desc(VccCtx *ctx, const VccGraph *g, const VccNode *n, c
         int a = axes[i];
         double s = ns >= 0 ? (double)sc->floats[i] : (double)sizes[i] / (double)x->dims[a];
         if (!(s > 0.0 && s < 1e9) || (nz >= 0 && sizes[i] < 1)) {
-            vcc_error(ctx, "node '%s' (Resize): the %s for axis %d must be positive", n->name, ns >= 0 ? "scale" : "size",
-                      a);
+            vcc_error(ctx, "node '%s' (Resize): the %s for axis %d must be positive and scale it at most 1e9 times",
+                      n->name, ns >= 0 ? "scale" : "size", a);
             return VCC_ERR_SHAPE;
         }
         d->scale[a] = s;
