@@ -10,6 +10,7 @@
 #include "cpu/norm.h"
 #include "cpu/unary.h"
 #include "cpu/binary.h"
+#include "cpu/reduce.h"
 #include "cpu/pool.h"
 #include "cpu/matmul.h"
 #include "cpu/loss.h"

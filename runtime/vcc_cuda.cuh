@@ -10,6 +10,7 @@
 #include "cuda/norm.cuh"
 #include "cuda/unary.cuh"
 #include "cuda/binary.cuh"
+#include "cuda/reduce.cuh"
 #include "cuda/pool.cuh"
 #include "cuda/matmul.cuh"
 #include "cuda/loss.cuh"

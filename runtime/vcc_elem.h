@@ -8,6 +8,8 @@
 #include "elem/conv.h"
 #include "elem/norm.h"
 #include "elem/unary.h"
+#include "elem/binary.h"
+#include "elem/reduce.h"
 #include "elem/loss.h"
 #include "elem/optim.h"
 #endif /* VCC_ELEM_H */

@@ -181,6 +181,14 @@ const char *vcc_emit_f32(VccEmit *e, int t) {
     return buf;
 }
 
+void vcc_emit_i64s(VccEmit *e, int nlists, const int64_t *const *lists, const int *lens) {
+    for (int l = 0; l < nlists; l++) {
+        fputs(l ? ", {" : "{", e->f);
+        for (int i = 0; i < lens[l]; i++) fprintf(e->f, i ? ", %" PRId64 : "%" PRId64, lists[l][i]);
+        fputc('}', e->f);
+    }
+}
+
 int64_t vcc_emit_numel(const VccEmit *e, int t) { return vcc_shape_numel(&e->g->tensors[t].shape); }
 
 void vcc_emit_ncs(const VccEmit *e, int t, int64_t *N, int64_t *C, int64_t *S) {

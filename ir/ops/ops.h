@@ -119,6 +119,38 @@ int vcc_diff_add_node(VccDiff *d, VccOp op, int fwd, const char *suffix, const i
 /* The gradient of node k's output i so far (-1: none reaches it). */
 int vcc_diff_dy(const VccDiff *d, int k, int i);
 
+/* ======================================================================== broadcasting (ir/ops/binary.c) */
+
+/* The operands of an elementwise op of two inputs A, B aligned to its output Y: a, b and y all have Y's
+ * rank, a and b with 1 along the dims where the operand is broadcast. axis: where B's own dims start
+ * among Y's in the legacy form (below), -1 when the operands are right-aligned (numpy). */
+typedef struct {
+    VccShape a, b, y;
+    int axis;
+} VccBroadcast;
+
+/* How node n (Add, Sub, Mul, Div, Pow, or a backward node that carries their attributes) broadcasts
+ * operands of shapes a and b, after ONNX "Broadcasting": from opset 7 multidirectional (numpy: shapes
+ * right-aligned, each dim equal or 1 in one of them, Y the larger); before opset 7 (Add, Sub, Mul, Div
+ * 1/6, Pow 1) unidirectional: broadcast=0 (the default) needs equal shapes, broadcast=1 places B's
+ * dims at A's dims axis.. (default: A's trailing dims), each equal to A's or 1, and Y has A's shape.
+ * False with an error naming the node when the shapes do not broadcast. */
+bool vcc_broadcast(VccCtx *ctx, const VccGraph *g, const VccNode *n, const VccShape *a, const VccShape *b,
+                   VccBroadcast *out);
+
+/* ======================================================================== sums to a shape (ir/ops/reduce.c) */
+
+/* For gradient rules: the gradient of tensor t from gradient gt of a value t was broadcast to (ONNX
+ * broadcasting; PyTorch's sum_to_size): scale * gt summed over the dims along which t was broadcast
+ * (its missing leading dims and its size-1 dims where gt's are larger), shaped like t. axis >= 0: t's
+ * dims sit at gt's dims axis.. (the legacy unidirectional broadcast before opset 7); -1: right-aligned.
+ * Gives gt itself when the shapes are equal and scale is 1; a view of gt (a backward Reshape) when they
+ * differ only in size-1 dims, scale is 1 and t is not a parameter; else the output of a ReduceToShape
+ * node "<node fwd>.<suffix>" (runtime reduce_forward, sum in double). The caller hands the result to
+ * vcc_diff_accum. Example: y = x * s, x (N, C, T, H, W), s (N, C, 1, 1, 1): ds = vcc_diff_sum_to(dy * x)
+ * sums each (n, c)'s T*H*W elements. */
+int vcc_diff_sum_to(VccDiff *d, int fwd, const char *suffix, int gt, int t, int axis, float scale);
+
 /* ======================================================================== conv geometry (ir/ops/conv.c) */
 
 /* Convolution geometry decoded from an ONNX Conv node (ONNX Operators "Conv", opset 11+):
@@ -164,6 +196,9 @@ struct VccEmit {
 
 /* "VCC_F(off)" for float tensor t, "NULL" for an absent one (t < 0). */
 const char *vcc_emit_f32(VccEmit *e, int t);
+/* "{a0, a1, ...}, {b0, ...}, ...": nlists lists of int64 values (list l: lens[l] values) as C initializer
+ * lists (the arrays of a kernel descriptor). */
+void vcc_emit_i64s(VccEmit *e, int nlists, const int64_t *const *lists, const int *lens);
 /* Elements of tensor t. */
 int64_t vcc_emit_numel(const VccEmit *e, int t);
 /* N, C, S of an (N, C, spatial...) tensor. */
