@@ -175,24 +175,32 @@ static VccBroadcast fwd_broadcast(VccDiff *d, int k) {
     return bc;
 }
 
-/* A backward node op(x, v) -> a new gradient temporary of forward node k's output shape, named
- * "<output>.grad_<suffix>" (the node "<forward>.grad_<suffix>"); x has that shape. v_is_b: v is the forward's B, broadcast as the forward node
- * broadcasts it (the node keeps the forward's attributes); else v is A or another value of Y's shape
- * (A always has it before opset 7), and the legacy attributes are dropped. */
-static int bwd_binary(VccDiff *d, VccOp op, int k, const char *suffix, int x, int v, bool v_is_b) {
-    int y = d->g->nodes[k].out[0];
+/* A new tensor of forward node k's output shape for a partial gradient toward its input i (i < 0: an
+ * intermediate value), named "<output>.grad_<suffix>"; where input i has that shape, a gradient of input
+ * i (vcc_diff_new_grad), which a parameter can own without a copy. */
+static int partial(VccDiff *d, int k, int i, const char *suffix) {
+    int y = d->g->nodes[k].out[0], x = i >= 0 ? d->g->nodes[k].in[i] : -1;
     VccShape s = d->g->tensors[y].shape;
+    if (x >= 0 && vcc_same_shape(&s, &d->g->tensors[x].shape)) return vcc_diff_new_grad(d, x);
     int t = vcc_tensor_add_unique(d->g, VCC_F32, &s, VCC_T_GRAD_TEMP, "%s.grad_%s", d->g->tensors[y].name, suffix);
     vcc_diff_grow(d);
+    return t;
+}
+
+/* A backward node "<forward>.grad_<suffix>": op(x, v) -> out, all of forward node k's output shape but v.
+ * v_is_b: v is the forward's B, broadcast as the forward node broadcasts it (the node keeps the
+ * forward's attributes); else v has Y's shape (A always has it before opset 7) and the legacy
+ * attributes are dropped. Returns out. */
+static int bwd_binary(VccDiff *d, VccOp op, int k, const char *suffix, int x, int v, bool v_is_b, int out) {
     int in[2] = {x, v};
     char *name = vcc_strfmt("grad_%s", suffix);
-    int j = vcc_diff_add_node(d, op, k, name, in, 2, &t, 1);
+    int j = vcc_diff_add_node(d, op, k, name, in, 2, &out, 1);
     free(name);
     if (!v_is_b) {
         vcc_attr_drop(&d->g->nodes[j], "broadcast");
         vcc_attr_drop(&d->g->nodes[j], "axis");
     }
-    return t;
+    return out;
 }
 
 /* Operand i (0: A, 1: B) of forward node k gets partial gradient gy (Y's shape) times scale, summed to
@@ -226,8 +234,14 @@ static VccStatus sub_grad(VccDiff *d, int k) {
 static VccStatus mul_grad(VccDiff *d, int k) {
     VccNode n = d->g->nodes[k];
     int dy = vcc_diff_dy(d, k, 0);
-    if (d->req[n.in[0]]) give(d, k, 0, bwd_binary(d, VCC_OP_MUL, k, "a", dy, n.in[1], true), 1.0f);
-    if (d->req[n.in[1]]) give(d, k, 1, bwd_binary(d, VCC_OP_MUL, k, "b", dy, n.in[0], false), 1.0f);
+    if (d->req[n.in[0]]) {
+        int ga = bwd_binary(d, VCC_OP_MUL, k, "a", dy, n.in[1], true, partial(d, k, 0, "a"));
+        give(d, k, 0, ga, 1.0f);
+    }
+    if (d->req[n.in[1]]) {
+        int gb = bwd_binary(d, VCC_OP_MUL, k, "b", dy, n.in[0], false, partial(d, k, 1, "b"));
+        give(d, k, 1, gb, 1.0f);
+    }
     return VCC_OK;
 }
 
@@ -235,10 +249,14 @@ static VccStatus mul_grad(VccDiff *d, int k) {
 static VccStatus div_grad(VccDiff *d, int k) {
     VccNode n = d->g->nodes[k];
     int dy = vcc_diff_dy(d, k, 0);
-    if (d->req[n.in[0]]) give(d, k, 0, bwd_binary(d, VCC_OP_DIV, k, "a", dy, n.in[1], true), 1.0f);
+    if (d->req[n.in[0]]) {
+        int ga = bwd_binary(d, VCC_OP_DIV, k, "a", dy, n.in[1], true, partial(d, k, 0, "a"));
+        give(d, k, 0, ga, 1.0f);
+    }
     if (d->req[n.in[1]]) {
-        int q = bwd_binary(d, VCC_OP_DIV, k, "y_over_b", n.out[0], n.in[1], true);
-        give(d, k, 1, bwd_binary(d, VCC_OP_MUL, k, "b", dy, q, false), -1.0f);
+        int q = bwd_binary(d, VCC_OP_DIV, k, "y_over_b", n.out[0], n.in[1], true, partial(d, k, -1, "y_over_b"));
+        int gb = bwd_binary(d, VCC_OP_MUL, k, "b", dy, q, false, partial(d, k, 1, "b"));
+        give(d, k, 1, gb, -1.0f);
     }
     return VCC_OK;
 }
@@ -247,17 +265,9 @@ static VccStatus div_grad(VccDiff *d, int k) {
  * Y is read only for dB (absent when B needs no gradient: x ** 2 with a constant exponent). */
 static VccStatus pow_grad(VccDiff *d, int k) {
     VccNode n = d->g->nodes[k];
-    bool wa = d->req[n.in[0]], wb = d->req[n.in[1]];
-    int y = n.out[0];
-    VccShape s = d->g->tensors[y].shape;
-    int out[2] = {-1, -1};
-    for (int i = 0; i < 2; i++)
-        if (i ? wb : wa) {
-            out[i] = vcc_tensor_add_unique(d->g, VCC_F32, &s, VCC_T_GRAD_TEMP, "%s.grad_%s", d->g->tensors[y].name,
-                                           i ? "b" : "a");
-            vcc_diff_grow(d);
-        }
-    int in[4] = {n.in[0], n.in[1], wb ? y : -1, vcc_diff_dy(d, k, 0)};
+    bool wb = d->req[n.in[1]];
+    int out[2] = {d->req[n.in[0]] ? partial(d, k, 0, "a") : -1, wb ? partial(d, k, 1, "b") : -1};
+    int in[4] = {n.in[0], n.in[1], wb ? n.out[0] : -1, vcc_diff_dy(d, k, 0)};
     vcc_diff_add_node(d, VCC_OP_POW_GRAD, k, "grad", in, 4, out, 2);
     for (int i = 0; i < 2; i++)
         if (out[i] >= 0) give(d, k, i, out[i], 1.0f);

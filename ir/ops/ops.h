@@ -146,7 +146,7 @@ bool vcc_broadcast(VccCtx *ctx, const VccGraph *g, const VccNode *n, const VccSh
  * (its missing leading dims and its size-1 dims where gt's are larger), shaped like t. axis >= 0: t's
  * dims sit at gt's dims axis.. (the legacy unidirectional broadcast before opset 7); -1: right-aligned.
  * Gives gt itself when the shapes are equal and scale is 1; a view of gt (a backward Reshape) when they
- * differ only in size-1 dims, scale is 1 and t is not a parameter; else the output of a ReduceToShape
+ * differ only in size-1 dims and scale is 1; else the output of a ReduceToShape
  * node "<node fwd>.<suffix>" (runtime reduce_forward, sum in double). The caller hands the result to
  * vcc_diff_accum. Example: y = x * s, x (N, C, T, H, W), s (N, C, 1, 1, 1): ds = vcc_diff_sum_to(dy * x)
  * sums each (n, c)'s T*H*W elements. */

@@ -305,7 +305,7 @@ int vcc_diff_sum_to(VccDiff *d, int fwd, const char *suffix, int gt, int t, int 
     const VccShape gs = d->g->tensors[gt].shape, ts = d->g->tensors[t].shape;
     if (scale == 1.0f && vcc_same_shape(&gs, &ts)) return gt;
     int out = vcc_diff_new_grad(d, t);
-    if (scale == 1.0f && vcc_shape_numel(&gs) == vcc_shape_numel(&ts) && d->g->tensors[t].kind != VCC_T_PARAM) {
+    if (scale == 1.0f && vcc_shape_numel(&gs) == vcc_shape_numel(&ts)) {
         d->g->tensors[out].alias_of = gt; /* only size-1 dims differ: the same elements */
         plain_node(d, VCC_OP_RESHAPE, fwd, suffix, gt, out);
         return out;

@@ -51,7 +51,10 @@ static __global__ void reduce_forward_block_kernel(int kind, VccReduce d, float 
 /* one thread per Y element */
 static __global__ void reduce_forward_thread_kernel(int kind, VccReduce d, float scale, const float *x, float *y)
 {
-    VCC_GRID_STRIDE(o, d.nout) y[o] = vcc_reduce_result(kind, &d, vcc_reduce_span(kind, &d, x, vcc_reduce_base(&d, o), 0, 1), scale);
+    VCC_GRID_STRIDE(o, d.nout) {
+        const double acc = vcc_reduce_span(kind, &d, x, vcc_reduce_base(&d, o), 0, 1);
+        y[o] = vcc_reduce_result(kind, &d, acc, scale);
+    }
 }
 
 static __global__ void reduce_backward_block_kernel(int kind, VccReduce d, float scale, const float *x,
@@ -63,7 +66,10 @@ static __global__ void reduce_backward_block_kernel(int kind, VccReduce d, float
         const int64_t base = vcc_reduce_base(&d, o);
         const float yo = ext ? y[o] : 0.0f;
         int64_t ties = 0;
-        if (ext) ties = (int64_t)vcc__block_reduce(VCC_RED_SUM, (double)vcc_reduce_ties(&d, x, base, yo, threadIdx.x, blockDim.x), sh);
+        if (ext) {
+            const double mine = (double)vcc_reduce_ties(&d, x, base, yo, threadIdx.x, blockDim.x);
+            ties = (int64_t)vcc__block_reduce(VCC_RED_SUM, mine, sh);
+        }
         vcc_reduce_scatter(kind, &d, x, yo, ties, dy[o], scale, base, threadIdx.x, blockDim.x, dx);
     }
 }
