@@ -94,7 +94,8 @@ static void reduce_check_attrs(VccCtx *ctx, const VccGraph *g, const VccNode *n)
         }
     if (n->nin > 1 && n->in[1] >= 0) {
         const VccTensor *t = &g->tensors[n->in[1]];
-        if (!vcc_is_initializer(g, n->in[1]) || !t->data || t->dtype != VCC_I64 || t->shape.rank != 1)
+        if (!vcc_is_initializer(g, n->in[1]) || (!t->data && vcc_shape_numel(&t->shape) != 0) || t->dtype != VCC_I64 ||
+            t->shape.rank != 1)
             vcc_op_attr_problem(ctx, n, "%s input '%s'", "axes",
                                 "must be a constant 1-D int64 tensor (an initializer or a Constant)");
     }

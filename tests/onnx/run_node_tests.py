@@ -13,8 +13,10 @@ simple/, and light/'s whole networks):
     must match the expected one: |got - want| <= 1e-5 + 1e-4 * |want| (shapes and dtypes exact).
   - The tests in SUPPORTED must compile: they are the ONNX forms of the ops vcc trains.
 
-Harness adaptations, each stated here: vcc needs static shapes, so a Reshape shape that a test feeds as
-a graph input is baked into the model as an initializer (its value is the test's input). Every output
+Harness adaptations, each stated here: vcc needs static shapes and constant axes, so a Reshape shape or
+a reduction's axes (ReduceSum/Mean/Max/Min input 1) that a test feeds as a graph input is baked into the
+model as an initializer (its value is the test's input). A NaN output matches a NaN expected there (Pow of
+a negative base to a fractional exponent). Every output
 is compared with the expected one as it is: forward-only programs follow the ONNX spec (for example,
 BatchNormalization's training mode updates running_var with the biased batch variance there, while
 vcc's trainers follow PyTorch's unbiased one).
@@ -40,7 +42,20 @@ SUPPORTED = [
     "test_batchnorm_epsilon_training_mode", "test_batchnorm_example_training_mode",
     "test_batchnorm_epsilon", "test_batchnorm_example", "test_BatchNorm1d_3d_input_eval", "test_BatchNorm2d_eval",
     "test_BatchNorm2d_momentum_eval", "test_BatchNorm3d_eval", "test_BatchNorm3d_momentum_eval",
-    "test_relu", "test_add",
+    "test_relu",
+    "test_add", "test_add_bcast", "test_sub", "test_sub_bcast", "test_sub_example", "test_mul", "test_mul_bcast",
+    "test_mul_example", "test_div", "test_div_bcast", "test_div_example", "test_pow", "test_pow_bcast_array",
+    "test_pow_bcast_scalar", "test_pow_example", "test_operator_pow",
+    "test_reduce_mean_default_axes_keepdims_example", "test_reduce_mean_default_axes_keepdims_random",
+    "test_reduce_mean_do_not_keepdims_example", "test_reduce_mean_do_not_keepdims_random",
+    "test_reduce_mean_keepdims_example", "test_reduce_mean_keepdims_random",
+    "test_reduce_mean_negative_axes_keepdims_example", "test_reduce_mean_negative_axes_keepdims_random",
+    "test_reduce_sum_default_axes_keepdims_example", "test_reduce_sum_default_axes_keepdims_random",
+    "test_reduce_sum_do_not_keepdims_example", "test_reduce_sum_do_not_keepdims_random",
+    "test_reduce_sum_empty_axes_input_noop", "test_reduce_sum_empty_axes_input_noop_example",
+    "test_reduce_sum_keepdims_example", "test_reduce_sum_keepdims_random",
+    "test_reduce_sum_negative_axes_keepdims_example", "test_reduce_sum_negative_axes_keepdims_random",
+    "test_operator_reduced_mean", "test_operator_reduced_mean_keepdim",
     "test_globalaveragepool", "test_globalaveragepool_precomputed",
     "test_flatten_axis0", "test_flatten_axis1", "test_flatten_axis2", "test_flatten_axis3",
     "test_flatten_default_axis", "test_flatten_negative_axis1", "test_flatten_negative_axis2",
@@ -55,9 +70,13 @@ SUPPORTED = [
 ]
 
 
+# ops whose input 1 vcc needs as a constant: a test that feeds it as a graph input gets it baked in
+CONST_INPUT_1 = ("Reshape", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin")
+
+
 def bake_shape_inputs(model, inputs):
-    """Turn graph inputs that feed a Reshape's shape into initializers holding the test's values."""
-    shape_inputs = {n.input[1] for n in model.graph.node if n.op_type == "Reshape" and len(n.input) > 1}
+    """Turn graph inputs that feed input 1 of a CONST_INPUT_1 op into initializers holding the test's values."""
+    shape_inputs = {n.input[1] for n in model.graph.node if n.op_type in CONST_INPUT_1 and len(n.input) > 1}
     names = [i.name for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}]
     kept = []
     for name, arr in zip(names, inputs):
@@ -107,7 +126,7 @@ def main():
             feeds = [[numpy_helper.to_array(onnx.load_tensor(p))
                       for p in sorted(glob.glob(os.path.join(s, "input_*.pb")),
                                       key=lambda p: int(p.rsplit("_", 1)[1][:-3]))] for s in sets]
-            if any(n.op_type == "Reshape" for n in model.graph.node):
+            if any(n.op_type in CONST_INPUT_1 for n in model.graph.node):
                 feeds = [bake_shape_inputs(onnx.load(path), f) for f in feeds]
                 bake_shape_inputs(model, [numpy_helper.to_array(onnx.load_tensor(p)) for p in sorted(
                     glob.glob(os.path.join(sets[0], "input_*.pb")), key=lambda p: int(p.rsplit("_", 1)[1][:-3]))])
@@ -156,7 +175,7 @@ def main():
                     failures.append("%s: output %d is %s %s, expected %s %s" % (name, i, got.dtype, got.shape,
                                                                                 w.dtype, w.shape))
                     ok = False
-                elif not np.allclose(got, w, rtol=1e-4, atol=1e-5):
+                elif not np.allclose(got, w, rtol=1e-4, atol=1e-5, equal_nan=True):
                     failures.append("%s: output %d differs by up to %.3e" % (
                         name, i, float(np.abs(got.astype(np.float64) - w).max())))
                     ok = False
