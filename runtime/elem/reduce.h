@@ -59,11 +59,17 @@ VCC_HD double vcc_reduce_step(int kind, double acc, double v)
     return acc + v;
 }
 
+/* vcc_reduce_identity: where a reduction starts: 0 (SUM, MEAN), -inf (MAX), +inf (MIN). */
+VCC_HD double vcc_reduce_identity(int kind)
+{
+    return kind == VCC_RED_MAX ? -(double)INFINITY : kind == VCC_RED_MIN ? (double)INFINITY : 0.0;
+}
+
 /* vcc_reduce_span: the reduction of Y element o's elements r = r0, r0 + step, ... < nred of X
- * (base = vcc_reduce_base(d, o)), starting from the identity: 0, -inf (MAX), +inf (MIN). */
+ * (base = vcc_reduce_base(d, o)), from vcc_reduce_identity, in that order. */
 VCC_HD double vcc_reduce_span(int kind, const VccReduce *d, const float *x, int64_t base, int64_t r0, int64_t step)
 {
-    double acc = kind == VCC_RED_MAX ? -(double)INFINITY : kind == VCC_RED_MIN ? (double)INFINITY : 0.0;
+    double acc = vcc_reduce_identity(kind);
     int64_t r;
     for (r = r0; r < d->nred; r += step)
         acc = vcc_reduce_step(kind, acc, (double)x[base + vcc_reduce_offset(d->nr, d->rdims, d->rstride, r)]);
