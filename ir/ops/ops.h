@@ -92,6 +92,9 @@ void vcc_op_attr_problem(VccCtx *ctx, const VccNode *n, const char *group_fmt, c
 bool vcc_is_initializer(const VccGraph *g, int t);
 /* Remove attribute name from node n (no-op when absent). */
 void vcc_attr_drop(VccNode *n, const char *name);
+/* Drop the inputs of node k from index from on (values a canonical form has read at compile time); a
+ * float initializer among them that nothing else reads becomes a constant, not a trained parameter. */
+void vcc_drop_inputs(VccGraph *g, int k, int from);
 /* True if a node reads t or t is a graph output. */
 bool vcc_tensor_is_used(const VccGraph *g, int t);
 
@@ -164,6 +167,8 @@ struct VccEmit {
 
 /* "VCC_F(off)" for float tensor t, "NULL" for an absent one (t < 0). */
 const char *vcc_emit_f32(VccEmit *e, int t);
+/* A C/CUDA float literal of v that reads back as v ("0.200000003f", "1.0f", "-INFINITY"). */
+const char *vcc_emit_float(VccEmit *e, float v);
 /* Elements of tensor t. */
 int64_t vcc_emit_numel(const VccEmit *e, int t);
 /* N, C, S of an (N, C, spatial...) tensor. */
