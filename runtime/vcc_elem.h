@@ -10,4 +10,5 @@
 #include "elem/unary.h"
 #include "elem/loss.h"
 #include "elem/optim.h"
+#include "elem/dropout.h"
 #endif /* VCC_ELEM_H */

@@ -180,4 +180,12 @@ void vcc_emit_ncs(const VccEmit *e, int t, int64_t *N, int64_t *C, int64_t *S);
  * statistics), 0 = inference form, -1 = a form vcc does not support (*what and *why say which and why). */
 int vcc_batchnorm_form(const VccGraph *g, const VccNode *n, const char **what, const char **why);
 
+/* ======================================================================== dropout (ir/ops/dropout.c) */
+
+/* The mode a Dropout node states in the model's opset: 1 = training (opsets 1/6 is_test=0, 12+
+ * training_mode true), 0 = inference (is_test=1, training_mode absent or false), 2 = the node does not
+ * say (opsets 7-11: a trainer trains, other programs copy), -1 = a training_mode input that is not a
+ * constant bool scalar. */
+int vcc_dropout_mode(const VccGraph *g, const VccNode *n);
+
 #endif /* VCC_OPS_H */
