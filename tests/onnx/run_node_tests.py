@@ -20,8 +20,8 @@ inputs vcc reads at compile time: Clip's min and max, Dropout's ratio and traini
 training mode with a ratio above 0 draws its masks from vcc's own generator (Philox, not numpy's), so its
 outputs are checked by what they must be: every y is 0 or x / (1 - ratio) (to float rounding), the mask
 output (when there is one) is bool and says which, and about ratio of the elements are dropped (within
-five standard deviations). Every other output is compared with the expected one as it is: forward-only programs follow the ONNX spec (for example,
-BatchNormalization's training mode updates running_var with the biased batch variance there, while
+five standard deviations). Every other output is compared with the expected one as it is: forward-only
+programs follow the ONNX spec (for example, BatchNormalization's training mode updates running_var with the biased batch variance there, while
 vcc's trainers follow PyTorch's unbiased one).
 Exits 77 (skipped) when DIR does not exist, except under CI=true, where that is a failure.
 """
@@ -35,7 +35,7 @@ import sys
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
+from onnx import helper, numpy_helper
 
 # ONNX node tests of the forms vcc supports; each must compile, run and match.
 SUPPORTED = [
@@ -107,10 +107,12 @@ def dropout_training(model):
         return None
     inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
     n, opset = nodes[0], max(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))
-    if opset < 12:
-        return None  # is_test or no mode: the forward program copies (as onnxruntime does)
-    ratio = float(inits[n.input[1]]) if len(n.input) > 1 and n.input[1] else 0.5
-    train = bool(inits[n.input[2]]) if len(n.input) > 2 and n.input[2] else False
+    attrs = {a.name: helper.get_attribute_value(a) for a in n.attribute}
+    if opset < 12:  # opsets 7-11 state no mode: a forward program copies, as onnxruntime does
+        ratio, train = attrs.get("ratio", 0.5), opset < 7 and not attrs.get("is_test", 0)
+    else:
+        ratio = float(inits[n.input[1]]) if len(n.input) > 1 and n.input[1] else 0.5
+        train = bool(inits[n.input[2]]) if len(n.input) > 2 and n.input[2] else False
     return ratio if train and ratio > 0 else None
 
 
@@ -155,7 +157,7 @@ def main():
     models += [(None, m) for m in sorted(glob.glob(os.path.join(args.data, "light", "*.onnx")))]
     models = [(t, m) for t, m in models if args.only in m]
 
-    failures, passed, refused = [], [], 0
+    failures, passed, refused, refusals = [], [], 0, {}
     for tdir, path in models:
         name = os.path.basename(tdir) if tdir else os.path.basename(path)[:-5]
         work = os.path.join(args.work, name)
@@ -185,6 +187,7 @@ def main():
                 failures.append("%s: unclean refusal (rc %d): %s" % (name, p.returncode, p.stderr.strip()[:300]))
             elif name in SUPPORTED:
                 failures.append("%s: supported but refused: %s" % (name, lines[0]))
+            refusals[name] = " ".join(l.strip() for l in lines[:3])[:240]
             refused += 1
             continue
         if not sets:
@@ -230,6 +233,23 @@ def main():
         if ok:
             passed.append(name)
     missing = [t for t in SUPPORTED if t not in passed and any(t == os.path.basename(x or "") for x, _ in models)]
+    # the tests whose ops are all vcc's (vcc --ops): how many pass, and why the others do not
+    vcc_ops = {l.split()[0] for l in subprocess.run([vcc, "--ops"], capture_output=True, text=True).stdout.splitlines()}
+    in_set, why = [], {}
+    for tdir, path in models:
+        name = os.path.basename(tdir) if tdir else os.path.basename(path)[:-5]
+        m = onnx.load(path, load_external_data=False)
+        if all(n.domain in ("", "ai.onnx") and n.op_type in vcc_ops for n in m.graph.node):
+            in_set.append(name)
+    for f in failures:
+        why[f.split(":", 1)[0]] = f.split(":", 1)[1].strip()
+    for name, reason in refusals.items():
+        why.setdefault(name, "refused: " + reason)
+    not_passing = [n for n in in_set if n not in passed]
+    rate = 100.0 * (len(in_set) - len(not_passing)) / max(len(in_set), 1)
+    print("%d tests use only ops vcc has: %d pass (%.1f%%)" % (len(in_set), len(in_set) - len(not_passing), rate))
+    for n in not_passing:
+        print("  not passing: %s: %s" % (n, why.get(n, "?")))
     print("%d models: %d compiled and matched, %d refused cleanly, %d failures" % (
         len(models), len(passed), refused, len(failures)))
     print("matched: " + " ".join(passed))
