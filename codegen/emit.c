@@ -253,16 +253,16 @@ static void emit_io_tables(FILE *f, const VccGraph *g) {
     int counts[2] = {g->ninputs, g->noutputs};
     const char *names[2] = {"vcc_inputs", "vcc_outputs"};
     for (int l = 0; l < 2; l++) {
-        fprintf(f, "/* name, offset, bytes, rank, dims, is_i64 */\nstatic const VccIoInfo %s[] = {\n", names[l]);
+        fprintf(f, "/* name, offset, bytes, rank, dims, is_i64, is_bool */\nstatic const VccIoInfo %s[] = {\n", names[l]);
         for (int i = 0; i < counts[l]; i++) {
             const VccTensor *x = &g->tensors[lists[l][i]];
             fputs("    {", f);
             emit_c_string(f, x->name);
             fprintf(f, ", %" PRId64 ", %" PRId64 ", %d, ", x->offset, vcc_tensor_bytes(x), x->shape.rank);
             emit_dims(f, x);
-            fprintf(f, ", %d},\n", x->dtype == VCC_I64);
+            fprintf(f, ", %d, %d},\n", x->dtype == VCC_I64, x->dtype == VCC_BOOL);
         }
-        if (!counts[l]) fputs("    {NULL, 0, 0, 0, {0}, 0},\n", f);
+        if (!counts[l]) fputs("    {NULL, 0, 0, 0, {0}, 0, 0},\n", f);
         fputs("};\n", f);
     }
     fputs("\n", f);

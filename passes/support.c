@@ -14,7 +14,7 @@
  *
  * The attributes of each op by opset, and the values vcc supports, are its family's (VccOpDef.attrs and
  * .check_attrs in ir/ops/<family>.c), after ONNX Operators' change log (https://onnx.ai/onnx/operators/).
- * Dropout (refused as an op; read here for its mode): 1/6 is_test, 7-11 no mode, 12+ training_mode input.
+ * Dropout's mode (1/6 is_test, 7-11 none, 12+ training_mode input): vcc_dropout_mode, ir/ops/dropout.c.
  */
 #include "passes.h"
 
@@ -103,19 +103,8 @@ static void check_training_form(VccCtx *ctx, const VccGraph *g) {
             if (vcc_batchnorm_form(g, n, &what, &why) == 0)
                 vcc_unsupported(ctx, VCC_PROB_TRAINING_FORM, "BatchNormalization in inference mode", "%s%s",
                                 label(n, b), g->opset >= 14 ? " (training_mode=0)" : " (one output)");
-        } else if (n->op == VCC_OP_UNSUPPORTED && n->onnx_op && !strcmp(n->onnx_op, "Dropout")) {
-            bool inference;
-            if (g->opset >= 12) {
-                int t = n->nin > 2 ? n->in[2] : -1;
-                const VccTensor *m = t >= 0 ? &g->tensors[t] : NULL;
-                /* no training_mode input, or a constant false one */
-                inference = !m || (m->data && m->data_bytes >= 1 && m->dtype == VCC_BOOL &&
-                                   !((const unsigned char *)m->data)[0]);
-            } else {
-                inference = g->opset < 7 && vcc_attr_int(n, "is_test", 0) != 0;
-            }
-            if (inference)
-                vcc_unsupported(ctx, VCC_PROB_TRAINING_FORM, "Dropout in inference mode", "%s", label(n, b));
+        } else if (n->op == VCC_OP_DROPOUT && vcc_dropout_mode(g, n) == 0) {
+            vcc_unsupported(ctx, VCC_PROB_TRAINING_FORM, "Dropout in inference mode", "%s", label(n, b));
         }
     }
     for (int t = 0; t < g->ntensors; t++) {

@@ -15,4 +15,5 @@
 #include "cpu/matmul.h"
 #include "cpu/loss.h"
 #include "cpu/optim.h"
+#include "cpu/dropout.h"
 #endif /* VCC_CPU_H */

@@ -15,4 +15,5 @@
 #include "cuda/matmul.cuh"
 #include "cuda/loss.cuh"
 #include "cuda/optim.cuh"
+#include "cuda/dropout.cuh"
 #endif /* VCC_CUDA_CUH */

@@ -12,4 +12,5 @@
 #include "elem/reduce.h"
 #include "elem/loss.h"
 #include "elem/optim.h"
+#include "elem/dropout.h"
 #endif /* VCC_ELEM_H */

@@ -320,6 +320,7 @@ typedef struct {
     int rank;
     int64_t dims[8];
     int is_i64;
+    int is_bool;     /* dtype bool, 1 byte per element (a Dropout's mask; else float32 or, is_i64, int64) */
 } VccIoInfo;
 
 /* vcc_clip_shape: "(S, 3, 8, 56, 56)", the compiled shape (N, C, T, H, W) with the sample count left

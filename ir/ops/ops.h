@@ -92,6 +92,9 @@ void vcc_op_attr_problem(VccCtx *ctx, const VccNode *n, const char *group_fmt, c
 bool vcc_is_initializer(const VccGraph *g, int t);
 /* Remove attribute name from node n (no-op when absent). */
 void vcc_attr_drop(VccNode *n, const char *name);
+/* Drop the inputs of node k from index from on (values a canonical form has read at compile time); a
+ * float initializer among them that nothing else reads becomes a constant, not a trained parameter. */
+void vcc_drop_inputs(VccGraph *g, int k, int from);
 /* True if a node reads t or t is a graph output. */
 bool vcc_tensor_is_used(const VccGraph *g, int t);
 
@@ -200,6 +203,8 @@ const char *vcc_emit_f32(VccEmit *e, int t);
 /* "{a0, a1, ...}, {b0, ...}, ...": nlists lists of int64 values (list l: lens[l] values) as C initializer
  * lists (the arrays of a kernel descriptor). */
 void vcc_emit_i64s(VccEmit *e, int nlists, const int64_t *const *lists, const int *lens);
+/* A C/CUDA float literal of v that reads back as v ("0.200000003f", "1.0f", "-INFINITY"). */
+const char *vcc_emit_float(VccEmit *e, float v);
 /* Elements of tensor t. */
 int64_t vcc_emit_numel(const VccEmit *e, int t);
 /* N, C, S of an (N, C, spatial...) tensor. */
@@ -210,5 +215,13 @@ void vcc_emit_ncs(const VccEmit *e, int t, int64_t *N, int64_t *C, int64_t *S);
 /* The form of a BatchNormalization node in the model's opset: 1 = training form (normalizes with batch
  * statistics), 0 = inference form, -1 = a form vcc does not support (*what and *why say which and why). */
 int vcc_batchnorm_form(const VccGraph *g, const VccNode *n, const char **what, const char **why);
+
+/* ======================================================================== dropout (ir/ops/dropout.c) */
+
+/* The mode a Dropout node states in the model's opset: 1 = training (opsets 1/6 is_test=0, 12+
+ * training_mode true), 0 = inference (is_test=1, training_mode absent or false), 2 = the node does not
+ * say (opsets 7-11: a trainer trains, other programs copy), -1 = a training_mode input that is not a
+ * constant bool scalar. */
+int vcc_dropout_mode(const VccGraph *g, const VccNode *n);
 
 #endif /* VCC_OPS_H */

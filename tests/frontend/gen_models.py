@@ -274,7 +274,7 @@ def main():
     nodes = [
         helper.make_node("MaxPool", ["x"], ["p"], name="/maxpool/MaxPool", kernel_shape=[2, 2, 2]),
         helper.make_node("Relu", ["p"], ["r"], name="/relu/Relu"),
-        helper.make_node("Sigmoid", ["r"], ["y"], name="/Sigmoid_1"),
+        helper.make_node("Hardmax", ["r"], ["y"], name="/Hardmax_1"),
     ]
     save(os.path.join(out, "unsupported.onnx"), model(nodes, [], xin, yout))
 

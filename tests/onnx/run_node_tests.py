@@ -10,15 +10,20 @@ simple/, and light/'s whole networks):
     line on stderr naming the model file (or indented under one: the lines of a report of unsupported
     constructs), no output left behind, never a crash.
   - What vcc compiles is built with the command vcc printed and run on every test_data_set; each output
-    must match the expected one: |got - want| <= 1e-5 + 1e-4 * |want| (shapes and dtypes exact).
+    must match the expected one: |got - want| <= 1e-5 + 1e-4 * |want|, NaN where it is NaN (shapes and
+    dtypes exact).
   - The tests in SUPPORTED must compile: they are the ONNX forms of the ops vcc trains.
 
-Harness adaptations, each stated here: vcc needs static shapes and constant axes, so a Reshape shape or
-a reduction's axes (ReduceSum/Mean/Max/Min input 1) that a test feeds as a graph input is baked into the
-model as an initializer (its value is the test's input). A NaN output matches a NaN expected there (Pow of
-a negative base to a fractional exponent). Every output
-is compared with the expected one as it is: forward-only programs follow the ONNX spec (for example,
-BatchNormalization's training mode updates running_var with the biased batch variance there, while
+Harness adaptations, each stated here: vcc needs static shapes, so a Reshape shape that a test feeds as
+a graph input is baked into the model as an initializer (its value is the test's input); so are the
+inputs vcc reads at compile time: Clip's min and max, Dropout's ratio and training_mode, a reduction's
+axes (ReduceSum/Mean/Max/Min input 1). A NaN output matches a NaN expected there (Pow of a negative base
+to a fractional exponent). A Dropout in
+training mode with a ratio above 0 draws its masks from vcc's own generator (Philox, not numpy's), so its
+outputs are checked by what they must be: every y is 0 or x / (1 - ratio) (to float rounding), the mask
+output (when there is one) is bool and says which, and about ratio of the elements are dropped (within
+five standard deviations). Every other output is compared with the expected one as it is: forward-only
+programs follow the ONNX spec (for example, BatchNormalization's training mode updates running_var with the biased batch variance there, while
 vcc's trainers follow PyTorch's unbiased one).
 Exits 77 (skipped) when DIR does not exist, except under CI=true, where that is a failure.
 """
@@ -32,7 +37,7 @@ import sys
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
+from onnx import helper, numpy_helper
 
 # ONNX node tests of the forms vcc supports; each must compile, run and match.
 SUPPORTED = [
@@ -68,15 +73,35 @@ SUPPORTED = [
     "test_reshape_one_dim", "test_reshape_reduced_dims", "test_reshape_reordered_all_dims",
     "test_reshape_reordered_last_dims", "test_reshape_zero_and_negative_dim", "test_reshape_zero_dim",
 ]
+# the unary family (elementwise activations and math functions)
+SUPPORTED += [
+    "test_sigmoid", "test_sigmoid_example", "test_hardsigmoid", "test_hardsigmoid_default", "test_hardsigmoid_example",
+    "test_hardswish", "test_tanh", "test_tanh_example", "test_leakyrelu", "test_leakyrelu_default",
+    "test_leakyrelu_example", "test_clip", "test_clip_default_inbounds", "test_clip_default_max",
+    "test_clip_default_min", "test_clip_example", "test_clip_inbounds", "test_clip_min_greater_than_max",
+    "test_clip_outbounds", "test_clip_splitbounds", "test_neg", "test_neg_example", "test_exp", "test_exp_example",
+    "test_sqrt", "test_sqrt_example", "test_abs", "test_reciprocal", "test_reciprocal_example", "test_erf",
+    "test_ELU", "test_LeakyReLU", "test_LeakyReLU_with_negval", "test_Sigmoid", "test_Tanh",
+    "test_operator_clip", "test_operator_exp", "test_operator_sqrt",
+]
+# the dropout family (test_training_dropout* with a ratio above 0 are checked by property: see above)
+SUPPORTED += [
+    "test_dropout_default", "test_dropout_default_mask", "test_dropout_default_mask_ratio", "test_dropout_default_old",
+    "test_dropout_default_ratio", "test_dropout_random_old", "test_training_dropout", "test_training_dropout_default",
+    "test_training_dropout_default_mask", "test_training_dropout_mask", "test_training_dropout_zero_ratio",
+    "test_training_dropout_zero_ratio_mask",
+]
 
 
-# ops whose input 1 vcc needs as a constant: a test that feeds it as a graph input gets it baked in
-CONST_INPUT_1 = ("Reshape", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin")
+# (op type, input index): the inputs vcc reads at compile time, baked into the model when a test feeds them
+CONST_INPUTS = {("Reshape", 1), ("Clip", 1), ("Clip", 2), ("Dropout", 1), ("Dropout", 2), ("ReduceSum", 1),
+                ("ReduceMean", 1), ("ReduceMax", 1), ("ReduceMin", 1)}
 
 
 def bake_shape_inputs(model, inputs):
-    """Turn graph inputs that feed input 1 of a CONST_INPUT_1 op into initializers holding the test's values."""
-    shape_inputs = {n.input[1] for n in model.graph.node if n.op_type in CONST_INPUT_1 and len(n.input) > 1}
+    """Turn graph inputs in CONST_INPUTS into initializers holding the test's values."""
+    shape_inputs = {n.input[i] for n in model.graph.node for i in range(1, len(n.input))
+                    if (n.op_type, i) in CONST_INPUTS and n.input[i]}
     names = [i.name for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}]
     kept = []
     for name, arr in zip(names, inputs):
@@ -89,6 +114,41 @@ def bake_shape_inputs(model, inputs):
         else:
             kept.append(arr)
     return kept
+
+
+def dropout_training(model):
+    """The ratio of a one-node model's Dropout that draws masks (training mode, ratio > 0), else None."""
+    nodes = model.graph.node
+    if len(nodes) != 1 or nodes[0].op_type != "Dropout":
+        return None
+    inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    n, opset = nodes[0], max(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))
+    attrs = {a.name: helper.get_attribute_value(a) for a in n.attribute}
+    if opset < 12:  # opsets 7-11 state no mode: a forward program copies, as onnxruntime does
+        ratio, train = attrs.get("ratio", 0.5), opset < 7 and not attrs.get("is_test", 0)
+    else:
+        ratio = float(inits[n.input[1]]) if len(n.input) > 1 and n.input[1] else 0.5
+        train = bool(inits[n.input[2]]) if len(n.input) > 2 and n.input[2] else False
+    return ratio if train and ratio > 0 else None
+
+
+def check_dropout(x, got, want, ratio):
+    """What a training-mode Dropout's outputs must be whatever its generator: '' when they are."""
+    y = got[0]
+    if y.shape != x.shape or y.dtype != np.float32:
+        return "output 0 is %s %s, expected float32 %s" % (y.dtype, y.shape, x.shape)
+    kept = y != 0
+    if len(want) > 1:
+        if got[1].dtype != np.bool_ or got[1].shape != x.shape:
+            return "mask is %s %s, expected bool %s" % (got[1].dtype, got[1].shape, x.shape)
+        kept = got[1]
+    scaled = x.astype(np.float64) / (1 - ratio)
+    if not (np.allclose(y[kept], scaled[kept], rtol=1e-6, atol=0) and np.all(y[~kept] == 0)):
+        return "y is not x / (1 - ratio) where kept and 0 where dropped"
+    n, dropped = x.size, float((~kept).sum())
+    if abs(dropped - ratio * n) > 5 * np.sqrt(n * ratio * (1 - ratio)):
+        return "%d of %d elements dropped at ratio %g" % (dropped, n, ratio)
+    return ""
 
 
 def main():
@@ -126,7 +186,7 @@ def main():
             feeds = [[numpy_helper.to_array(onnx.load_tensor(p))
                       for p in sorted(glob.glob(os.path.join(s, "input_*.pb")),
                                       key=lambda p: int(p.rsplit("_", 1)[1][:-3]))] for s in sets]
-            if any(n.op_type in CONST_INPUT_1 for n in model.graph.node):
+            if any((n.op_type, i) in CONST_INPUTS for n in model.graph.node for i in range(1, len(n.input))):
                 feeds = [bake_shape_inputs(onnx.load(path), f) for f in feeds]
                 bake_shape_inputs(model, [numpy_helper.to_array(onnx.load_tensor(p)) for p in sorted(
                     glob.glob(os.path.join(sets[0], "input_*.pb")), key=lambda p: int(p.rsplit("_", 1)[1][:-3]))])
@@ -169,6 +229,13 @@ def main():
                 failures.append("%s: run failed: %s" % (name, r.stderr.strip()[:300]))
                 ok = False
                 break
+            drop = dropout_training(model)
+            if drop is not None:
+                err = check_dropout(inputs[0], [np.load(o) for o in outs], want, drop)
+                if err:
+                    failures.append("%s: %s" % (name, err))
+                    ok = False
+                continue
             for i, w in enumerate(want):
                 got = np.load(outs[i])
                 if got.shape != w.shape or got.dtype != w.dtype:
