@@ -3,7 +3,7 @@
  * BatchNormalizationGrad.
  *
  * Kernels: runtime/{elem,proto,cpu,cuda}/norm.*.
- * Semantics follow the node's opset (ONNX Operators, "BatchNormalization"): 1/6 (is_test=1: the inference
+ * BatchNormalization: semantics follow the node's opset (ONNX Operators, "BatchNormalization"): 1/6 (is_test=1: the inference
  * form; is_test=0, the training form, refused: its outputs are not pinned down and onnxruntime has no
  * kernel for it), 7 (spatial; training form = 5 outputs), 9 (no spatial), 14/15 (training_mode; 3
  * outputs). The canonical form (bn_canon):
@@ -19,8 +19,10 @@
  *     variance uses the biased batch variance, as the ONNX spec and onnxruntime do.
  *   training_mode=0 (inference form, and every BatchNormalization under ctx->eval): inputs (X, scale,
  *     B, mean, var), output (Y) normalized with mean and var; under ctx->eval a training-form node drops
- *     its other outputs (they must have no readers).
- * Gradient: PyTorch autograd's batch_norm backward (training mode, batch statistics).
+ *     its other outputs (they must have no readers). In a trainer (an inference-form export compiled
+ *     with --allow-inference-export) mean and var are frozen BUFFERs.
+ * Gradient: PyTorch autograd's batch_norm backward: training mode with the batch statistics; inference
+ * form with the frozen statistics (dX = scale * invstd * dY; mean and var get none).
  */
 #include "ops.h"
 
@@ -67,12 +69,18 @@ int vcc_batchnorm_form(const VccGraph *g, const VccNode *n, const char **what, c
     return (int)tm;
 }
 
+/* Every normalization's epsilon: a finite number >= 0 (default 1e-5). */
+static void check_epsilon(VccCtx *ctx, const VccNode *n) {
+    float eps = vcc_attr_float(n, "epsilon", 1e-5f);
+    if (!(eps >= 0.0f && eps < 1e30f))
+        vcc_op_attr_problem(ctx, n, "%s attribute '%s'", "epsilon", "must be a finite number >= 0");
+}
+
 static void bn_check_attrs(VccCtx *ctx, const VccGraph *g, const VccNode *n) {
     const char *what, *why;
     if (vcc_batchnorm_form(g, n, &what, &why) < 0) vcc_op_attr_problem(ctx, n, "%s %s", what, why);
-    float eps = vcc_attr_float(n, "epsilon", 1e-5f), mom = vcc_attr_float(n, "momentum", 0.9f);
-    if (!(eps >= 0.0f && eps < 1e30f))
-        vcc_op_attr_problem(ctx, n, "%s attribute '%s'", "epsilon", "must be a finite number >= 0");
+    check_epsilon(ctx, n);
+    float mom = vcc_attr_float(n, "momentum", 0.9f);
     if (!(mom >= 0.0f && mom <= 1.0f)) vcc_op_attr_problem(ctx, n, "%s attribute '%s'", "momentum", "must be in [0, 1]");
 }
 
@@ -143,6 +151,9 @@ static VccStatus bn_canon_form(VccCtx *ctx, VccGraph *g, int k) {
     VCC_ASSERT(form >= 0);
     vcc_attr_drop(n, "is_test"); /* the form is explicit from here on (training_mode) */
     vcc_attr_drop(n, "spatial");
+    if (form == 0 && !ctx->eval && !ctx->forward_only) /* a trainer: the given statistics stay frozen */
+        for (int i = 3; i < 5; i++)
+            if (vcc_is_initializer(g, n->in[i])) g->tensors[n->in[i]].kind = VCC_T_BUFFER;
     if (form == 0 || ctx->eval) return bn_inference(ctx, g, k);
     for (int i = 1; i < 5 && !ctx->forward_only; i++)
         if (!vcc_is_initializer(g, n->in[i])) {
@@ -219,16 +230,22 @@ static VccStatus bn_shape(VccCtx *ctx, VccGraph *g, int k, bool check) {
     return VCC_OK;
 }
 
-/* BatchNormalization -> BatchNormalizationGrad(X, dY, scale, saved_mean, saved_invstd) -> (dX, dscale, dB) */
+/* BatchNormalization -> BatchNormalizationGrad(X, dY, scale, mean, invstd | var) -> (dX, dscale, dB).
+ * Training form: the batch statistics the forward saved (saved_mean, saved_invstd). Inference form
+ * (training_mode=0): the given mean and var, frozen (PyTorch's batch_norm(training=False) backward); it
+ * has only the outputs whose inputs need a gradient. */
 static VccStatus bn_grad(VccDiff *d, int k) {
     VccNode n = d->g->nodes[k]; /* copy: the node array grows below */
+    bool frozen = vcc_attr_int(&n, "training_mode", 1) == 0;
     int x = n.in[0], dy = vcc_diff_dy(d, k, 0);
-    int dx = vcc_diff_new_grad(d, x), ds = vcc_diff_new_grad(d, n.in[1]), dbias = vcc_diff_new_grad(d, n.in[2]);
-    int in[5] = {x, dy, n.in[1], n.out[1], n.out[2]}, out[3] = {dx, ds, dbias};
+    int dx = !frozen || d->req[x] ? vcc_diff_new_grad(d, x) : -1;
+    int ds = !frozen || d->req[n.in[1]] ? vcc_diff_new_grad(d, n.in[1]) : -1;
+    int dbias = !frozen || d->req[n.in[2]] ? vcc_diff_new_grad(d, n.in[2]) : -1;
+    int in[5] = {x, dy, n.in[1], frozen ? n.in[3] : n.out[1], frozen ? n.in[4] : n.out[2]}, out[3] = {dx, ds, dbias};
     vcc_diff_add_node(d, VCC_OP_BATCHNORM_GRAD, k, "grad", in, 5, out, 3);
-    if (d->req[x]) vcc_diff_accum(d, x, dx);
-    vcc_diff_accum(d, n.in[1], ds);
-    vcc_diff_accum(d, n.in[2], dbias);
+    if (dx >= 0 && d->req[x]) vcc_diff_accum(d, x, dx);
+    if (ds >= 0) vcc_diff_accum(d, n.in[1], ds);
+    if (dbias >= 0) vcc_diff_accum(d, n.in[2], dbias);
     return VCC_OK;
 }
 
@@ -291,6 +308,14 @@ static VccStatus bn_grad_emit(VccEmit *e, int k) {
     const VccNode *n = &e->g->nodes[k];
     int64_t N, C, S;
     vcc_emit_ncs(e, n->in[0], &N, &C, &S);
+    if (vcc_attr_int(n, "training_mode", 1) == 0) { /* inference form: frozen mean and var */
+        fprintf(e->f, "    batchnorm_backward_infer(rt, %" PRId64 ", %" PRId64 ", %" PRId64 ", %s, %s, %s, %s, %s, ", N,
+                C, S, vcc_emit_f32(e, n->in[0]), vcc_emit_f32(e, n->in[1]), vcc_emit_f32(e, n->in[2]),
+                vcc_emit_f32(e, n->in[3]), vcc_emit_f32(e, n->in[4]));
+        fprintf(e->f, "(float)%.9g, %s, %s, %s);\n", (double)vcc_attr_float(n, "epsilon", 1e-5f),
+                vcc_emit_f32(e, n->out[0]), vcc_emit_f32(e, n->out[1]), vcc_emit_f32(e, n->out[2]));
+        return VCC_OK;
+    }
     fprintf(e->f, "    batchnorm_backward(rt, %" PRId64 ", %" PRId64 ", %" PRId64 ", %s, %s, %s, %s, %s, ", N, C, S,
             vcc_emit_f32(e, n->in[0]), vcc_emit_f32(e, n->in[1]), vcc_emit_f32(e, n->in[2]), vcc_emit_f32(e, n->in[3]),
             vcc_emit_f32(e, n->in[4]));
@@ -299,3 +324,4 @@ static VccStatus bn_grad_emit(VccEmit *e, int k) {
 }
 
 const VccOpDef vcc_def_BATCHNORM_GRAD = {0, 0, NULL, NULL, NULL, bn_grad_shape, NULL, bn_grad_emit};
+

@@ -1,5 +1,6 @@
 /*
- * cpu/norm.h - the norm family's CPU kernels: BatchNormalization (training and inference forms) and its gradient.
+ * cpu/norm.h - the norm family's CPU kernels: BatchNormalization (training and inference forms) and its
+ * gradients.
  * Signatures: proto/norm.h; per-element bodies shared with the CUDA target: elem/norm.h. Part of the C target's runtime (cpu/base.h).
  */
 #ifndef VCC_CPU_NORM_H
@@ -108,6 +109,33 @@ VCC_CPU_FN void batchnorm_forward_infer(VccRt *rt, int64_t N, int64_t C, int64_t
     }
 }
 
+/* vcc__bn_channel_sums: for channel c of x, dy (N, C, S), *sdy = sum dy and *sdyx = sum dy*(x - mean)
+ * over its N*S elements, in double, in a fixed order (the batch norm gradients' reductions). */
+VCC_CPU_FN void vcc__bn_channel_sums(int64_t N, int64_t C, int64_t S, int64_t c, const float *x, const float *dy,
+                                     float mean, double *sdy_out, double *sdyx_out)
+{
+    double sdy = 0.0, sdyx = 0.0;
+    int64_t n, i;
+    for (n = 0; n < N; n++) {
+        const float *xr = x + (n * C + c) * S;
+        const float *gr = dy + (n * C + c) * S;
+        double a0 = 0.0, a1 = 0.0, b0 = 0.0, b1 = 0.0;
+        for (i = 0; i + 2 <= S; i += 2) {
+            double g0 = gr[i], g1 = gr[i + 1];
+            a0 += g0; b0 += g0 * ((double)xr[i] - (double)mean);
+            a1 += g1; b1 += g1 * ((double)xr[i + 1] - (double)mean);
+        }
+        for (; i < S; i++) {
+            double g0 = gr[i];
+            a0 += g0; b0 += g0 * ((double)xr[i] - (double)mean);
+        }
+        sdy += a0 + a1;
+        sdyx += b0 + b1;
+    }
+    *sdy_out = sdy;
+    *sdyx_out = sdyx;
+}
+
 /* batchnorm_backward: gradients of batchnorm_forward_train (batch statistics,
  * as PyTorch's training-mode batch_norm backward).
  *   x, dy, dx (N, C, S); dx OVERWRITTEN (may == dy)
@@ -127,25 +155,10 @@ VCC_CPU_FN void batchnorm_backward(VccRt *rt, int64_t N, int64_t C, int64_t S, c
 #endif
     for (c = 0; c < C; c++) {
         const float mean = save_mean[c], invstd = save_invstd[c], gm = gamma[c];
-        double sdy = 0.0, sdyx = 0.0;
+        double sdy, sdyx;
         float sum_dy, sum_dy_xhat;
         int64_t n, i;
-        for (n = 0; n < N; n++) {
-            const float *xr = x + (n * C + c) * S;
-            const float *gr = dy + (n * C + c) * S;
-            double a0 = 0.0, a1 = 0.0, b0 = 0.0, b1 = 0.0;
-            for (i = 0; i + 2 <= S; i += 2) {
-                double g0 = gr[i], g1 = gr[i + 1];
-                a0 += g0; b0 += g0 * ((double)xr[i] - (double)mean);
-                a1 += g1; b1 += g1 * ((double)xr[i + 1] - (double)mean);
-            }
-            for (; i < S; i++) {
-                double g0 = gr[i];
-                a0 += g0; b0 += g0 * ((double)xr[i] - (double)mean);
-            }
-            sdy += a0 + a1;
-            sdyx += b0 + b1;
-        }
+        vcc__bn_channel_sums(N, C, S, c, x, dy, mean, &sdy, &sdyx);
         sum_dy = (float)sdy;
         sum_dy_xhat = (float)(sdyx * (double)invstd);
         if (dgamma) dgamma[c] = sum_dy_xhat;
@@ -156,6 +169,38 @@ VCC_CPU_FN void batchnorm_backward(VccRt *rt, int64_t N, int64_t C, int64_t S, c
             float *dr = dx + (n * C + c) * S;
             for (i = 0; i < S; i++)
                 dr[i] = vcc_bn_dx(xr[i], gr[i], mean, invstd, gm, sum_dy, sum_dy_xhat, inv_m);
+        }
+    }
+}
+
+/* batchnorm_backward_infer: gradients of batchnorm_forward_infer (statistics given and frozen, as
+ * PyTorch's batch_norm(training=False) backward: mean and var get no gradient).
+ *   x, dy, dx (N, C, S); dx OVERWRITTEN, may be NULL (not wanted)
+ *   gamma, mean, var (C); invstd = 1/sqrt(var + eps) as the forward computes it
+ *   dx = gamma*invstd*dy; dgamma (C) = invstd * sum dy*(x - mean), dbeta (C) = sum dy (double sums;
+ *   either may be NULL). */
+VCC_CPU_FN void batchnorm_backward_infer(VccRt *rt, int64_t N, int64_t C, int64_t S, const float *x,
+                                          const float *dy, const float *gamma, const float *mean,
+                                          const float *var, float eps, float *dx, float *dgamma, float *dbeta)
+{
+    int64_t c;
+    (void)rt;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+    for (c = 0; c < C; c++) {
+        const float invstd = vcc_bn_invstd(var[c], eps), gm = gamma[c];
+        int64_t n, i;
+        if (dgamma || dbeta) {
+            double sdy, sdyx;
+            vcc__bn_channel_sums(N, C, S, c, x, dy, mean[c], &sdy, &sdyx);
+            if (dgamma) dgamma[c] = (float)(sdyx * (double)invstd);
+            if (dbeta) dbeta[c] = (float)sdy;
+        }
+        for (n = 0; dx && n < N; n++) {
+            const float *gr = dy + (n * C + c) * S;
+            float *dr = dx + (n * C + c) * S;
+            for (i = 0; i < S; i++) dr[i] = vcc_bn_dx_frozen(gr[i], invstd, gm);
         }
     }
 }

@@ -1,5 +1,6 @@
 /*
- * cuda/norm.cuh - the norm family's CUDA kernels: BatchNormalization (training and inference forms) and its gradient.
+ * cuda/norm.cuh - the norm family's CUDA kernels: BatchNormalization (training and inference forms) and its
+ * gradients.
  * Signatures: proto/norm.h; per-element bodies shared with the C target: elem/norm.h. Part of the CUDA target's runtime (cuda/base.cuh).
  */
 #ifndef VCC_CUDA_NORM_CUH
@@ -103,6 +104,25 @@ static inline void batchnorm_forward_infer(VccRt *rt, int64_t N, int64_t C, int6
     VCC_CUDA_LAUNCHED();
 }
 
+/* Channel c of x, dy (N, C, S), summed by the block: *sdy = sum dy, *sdyx = sum dy*(x - mean), in
+ * double (every thread gets both; every thread of the block must call it). */
+static __device__ __forceinline__ void vcc__bn_channel_sums(int64_t N, int64_t C, int64_t S, int64_t c,
+                                                            const float *x, const float *dy, float mean,
+                                                            double *sh, double *sdy_out, double *sdyx_out)
+{
+    double sdy = 0.0, sdyx = 0.0;
+    for (int64_t n = 0; n < N; n++) {
+        const int64_t off = (n * C + c) * S;
+        for (int64_t s = threadIdx.x; s < S; s += blockDim.x) {
+            double g = (double)dy[off + s];
+            sdy += g;
+            sdyx += g * ((double)x[off + s] - (double)mean);
+        }
+    }
+    *sdy_out = vcc__block_sum(sdy, sh);
+    *sdyx_out = vcc__block_sum(sdyx, sh);
+}
+
 /* Per channel (one block each): sum_dy = sum dy, sum_dy_xhat = invstd * sum dy*(x - mean)
  * in double, written to dbeta / dgamma. When in_block (dgamma or dbeta is NULL,
  * so there is nowhere to leave the sums) the block also writes its channel's dx. */
@@ -114,18 +134,9 @@ static __global__ void batchnorm_backward_reduce_kernel(int64_t N, int64_t C, in
     __shared__ double sh[VCC_CUDA_THREADS];
     for (int64_t c = blockIdx.x; c < C; c += gridDim.x) {
         const float mean = save_mean[c], invstd = save_invstd[c];
-        double sdy = 0.0, sdyx = 0.0;
+        double sdy, sdyx;
         float sum_dy, sum_dy_xhat;
-        for (int64_t n = 0; n < N; n++) {
-            const int64_t off = (n * C + c) * S;
-            for (int64_t s = threadIdx.x; s < S; s += blockDim.x) {
-                double g = (double)dy[off + s];
-                sdy += g;
-                sdyx += g * ((double)x[off + s] - (double)mean);
-            }
-        }
-        sdy = vcc__block_sum(sdy, sh);
-        sdyx = vcc__block_sum(sdyx, sh);
+        vcc__bn_channel_sums(N, C, S, c, x, dy, mean, sh, &sdy, &sdyx);
         sum_dy = (float)sdy;
         sum_dy_xhat = (float)(sdyx * (double)invstd);
         if (threadIdx.x == 0) {
@@ -173,6 +184,54 @@ static inline void batchnorm_backward(VccRt *rt, int64_t N, int64_t C, int64_t S
     if (in_block) return;
     batchnorm_backward_kernel<<<vcc__grid(n), VCC_CUDA_THREADS>>>(n, C, S, x, dy, gamma, save_mean, save_invstd,
                                                                   dbeta, dgamma, inv_m, dx);
+    VCC_CUDA_LAUNCHED();
+}
+
+/* Per channel (one block each): dgamma = invstd * sum dy*(x - mean), dbeta = sum dy, in double, with
+ * the given statistics (invstd from var as the forward computes it); either output may be NULL. */
+static __global__ void batchnorm_backward_infer_reduce_kernel(int64_t N, int64_t C, int64_t S, const float *x,
+                                                              const float *dy, const float *mean,
+                                                              const float *var, float eps, float *dgamma,
+                                                              float *dbeta)
+{
+    __shared__ double sh[VCC_CUDA_THREADS];
+    for (int64_t c = blockIdx.x; c < C; c += gridDim.x) {
+        double sdy, sdyx;
+        vcc__bn_channel_sums(N, C, S, c, x, dy, mean[c], sh, &sdy, &sdyx);
+        if (threadIdx.x == 0) {
+            if (dgamma) dgamma[c] = (float)(sdyx * (double)vcc_bn_invstd(var[c], eps));
+            if (dbeta) dbeta[c] = (float)sdy;
+        }
+    }
+}
+
+static __global__ void batchnorm_backward_infer_kernel(int64_t n, int64_t C, int64_t S, const float *dy,
+                                                       const float *gamma, const float *var, float eps, float *dx)
+{
+    VCC_GRID_STRIDE(i, n) {
+        int64_t c = (i / S) % C;
+        dx[i] = vcc_bn_dx_frozen(dy[i], vcc_bn_invstd(var[c], eps), gamma[c]);
+    }
+}
+
+/* batchnorm_backward_infer: gradients of batchnorm_forward_infer with frozen statistics (PyTorch's
+ * batch_norm(training=False) backward): x, dy, dx (N, C, S); gamma, mean, var (C);
+ * dx = gamma*invstd*dy, dgamma = invstd * sum dy*(x - mean), dbeta = sum dy (C); any output may be
+ * NULL (not wanted). The reduction reads all of dy before dx is written. */
+static inline void batchnorm_backward_infer(VccRt *rt, int64_t N, int64_t C, int64_t S, const float *x,
+                                            const float *dy, const float *gamma, const float *mean,
+                                            const float *var, float eps, float *dx, float *dgamma, float *dbeta)
+{
+    const int64_t n = N * C * S;
+    (void)rt;
+    if (n <= 0) return;
+    if (dgamma || dbeta) {
+        batchnorm_backward_infer_reduce_kernel<<<vcc__blocks(C), VCC_CUDA_THREADS>>>(N, C, S, x, dy, mean, var,
+                                                                                      eps, dgamma, dbeta);
+        VCC_CUDA_LAUNCHED();
+    }
+    if (!dx) return;
+    batchnorm_backward_infer_kernel<<<vcc__grid(n), VCC_CUDA_THREADS>>>(n, C, S, dy, gamma, var, eps, dx);
     VCC_CUDA_LAUNCHED();
 }
 

@@ -37,4 +37,12 @@ VCC_HD float vcc_bn_dx(float x, float dy, float mean, float invstd, float gamma,
     return gamma * invstd * (dy - sum_dy * inv_m - xhat * sum_dy_xhat * inv_m);
 }
 
+/* vcc_bn_dx_frozen: input gradient of inference-mode batch norm (statistics
+ * given, not computed from the batch: torch.nn.functional.batch_norm with
+ * training=False): dx = gamma * invstd * dy. */
+VCC_HD float vcc_bn_dx_frozen(float dy, float invstd, float gamma)
+{
+    return gamma * invstd * dy;
+}
+
 #endif /* VCC_ELEM_NORM_H */
