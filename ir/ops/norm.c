@@ -1,6 +1,6 @@
 /*
- * norm.c — the norm family: BatchNormalization (training and inference forms) and
- * BatchNormalizationGrad.
+ * norm.c — the norm family: BatchNormalization (training and inference forms), the row normalizations
+ * InstanceNormalization and GroupNormalization, and their gradients.
  *
  * Kernels: runtime/{elem,proto,cpu,cuda}/norm.*.
  * BatchNormalization: semantics follow the node's opset (ONNX Operators, "BatchNormalization"): 1/6 (is_test=1: the inference
@@ -23,6 +23,19 @@
  *     with --allow-inference-export) mean and var are frozen BUFFERs.
  * Gradient: PyTorch autograd's batch_norm backward: training mode with the batch statistics; inference
  * form with the frozen statistics (dX = scale * invstd * dY; mean and var get none).
+ *
+ * The row normalizations normalize each of R contiguous rows of D elements of X with the row's mean and
+ * biased variance (computed in double), then scale and shift per element (runtime/cpu/norm.h,
+ * rownorm_*). The canonical form appends the row statistics as outputs 1 and 2 (saved_mean,
+ * saved_invstd), which the gradient reads.
+ *   InstanceNormalization (opsets 1 (consumed_inputs, dropped), 6, 22; torch.nn.functional.instance_norm):
+ *     X (N, C, S...) of rank >= 3, scale and B (C); rows N*C of S; statistics (N, C).
+ *   GroupNormalization (opsets 18 and 21; torch.nn.functional.group_norm): X (N, C, S...) of rank >= 2,
+ *     num_groups G dividing C; rows N*G of (C/G)*S; statistics (N, G). Opsets 18-20: scale and bias per
+ *     group, (G); opset 21: per channel, (C), and stash_type (the precision of the statistics: FLOAT or
+ *     DOUBLE accepted, vcc computes them in double).
+ * Gradient: PyTorch's group_norm backward (the statistics depend on X), one
+ * <Op>Grad(X, dY, scale, mean, invstd) -> (dX, dscale, dB) node with the outputs the inputs need.
  */
 #include "ops.h"
 
@@ -325,3 +338,249 @@ static VccStatus bn_grad_emit(VccEmit *e, int k) {
 
 const VccOpDef vcc_def_BATCHNORM_GRAD = {0, 0, NULL, NULL, NULL, bn_grad_shape, NULL, bn_grad_emit};
 
+/* ------------------------------------------------------------------ row normalizations: shared */
+
+/* How a row normalization lays X out (runtime/cpu/norm.h, rownorm_*): R rows of D contiguous elements;
+ * element i reads scale[(i / ss) % sm] and bias[(i / bs) % bm] (vcc_norm_pidx); stats is the shape of
+ * the saved mean and invstd (R elements). */
+typedef struct {
+    int64_t R, D, sm, ss, bm, bs;
+    VccShape stats;
+} NormRows;
+
+/* One row normalization: its gradient op, whether B may be absent, and its layout: rows checks the
+ * attributes against x's shape and the scale's and bias's shapes (bias NULL: absent or not wanted) and
+ * fills *r; an error names the node. */
+typedef struct {
+    VccOp grad;
+    bool bias_optional;
+    VccStatus (*rows)(VccCtx *ctx, const VccGraph *g, const VccNode *n, const VccShape *x, const VccShape *scale,
+                      const VccShape *bias, NormRows *r);
+} RowNorm;
+
+/* "node 'x' (Op): input i 'name' has shape (..), expected (..)"; VCC_ERR_SHAPE. */
+static VccStatus param_shape_error(VccCtx *ctx, const VccNode *n, const char *what, const VccShape *have,
+                                   const VccShape *want) {
+    char s1[128], s2[128];
+    vcc_shape_str(s1, sizeof s1, have);
+    vcc_shape_str(s2, sizeof s2, want);
+    vcc_error(ctx, "node '%s' (%s): %s has shape %s, expected %s", n->name, vcc_node_op(n), what, s1, s2);
+    return VCC_ERR_SHAPE;
+}
+
+/* X (N, C, S...): the product of the dims after C. */
+static int64_t spatial(const VccShape *x) {
+    int64_t S = 1;
+    for (int i = 2; i < x->rank; i++) S *= x->dims[i];
+    return S;
+}
+
+/* The row statistics as outputs 1 and 2 ("<node>.saved_mean", "<node>.saved_invstd" where the model has
+ * none), so that the gradient can read them. */
+static VccStatus rows_canon(VccCtx *ctx, VccGraph *g, int k) {
+    VccNode *n = &g->nodes[k];
+    if (n->nout < 1 || n->out[0] < 0) {
+        vcc_error(ctx, "node '%s' (%s): output Y is missing", n->name, vcc_node_op(n));
+        return VCC_ERR_SHAPE;
+    }
+    int out[3] = {n->out[0], n->nout > 1 ? n->out[1] : -1, n->nout > 2 ? n->out[2] : -1};
+    if (out[1] < 0) out[1] = vcc_tensor_add_unique(g, VCC_DT_UNDEF, NULL, VCC_T_ACT, "%s.saved_mean", g->nodes[k].name);
+    if (out[2] < 0) out[2] = vcc_tensor_add_unique(g, VCC_DT_UNDEF, NULL, VCC_T_ACT, "%s.saved_invstd", g->nodes[k].name);
+    n = &g->nodes[k];
+    n->out = vcc_realloc(n->out, 3 * sizeof(int));
+    n->nout = 3;
+    memcpy(n->out, out, sizeof out);
+    for (int i = 1; i < 3; i++) g->tensors[out[i]].producer = k;
+    return VCC_OK;
+}
+
+/* (X, scale[, B]) -> (Y like X, mean, invstd of the op's statistics shape) */
+static VccStatus rows_shape(VccCtx *ctx, VccGraph *g, int k, bool check, const RowNorm *op) {
+    const VccNode *n = &g->nodes[k];
+    const VccTensor *x = vcc_need_input(ctx, g, n, 0, VCC_F32), *scale = NULL, *bias = NULL;
+    if (!x || !(scale = vcc_need_input(ctx, g, n, 1, VCC_F32))) return VCC_ERR_SHAPE;
+    if ((!op->bias_optional || (n->nin > 2 && n->in[2] >= 0)) && !(bias = vcc_need_input(ctx, g, n, 2, VCC_F32)))
+        return VCC_ERR_SHAPE;
+    NormRows r;
+    VccStatus st = op->rows(ctx, g, n, &x->shape, &scale->shape, bias ? &bias->shape : NULL, &r);
+    if (st) return st;
+    if (!vcc_put_output(ctx, g, n, check, n->out[0], VCC_F32, &x->shape)) return VCC_ERR_SHAPE;
+    for (int i = 1; i < n->nout; i++)
+        if (!vcc_put_output(ctx, g, n, check, n->out[i], VCC_F32, &r.stats)) return VCC_ERR_SHAPE;
+    return VCC_OK;
+}
+
+/* Op -> OpGrad(X, dY, scale, mean, invstd) -> (dX, dscale, dB), each output only where its input needs a
+ * gradient. The statistics outputs are not differentiated. */
+static VccStatus rows_grad(VccDiff *d, int k, const RowNorm *op) {
+    VccNode n = d->g->nodes[k]; /* copy: the node array grows below */
+    if (vcc_diff_dy(d, k, 1) >= 0 || vcc_diff_dy(d, k, 2) >= 0) {
+        vcc_error(d->ctx, "node '%s' (%s): the loss depends on its Mean or InvStdDev output; vcc differentiates "
+                  "only through Y", n.name, vcc_node_op(&n));
+        return VCC_ERR_UNSUPPORTED;
+    }
+    int b = n.nin > 2 ? n.in[2] : -1, grads[3] = {-1, -1, -1}, params[3] = {n.in[0], n.in[1], b};
+    for (int i = 0; i < 3; i++)
+        if (params[i] >= 0 && d->req[params[i]]) grads[i] = vcc_diff_new_grad(d, params[i]);
+    int in[5] = {n.in[0], vcc_diff_dy(d, k, 0), n.in[1], n.out[1], n.out[2]};
+    vcc_diff_add_node(d, op->grad, k, "grad", in, 5, grads, 3);
+    for (int i = 0; i < 3; i++)
+        if (grads[i] >= 0) vcc_diff_accum(d, params[i], grads[i]);
+    return VCC_OK;
+}
+
+/* The layout of node k (forward or gradient) from its operands' shapes: X is input 0; the scale is
+ * input 1 of the forward, 2 of the gradient; the bias is input 2 of the forward, the shape of dB
+ * (output 2) of the gradient. */
+static NormRows rows_of(const VccEmit *e, int k, const RowNorm *op, bool grad) {
+    const VccGraph *g = e->g;
+    const VccNode *n = &g->nodes[k];
+    int b = grad ? n->out[2] : n->nin > 2 ? n->in[2] : -1;
+    NormRows r;
+    VccStatus st = op->rows(e->ctx, g, n, &g->tensors[n->in[0]].shape, &g->tensors[n->in[grad ? 2 : 1]].shape,
+                            b >= 0 ? &g->tensors[b].shape : NULL, &r);
+    VCC_ASSERT(st == VCC_OK); /* the shape rules checked it */
+    return r;
+}
+
+static VccStatus rows_emit(VccEmit *e, int k, const RowNorm *op) {
+    const VccNode *n = &e->g->nodes[k];
+    NormRows r = rows_of(e, k, op, false);
+    int b = n->nin > 2 ? n->in[2] : -1;
+    fprintf(e->f, "    rownorm_forward(rt, %" PRId64 ", %" PRId64 ", %s, %s, %" PRId64 ", %" PRId64 ", %s, %" PRId64
+                  ", %" PRId64 ", ", r.R, r.D, vcc_emit_f32(e, n->in[0]), vcc_emit_f32(e, n->in[1]), r.sm, r.ss,
+            vcc_emit_f32(e, b), r.bm, r.bs);
+    fprintf(e->f, "(float)%.9g, %s, %s, %s);\n", (double)vcc_attr_float(n, "epsilon", 1e-5f), vcc_emit_f32(e, n->out[0]),
+            vcc_emit_f32(e, n->out[1]), vcc_emit_f32(e, n->out[2]));
+    return VCC_OK;
+}
+
+/* (X, dY, scale, mean, invstd) -> (dX like X, dscale like scale, dB), any output absent */
+static VccStatus rows_grad_shape(VccCtx *ctx, VccGraph *g, int k, const RowNorm *op) {
+    const VccNode *n = &g->nodes[k];
+    const VccTensor *t[5];
+    for (int i = 0; i < 5; i++)
+        if (!(t[i] = vcc_need_input(ctx, g, n, i, VCC_F32))) return vcc_operands_missing(ctx, n);
+    if (n->nout != 3) return vcc_operands_missing(ctx, n);
+    const VccTensor *db = n->out[2] >= 0 ? &g->tensors[n->out[2]] : NULL;
+    NormRows r;
+    if (op->rows(ctx, g, n, &t[0]->shape, &t[2]->shape, db ? &db->shape : NULL, &r)) return VCC_ERR_SHAPE;
+    if (!vcc_same_shape(&t[0]->shape, &t[1]->shape) || vcc_shape_numel(&t[3]->shape) != r.R ||
+        vcc_shape_numel(&t[4]->shape) != r.R || !vcc_put_output(ctx, g, n, true, n->out[0], VCC_F32, &t[0]->shape) ||
+        !vcc_put_output(ctx, g, n, true, n->out[1], VCC_F32, &t[2]->shape) || (db && db->dtype != VCC_F32))
+        return vcc_shape_mismatch(ctx, n);
+    return VCC_OK;
+}
+
+static VccStatus rows_grad_emit(VccEmit *e, int k, const RowNorm *op) {
+    const VccNode *n = &e->g->nodes[k];
+    NormRows r = rows_of(e, k, op, true);
+    fprintf(e->f, "    rownorm_backward(rt, %" PRId64 ", %" PRId64 ", %s, %s, %s, %" PRId64 ", %" PRId64 ", %s, %s, ", r.R,
+            r.D, vcc_emit_f32(e, n->in[0]), vcc_emit_f32(e, n->in[1]), vcc_emit_f32(e, n->in[2]), r.sm, r.ss,
+            vcc_emit_f32(e, n->in[3]), vcc_emit_f32(e, n->in[4]));
+    fprintf(e->f, "%s, %s, %" PRId64 ", %" PRId64 ", %s);\n", vcc_emit_f32(e, n->out[0]), vcc_emit_f32(e, n->out[1]),
+            r.bm, r.bs, vcc_emit_f32(e, n->out[2]));
+    return VCC_OK;
+}
+
+/* The definitions of a row normalization Op and its gradient OpGrad, from its attributes, check_attrs and
+ * RowNorm. */
+#define ROW_NORM_DEFS(OP, prefix, attrs, check)                                                                   \
+    static VccStatus prefix##_shape(VccCtx *ctx, VccGraph *g, int k, bool check_) {                               \
+        return rows_shape(ctx, g, k, check_, &prefix##_norm);                                                     \
+    }                                                                                                             \
+    static VccStatus prefix##_grad(VccDiff *d, int k) { return rows_grad(d, k, &prefix##_norm); }                \
+    static VccStatus prefix##_emit(VccEmit *e, int k) { return rows_emit(e, k, &prefix##_norm); }                \
+    static VccStatus prefix##_grad_shape(VccCtx *ctx, VccGraph *g, int k, bool check_) {                          \
+        (void)check_;                                                                                             \
+        return rows_grad_shape(ctx, g, k, &prefix##_norm);                                                        \
+    }                                                                                                             \
+    static VccStatus prefix##_grad_emit(VccEmit *e, int k) { return rows_grad_emit(e, k, &prefix##_norm); }      \
+    const VccOpDef vcc_def_##OP = {0, 0, attrs, check, rows_canon, prefix##_shape, prefix##_grad, prefix##_emit}; \
+    const VccOpDef vcc_def_##OP##_GRAD = {0, 0, NULL, NULL, NULL, prefix##_grad_shape, NULL, prefix##_grad_emit};
+
+/* ------------------------------------------------------------------ InstanceNormalization */
+
+static const VccAttrSpec in_attrs[] = {
+    {"epsilon", 1, VCC_OPSET_NOW, VCC_A_FLOAT}, {"consumed_inputs", 1, 5, VCC_A_INTS}, {NULL, 0, 0, 0},
+};
+
+static void in_check_attrs(VccCtx *ctx, const VccGraph *g, const VccNode *n) {
+    (void)g;
+    check_epsilon(ctx, n);
+}
+
+/* X (N, C, S...), rank >= 3; scale, B (C): rows N*C of S, statistics (N, C) */
+static VccStatus in_rows(VccCtx *ctx, const VccGraph *g, const VccNode *n, const VccShape *x, const VccShape *scale,
+                         const VccShape *bias, NormRows *r) {
+    (void)g;
+    if (x->rank < 3) {
+        vcc_error(ctx, "node '%s' (%s): input rank %d < 3 (ONNX: N x C x D1 x ... x Dn)", n->name, vcc_node_op(n),
+                  x->rank);
+        return VCC_ERR_SHAPE;
+    }
+    int64_t C = x->dims[1], S = spatial(x);
+    VccShape c = {1, {C}};
+    if (!vcc_same_shape(scale, &c)) return param_shape_error(ctx, n, "scale", scale, &c);
+    if (bias && !vcc_same_shape(bias, &c)) return param_shape_error(ctx, n, "B", bias, &c);
+    *r = (NormRows){x->dims[0] * C, S, C, S, C, S, {2, {x->dims[0], C}}};
+    return VCC_OK;
+}
+
+static const RowNorm in_norm = {VCC_OP_INSTANCENORM_GRAD, false, in_rows};
+ROW_NORM_DEFS(INSTANCENORM, in, in_attrs, in_check_attrs)
+
+/* ------------------------------------------------------------------ GroupNormalization */
+
+static const VccAttrSpec gn_attrs[] = {
+    {"epsilon", 18, VCC_OPSET_NOW, VCC_A_FLOAT},
+    {"num_groups", 18, VCC_OPSET_NOW, VCC_A_INT},
+    {"stash_type", 21, VCC_OPSET_NOW, VCC_A_INT},
+    {NULL, 0, 0, 0},
+};
+
+/* stash_type (the precision of the statistics): FLOAT (1, the default) or DOUBLE (11); vcc computes the
+ * statistics in double and normalizes in float, at least as precise as either. */
+static void check_stash_type(VccCtx *ctx, const VccNode *n) {
+    int64_t st = vcc_attr_int(n, "stash_type", 1);
+    if (st != 1 && st != 11)
+        vcc_op_attr_problem(ctx, n, "%s attribute '%s'", "stash_type",
+                            "only FLOAT (1) or DOUBLE (11): vcc computes the statistics in double");
+}
+
+static void gn_check_attrs(VccCtx *ctx, const VccGraph *g, const VccNode *n) {
+    if (g->opset < 18)
+        vcc_op_attr_problem(ctx, n, "%s %s", "before opset 18", "the op exists from opset 18");
+    check_epsilon(ctx, n);
+    check_stash_type(ctx, n);
+    if (!vcc_attr_get(n, "num_groups"))
+        vcc_op_attr_problem(ctx, n, "%s attribute '%s'", "num_groups", "required, missing");
+    else if (vcc_attr_int(n, "num_groups", 0) < 1)
+        vcc_op_attr_problem(ctx, n, "%s attribute '%s'", "num_groups", "must be at least 1");
+}
+
+/* X (N, C, S...), rank >= 2; G = num_groups divides C; scale, B (G) before opset 21, (C) from it: rows N*G
+ * of (C/G)*S, statistics (N, G) */
+static VccStatus gn_rows(VccCtx *ctx, const VccGraph *g, const VccNode *n, const VccShape *x, const VccShape *scale,
+                         const VccShape *bias, NormRows *r) {
+    if (x->rank < 2) {
+        vcc_error(ctx, "node '%s' (%s): input rank %d < 2", n->name, vcc_node_op(n), x->rank);
+        return VCC_ERR_SHAPE;
+    }
+    int64_t C = x->dims[1], G = vcc_attr_int(n, "num_groups", 0), S = spatial(x);
+    if (G < 1 || C % G != 0) {
+        vcc_error(ctx, "node '%s' (%s): num_groups %lld does not divide the %lld channels", n->name, vcc_node_op(n),
+                  (long long)G, (long long)C);
+        return VCC_ERR_SHAPE;
+    }
+    int64_t D = C / G * S, P = g->opset < 21 ? G : C; /* scale and bias per group (18-20) or per channel (21) */
+    VccShape p = {1, {P}};
+    if (!vcc_same_shape(scale, &p)) return param_shape_error(ctx, n, "scale", scale, &p);
+    if (bias && !vcc_same_shape(bias, &p)) return param_shape_error(ctx, n, "bias", bias, &p);
+    int64_t ps = P == C ? S : D;
+    *r = (NormRows){x->dims[0] * G, D, P, ps, P, ps, {2, {x->dims[0], G}}};
+    return VCC_OK;
+}
+
+static const RowNorm gn_norm = {VCC_OP_GROUPNORM_GRAD, false, gn_rows};
+ROW_NORM_DEFS(GROUPNORM, gn, gn_attrs, gn_check_attrs)

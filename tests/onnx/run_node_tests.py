@@ -40,6 +40,8 @@ SUPPORTED = [
     "test_batchnorm_epsilon_training_mode", "test_batchnorm_example_training_mode",
     "test_batchnorm_epsilon", "test_batchnorm_example", "test_BatchNorm1d_3d_input_eval", "test_BatchNorm2d_eval",
     "test_BatchNorm2d_momentum_eval", "test_BatchNorm3d_eval", "test_BatchNorm3d_momentum_eval",
+    "test_instancenorm_epsilon", "test_instancenorm_example",
+    "test_group_normalization_epsilon", "test_group_normalization_example",
     "test_relu", "test_add",
     "test_globalaveragepool", "test_globalaveragepool_precomputed",
     "test_flatten_axis0", "test_flatten_axis1", "test_flatten_axis2", "test_flatten_axis3",
