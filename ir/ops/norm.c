@@ -1,6 +1,6 @@
 /*
  * norm.c — the norm family: BatchNormalization (training and inference forms), the row normalizations
- * InstanceNormalization and GroupNormalization, and their gradients.
+ * InstanceNormalization, GroupNormalization and LayerNormalization, and their gradients.
  *
  * Kernels: runtime/{elem,proto,cpu,cuda}/norm.*.
  * BatchNormalization: semantics follow the node's opset (ONNX Operators, "BatchNormalization"): 1/6 (is_test=1: the inference
@@ -34,7 +34,12 @@
  *     num_groups G dividing C; rows N*G of (C/G)*S; statistics (N, G). Opsets 18-20: scale and bias per
  *     group, (G); opset 21: per channel, (C), and stash_type (the precision of the statistics: FLOAT or
  *     DOUBLE accepted, vcc computes them in double).
- * Gradient: PyTorch's group_norm backward (the statistics depend on X), one
+ *   LayerNormalization (opset 17; torch.nn.functional.layer_norm): rows prod(X.shape[:axis]) of
+ *     prod(X.shape[axis:]); its optional outputs Mean and InvStdDev are the statistics, of shape
+ *     X.shape[:axis] + (1, ...); Scale and the optional B broadcast unidirectionally to X (their dims
+ *     other than 1 one run of consecutive dims of X); stash_type FLOAT, or DOUBLE when Mean and
+ *     InvStdDev are absent (vcc has no double tensors).
+ * Gradient: PyTorch's layer_norm / group_norm backward (the statistics depend on X), one
  * <Op>Grad(X, dY, scale, mean, invstd) -> (dX, dscale, dB) node with the outputs the inputs need.
  */
 #include "ops.h"
@@ -584,3 +589,85 @@ static VccStatus gn_rows(VccCtx *ctx, const VccGraph *g, const VccNode *n, const
 
 static const RowNorm gn_norm = {VCC_OP_GROUPNORM_GRAD, false, gn_rows};
 ROW_NORM_DEFS(GROUPNORM, gn, gn_attrs, gn_check_attrs)
+
+/* ------------------------------------------------------------------ LayerNormalization */
+
+static const VccAttrSpec ln_attrs[] = {
+    {"axis", 17, VCC_OPSET_NOW, VCC_A_INT},
+    {"epsilon", 17, VCC_OPSET_NOW, VCC_A_FLOAT},
+    {"stash_type", 17, VCC_OPSET_NOW, VCC_A_INT},
+    {NULL, 0, 0, 0},
+};
+
+static void ln_check_attrs(VccCtx *ctx, const VccGraph *g, const VccNode *n) {
+    if (g->opset < 17)
+        vcc_op_attr_problem(ctx, n, "%s %s", "before opset 17", "the op exists from opset 17");
+    check_epsilon(ctx, n);
+    check_stash_type(ctx, n);
+    bool stats = (n->nout > 1 && n->out[1] >= 0) || (n->nout > 2 && n->out[2] >= 0);
+    if (vcc_attr_int(n, "stash_type", 1) == 11 && stats)
+        vcc_op_attr_problem(ctx, n, "%s attribute '%s'", "stash_type",
+                            "DOUBLE makes Mean and InvStdDev double tensors, which vcc does not have");
+}
+
+/* Where parameter p (Scale or B) lies in x when broadcast unidirectionally to it (ONNX Broadcasting):
+ * m = the product of its dims, s = the product of x's dims after them (vcc_norm_pidx). 0: done; 1: p
+ * does not broadcast to x; 2: its dims other than 1 are not one run of consecutive dims of x. */
+static int bcast_layout(const VccShape *x, const VccShape *p, int64_t *m, int64_t *s) {
+    if (p->rank > x->rank) return 1;
+    int off = x->rank - p->rank, a = -1, b = -1;
+    for (int i = 0; i < p->rank; i++) {
+        if (p->dims[i] != 1 && p->dims[i] != x->dims[off + i]) return 1;
+        if (p->dims[i] != 1) {
+            if (a < 0) a = off + i;
+            b = off + i + 1;
+        }
+    }
+    *m = *s = 1;
+    for (int d = a < 0 ? x->rank : a; d < b; d++) {
+        if (p->dims[d - off] != x->dims[d]) return 2; /* a broadcast dim inside the run */
+        *m *= x->dims[d];
+    }
+    for (int d = a < 0 ? x->rank : b; d < x->rank; d++) *s *= x->dims[d];
+    return 0;
+}
+
+/* The layout of parameter p of node n, or an error naming it. */
+static VccStatus ln_param(VccCtx *ctx, const VccNode *n, const char *what, const VccShape *x, const VccShape *p,
+                          int64_t *m, int64_t *s) {
+    int r = bcast_layout(x, p, m, s);
+    if (!r) return VCC_OK;
+    char s1[128], s2[128];
+    vcc_shape_str(s1, sizeof s1, p);
+    vcc_shape_str(s2, sizeof s2, x);
+    if (r == 1)
+        vcc_error(ctx, "node '%s' (%s): %s of shape %s does not broadcast to X %s", n->name, vcc_node_op(n), what, s1, s2);
+    else
+        vcc_error(ctx, "node '%s' (%s): %s of shape %s broadcasts to X %s over more than one run of dims; vcc supports "
+                  "a %s whose dims other than 1 are consecutive", n->name, vcc_node_op(n), what, s1, s2, what);
+    return r == 1 ? VCC_ERR_SHAPE : VCC_ERR_UNSUPPORTED;
+}
+
+/* X of rank r, axis in [-r, r): rows prod(X.shape[:axis]) of prod(X.shape[axis:]), statistics
+ * X.shape[:axis] + (1, ...); Scale and B broadcast to X */
+static VccStatus ln_rows(VccCtx *ctx, const VccGraph *g, const VccNode *n, const VccShape *x, const VccShape *scale,
+                         const VccShape *bias, NormRows *r) {
+    (void)g;
+    int64_t axis = vcc_attr_int(n, "axis", -1);
+    if (axis < -x->rank || axis >= x->rank) {
+        vcc_error(ctx, "node '%s' (%s): axis %lld is outside [-%d, %d) for an input of rank %d", n->name,
+                  vcc_node_op(n), (long long)axis, x->rank, x->rank, x->rank);
+        return VCC_ERR_SHAPE;
+    }
+    if (axis < 0) axis += x->rank;
+    *r = (NormRows){1, 1, 1, 1, 1, 1, *x};
+    for (int d = 0; d < x->rank; d++) {
+        if (d < axis) r->R *= x->dims[d];
+        else r->D *= x->dims[d], r->stats.dims[d] = 1;
+    }
+    VccStatus st = ln_param(ctx, n, "Scale", x, scale, &r->sm, &r->ss);
+    return st || !bias ? st : ln_param(ctx, n, "B", x, bias, &r->bm, &r->bs);
+}
+
+static const RowNorm ln_norm = {VCC_OP_LAYERNORM_GRAD, true, ln_rows};
+ROW_NORM_DEFS(LAYERNORM, ln, ln_attrs, ln_check_attrs)

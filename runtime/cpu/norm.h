@@ -1,7 +1,7 @@
 /*
  * cpu/norm.h - the norm family's CPU kernels: BatchNormalization (training and inference forms) and its
- * gradients; the row normalizations (InstanceNormalization, GroupNormalization: statistics over each of
- * R contiguous rows of D elements) and their gradient.
+ * gradients; the row normalizations (InstanceNormalization, GroupNormalization, LayerNormalization:
+ * statistics over each of R contiguous rows of D elements) and their gradient.
  * Signatures: proto/norm.h; per-element bodies shared with the CUDA target: elem/norm.h. Part of the C target's runtime (cpu/base.h).
  */
 #ifndef VCC_CPU_NORM_H
@@ -208,8 +208,9 @@ VCC_CPU_FN void batchnorm_backward_infer(VccRt *rt, int64_t N, int64_t C, int64_
 
 /* ------------------------------------------------------------------ row normalizations
  * x (R, D): R rows of D contiguous elements, each normalized with its own mean and biased variance
- * (PyTorch's instance_norm, group_norm; ONNX InstanceNormalization, GroupNormalization).
- * InstanceNormalization: R = N*C, D = S; GroupNormalization: R = N*G, D = (C/G)*S.
+ * (PyTorch's instance_norm, group_norm, layer_norm; ONNX InstanceNormalization, GroupNormalization,
+ * LayerNormalization). InstanceNormalization: R = N*C, D = S; GroupNormalization: R = N*G,
+ * D = (C/G)*S; LayerNormalization: R = prod(X.shape[:axis]), D = prod(X.shape[axis:]).
  * The scale and bias are indexed per element by vcc_norm_pidx(i, m, s) (elem/norm.h). */
 
 /* vcc__sumsq_dev_f64: sum of (r[i] - mu)^2 over n elements in double, four interleaved accumulators
@@ -235,7 +236,7 @@ VCC_CPU_FN double vcc__sumsq_dev_f64(const float *r, int64_t n, double mu)
  * the element's flat index i, with the row's mean and invstd = 1/sqrt(var + eps) (biased variance;
  * two passes in double, rounded to float once).
  *   x, y (R, D), y may == x; scale (scale_m), bias (bias_m) or NULL (no bias)
- *   mean, invstd (R): the row statistics; either may be NULL */
+ *   mean, invstd (R): the row statistics (LayerNormalization's Mean and InvStdDev); either may be NULL */
 VCC_CPU_FN void rownorm_forward(VccRt *rt, int64_t R, int64_t D, const float *x, const float *scale,
                                 int64_t scale_m, int64_t scale_s, const float *bias, int64_t bias_m,
                                 int64_t bias_s, float eps, float *y, float *mean, float *invstd)
@@ -286,7 +287,7 @@ VCC_CPU_FN void vcc__rownorm_param_grad(int64_t R, int64_t D, const float *x, co
 }
 
 /* rownorm_backward: gradients of rownorm_forward (the row statistics depend on x: PyTorch's
- * group_norm backward).
+ * layer_norm / group_norm backward).
  *   x, dy, dx (R, D); dx OVERWRITTEN, may be NULL (not wanted); scale (scale_m); mean, invstd (R)
  *   dx = vcc_norm_dx(...) = invstd*(g - mean_row(g) - xhat*mean_row(g*xhat)), g = dy*scale[p]
  *   dscale (scale_m) = sum dy*xhat, dbias (bias_m) = sum dy over the elements reading each entry

@@ -1,6 +1,7 @@
 /*
  * cuda/norm.cuh - the norm family's CUDA kernels: BatchNormalization (training and inference forms) and its
- * gradients; the row normalizations (InstanceNormalization, GroupNormalization) and their gradient.
+ * gradients; the row normalizations (InstanceNormalization, GroupNormalization, LayerNormalization) and
+ * their gradient.
  * Signatures: proto/norm.h; per-element bodies shared with the C target: elem/norm.h. Part of the CUDA target's runtime (cuda/base.cuh).
  */
 #ifndef VCC_CUDA_NORM_CUH

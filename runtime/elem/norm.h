@@ -53,18 +53,21 @@ VCC_HD float vcc_norm_invstd(double var, float eps)
 }
 
 /* vcc_norm_pidx: which element of a scale or bias an element of x reads in
- * the row normalizations (InstanceNormalization, GroupNormalization). i is the
- * element's flat (row-major) index in x; the parameter has m elements laid
- * along consecutive dims of x, and s is the product of x's dims after them:
- * p = (i / s) % m. InstanceNormalization and opset-21 GroupNormalization:
- * m = C, s = S; opset-18 GroupNormalization: m = G, s = (C/G)*S. */
+ * the row normalizations (InstanceNormalization, GroupNormalization,
+ * LayerNormalization). i is the element's flat (row-major) index in x; the
+ * parameter has m elements laid along consecutive dims of x, and s is the
+ * product of x's dims after them: p = (i / s) % m. InstanceNormalization and
+ * opset-21 GroupNormalization: m = C, s = S; opset-18 GroupNormalization:
+ * m = G, s = (C/G)*S; LayerNormalization: m = the product of Scale's dims,
+ * s = the product of X's dims after them (1 for a Scale of the normalized
+ * shape). */
 VCC_HD int64_t vcc_norm_pidx(int64_t i, int64_t m, int64_t s)
 {
     return (i / s) % m;
 }
 
 /* vcc_norm_dx: input gradient of a row normalization for one element, with a
- * per-element scale gamma (PyTorch's group_norm backward):
+ * per-element scale gamma (PyTorch's layer_norm / group_norm backward):
  *   g = dy * gamma, xhat = (x - mean) * invstd
  *   dx = invstd * (g - sum_g * inv_d - xhat * sum_g_xhat * inv_d)
  * sum_g = sum of g over the row's d elements, sum_g_xhat = sum of g*xhat over

@@ -1,6 +1,6 @@
 /*
  * proto/norm.h - the norm family's kernels (BatchNormalization (training and inference forms) and its gradients;
- * the row normalizations InstanceNormalization, GroupNormalization and their gradient): the one signature list both
+ * the row normalizations InstanceNormalization, GroupNormalization, LayerNormalization and their gradient): the one signature list both
  * targets define (cpu/norm.h, cuda/norm.cuh). Included twice by each: before the definitions with
  * VCC_KERNEL = VCC_KERNEL_DECLARE, after them with VCC_KERNEL = VCC_KERNEL_CHECK, so a definition whose
  * signature drifts from this list is a compile error on both targets (runtime/cpu/base.h,

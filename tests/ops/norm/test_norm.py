@@ -16,6 +16,11 @@ defines, decided by the node's opset:
   gn_*         GroupNormalization: opset 18 (scale and bias per group, (G)), opset 21 (per channel, (C);
                stash_type FLOAT and DOUBLE), num_groups 1, between, C; ranks 2-5: F.group_norm (opset 18
                with the group's value repeated over its channels); gradients of X, scale, bias.
+  ln_*         LayerNormalization (opset 17): axis default, positive, negative, 0; ranks 2-5; epsilon;
+               B absent; Scale and B broadcast to X (over part of the normalized dims, or along the
+               dims before axis); the optional outputs Mean and InvStdDev (compared in the forward);
+               stash_type DOUBLE without them: F.layer_norm, the statistics from X.mean and X.var
+               (biased); gradients of X, Scale, B.
 With --cuda only the cases in CUDA_CASES run (one per kernel path: the programs' nvcc builds take
 long), building their .cu programs and, where a GPU is, running them against the CPU ones; exits 77
 (skipped) when nvcc is absent.
@@ -76,6 +81,29 @@ def inorm(name, shape, opset, eps=None, **attrs):
                    opset=opset, grad_tol=GRAD_TOL, ref=lambda X, scale, B: F.instance_norm(X, weight=scale, bias=B, eps=e))
 
 
+def lnorm(name, inputs, axis=None, eps=None, outputs=1, **attrs):
+    """LayerNormalization over X.shape[axis:]; inputs X, Scale[, B] (name -> shape)."""
+    if axis is not None:
+        attrs["axis"] = axis
+    if eps is not None:
+        attrs["epsilon"] = eps
+    e, a = 1e-5 if eps is None else eps, -1 if axis is None else axis
+
+    def ref(X, Scale, B=None):
+        first = a % X.dim()
+        dims = tuple(range(first, X.dim()))
+        nshape = X.shape[first:]
+        if Scale.shape == nshape and (B is None or B.shape == nshape):
+            y = F.layer_norm(X, nshape, Scale, B, eps=e)
+        else:  # Scale, B broadcast to X
+            y = F.layer_norm(X, nshape, eps=e) * Scale + (0 if B is None else B)
+        mean = X.mean(dims, keepdim=True)
+        invstd = 1 / torch.sqrt(X.var(dims, unbiased=False, keepdim=True) + e)
+        return (y, mean, invstd)[:outputs]
+    return oc.Case(name, "LayerNormalization", inputs=inputs, attrs=attrs, opset=17, outputs=outputs,
+                   grad_tol=GRAD_TOL, ref=ref)
+
+
 def gnorm(name, shape, groups, opset, eps=None, **attrs):
     c = shape[1]
     p = c if opset >= 21 else groups
@@ -117,10 +145,24 @@ CASES = [
     gnorm("gn_opset21_rank2", (3, 12), 2, 21),
     gnorm("gn_opset21_stash_float", (2, 6, 4), 2, 21, stash_type=1),
     gnorm("gn_opset21_stash_double", (2, 6, 4), 3, 21, stash_type=11),
+    lnorm("ln_default_axis_rank4", {"X": (2, 3, 4, 5), "Scale": (5,), "B": (5,)}),
+    lnorm("ln_axis1_rank3_eps", {"X": (2, 3, 5), "Scale": (3, 5), "B": (3, 5)}, axis=1, eps=1e-2),
+    lnorm("ln_axis0_rank2", {"X": (3, 4), "Scale": (3, 4), "B": (3, 4)}, axis=0),
+    lnorm("ln_axis_neg2_rank4", {"X": (2, 3, 4, 5), "Scale": (4, 5), "B": (4, 5)}, axis=-2),
+    lnorm("ln_axis2_rank5_video", {"X": (2, 3, 2, 4, 4), "Scale": (2, 4, 4), "B": (2, 4, 4)}, axis=2),
+    lnorm("ln_no_bias", {"X": (3, 4, 6), "Scale": (6,)}),
+    lnorm("ln_scale_broadcast_in_rows", {"X": (2, 3, 4, 5), "Scale": (5,), "B": (4, 1)}, axis=-2),
+    lnorm("ln_scale_along_batch_dims", {"X": (2, 3, 6), "Scale": (3, 6), "B": (3, 1)}, axis=-1),
+    lnorm("ln_scalar_like_scale", {"X": (2, 3, 4), "Scale": (1,), "B": (1, 1)}, axis=1),
+    lnorm("ln_mean_invstddev", {"X": (2, 3, 4, 5), "Scale": (4, 5), "B": (4, 5)}, axis=2, outputs=3),
+    lnorm("ln_mean_invstddev_axis0", {"X": (3, 5), "Scale": (3, 5), "B": (3, 5)}, axis=0, eps=0.1, outputs=3),
+    lnorm("ln_stash_float", {"X": (2, 4, 5), "Scale": (5,), "B": (5,)}, outputs=3, stash_type=1),
+    lnorm("ln_stash_double", {"X": (2, 4, 5), "Scale": (5,), "B": (5,)}, stash_type=11),
 ]
 
 # one case per kernel path for the CUDA builds
-CUDA_CASES = ["bn_infer_opset15_2d", "in_opset22_rank5", "gn_opset18_rank4", "gn_opset21_rank4"]
+CUDA_CASES = ["bn_infer_opset15_2d", "in_opset22_rank5", "gn_opset18_rank4", "gn_opset21_rank4",
+              "ln_scale_broadcast_in_rows", "ln_no_bias"]
 
 if __name__ == "__main__":
     if "--cuda" in sys.argv:
