@@ -57,6 +57,7 @@ static void usage(FILE *f) {
           "  --allow-inference-export\n"
           "                     train an inference-form export as it is (BatchNormalization folded into the\n"
           "                     convolutions, exporter-named parameters) instead of refusing it\n"
+          "  --ops              list the ONNX ops vcc compiles (ai.onnx domain) with their op family\n"
           "  --version, --help\n"
           "\n"
           "MODEL may be a .vir dump (vcc MODEL.onnx --dump-ir PASS > m.vir): the passes after PASS run on it,\n"
@@ -249,6 +250,11 @@ int main(int argc, char **argv) {
             return 0;
         } else if (!strcmp(a, "--version")) {
             printf("vcc %s\n", VCC_VERSION);
+            return 0;
+        } else if (!strcmp(a, "--ops")) {
+            /* the ONNX ops (ai.onnx domain) vcc compiles, one per line with its family */
+            for (int op = 0; op < VCC_OP_COUNT; op++)
+                if (vcc_op_is_onnx((VccOp)op)) printf("%s %s\n", vcc_op_name((VccOp)op), vcc_op_family((VccOp)op));
             return 0;
         } else if ((v = opt_value(argc, argv, &i, "-o", &missing))) {
             if (set_once(&out, v, "-o")) return 2;

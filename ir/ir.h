@@ -257,6 +257,8 @@ const char *vcc_graph_meta(const VccGraph *g, const char *key);
 
 /* Op name as in ops.def ("Conv", "ConvGradData"...). */
 const char *vcc_op_name(VccOp op);
+/* True for an ONNX op (a forward op of ops.def, named by its ai.onnx op type). */
+bool vcc_op_is_onnx(VccOp op);
 /* Look up an ONNX op type (ai.onnx domain) among the forward ops; returns VCC_OP_COUNT if unknown. */
 VccOp vcc_op_from_onnx(const char *op_type);
 

@@ -33,6 +33,8 @@ Each case is checked three ways:
             max(1, |x|)): max|vcc - ref| / max|ref| <= grad_tol for both. (b) against (a) is printed
             too: it shows the reference itself is right.
   cuda      with --cuda: the forward and trainer .cu of the case are built with nvcc (no warnings);
+            --cuda-one builds the first case's trainer alone (a program inlines all of its families'
+            kernels, forward and backward, so that one build compiles every CUDA kernel of the family);
             where a GPU is present (nvidia-smi finds one) they run and their outputs and gradients
             must match the CPU program's within cuda_tol. Without a GPU the run part is skipped and
             says so.
@@ -183,7 +185,7 @@ def _gpu():
     return shutil.which("nvidia-smi") is not None and subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
 
 
-def check_case(case, vcc, work, cuda=False):
+def check_case(case, vcc, work, cuda=False, cuda_train_only=False):
     """Run the three checks of one case; returns a list of (check, figure, ok, note)."""
     d = os.path.join(work, case.name)
     shutil.rmtree(d, ignore_errors=True)
@@ -231,7 +233,7 @@ def check_case(case, vcc, work, cuda=False):
                          "autograd %.1e, finite differences %.1e (autograd vs fd %.1e)" % (e_auto, e_fd, e_ref)))
     if cuda:
         for name, target, extra in (("fwd", "fwd.cu", ["--forward-only"]), ("train", "train.cu", ["--loss", "mse"])):
-            if name == "train" and not case.grad:
+            if (name == "train" and not case.grad) or (name == "fwd" and cuda_train_only and case.grad):
                 continue
             try:
                 exe = _build(vcc, name + ".onnx", target, d, extra + case.flags, fast=False)
@@ -260,6 +262,8 @@ def main(cases, argv=None):
     ap.add_argument("--work", required=True)
     ap.add_argument("--only", default=None, help="run the cases whose name contains this")
     ap.add_argument("--cuda", action="store_true", help="also build (and on a GPU run) the CUDA programs")
+    ap.add_argument("--cuda-one", action="store_true",
+                    help="only the first selected case, with its CUDA programs: every kernel of the family is in them")
     args = ap.parse_args(argv)
     vcc = os.path.abspath(args.vcc)
     os.makedirs(args.work, exist_ok=True)
@@ -269,11 +273,15 @@ def main(cases, argv=None):
         print("duplicate case names: %s" % ", ".join(sorted(dup)))
         return 1
     failed, total = [], 0
-    for c in cases:
-        if args.only and args.only not in c.name:
-            continue
+    selected = [c for c in cases if not args.only or args.only in c.name]
+    if args.cuda_one:
+        selected, args.cuda = selected[:1], True
+        if shutil.which("nvcc") is None:
+            print("skip: nvcc not found")
+            return 77
+    for c in selected:
         try:
-            rows = check_case(c, vcc, os.path.abspath(args.work), args.cuda)
+            rows = check_case(c, vcc, os.path.abspath(args.work), args.cuda, args.cuda_one)
         except Exception as x:  # a crash of vcc or of a program is a failed case
             rows = [("run", float("inf"), False, str(x)[:600])]
         for check, fig, ok, note in rows:

@@ -3,7 +3,7 @@ file (or indented under one, in the report of unsupported constructs), the node 
 reason given; never a crash. Each model is compiled as a forward program (--forward-only) and as a
 trainer (--loss mse).
 
-    test_norm_refusals.py --vcc BUILD/vcc --work DIR
+    norm_refusals.py --vcc BUILD/vcc --work DIR
 
 Prints one line per model and mode; exits 1 if any refusal is missing or unclean.
 """
