@@ -248,11 +248,25 @@ static VccStatus bn_shape(VccCtx *ctx, VccGraph *g, int k, bool check) {
     return VCC_OK;
 }
 
+/* The norm gradient rules differentiate through Y (output 0) alone: when the loss depends on another
+ * output of node k (statistics: what), an error naming the node. */
+static VccStatus through_y_only(VccDiff *d, int k, const char *what) {
+    const VccNode *n = &d->g->nodes[k];
+    for (int i = 1; i < n->nout; i++)
+        if (vcc_diff_dy(d, k, i) >= 0) {
+            vcc_error(d->ctx, "node '%s' (%s): the loss depends on its %s output '%s'; vcc differentiates only "
+                      "through Y", n->name, vcc_node_op(n), what, d->g->tensors[n->out[i]].name);
+            return VCC_ERR_UNSUPPORTED;
+        }
+    return VCC_OK;
+}
+
 /* BatchNormalization -> BatchNormalizationGrad(X, dY, scale, mean, invstd | var) -> (dX, dscale, dB).
  * Training form: the batch statistics the forward saved (saved_mean, saved_invstd). Inference form
  * (training_mode=0): the given mean and var, frozen (PyTorch's batch_norm(training=False) backward); it
  * has only the outputs whose inputs need a gradient. */
 static VccStatus bn_grad(VccDiff *d, int k) {
+    if (through_y_only(d, k, "statistics")) return VCC_ERR_UNSUPPORTED;
     VccNode n = d->g->nodes[k]; /* copy: the node array grows below */
     bool frozen = vcc_attr_int(&n, "training_mode", 1) == 0;
     int x = n.in[0], dy = vcc_diff_dy(d, k, 0);
@@ -416,14 +430,10 @@ static VccStatus rows_shape(VccCtx *ctx, VccGraph *g, int k, bool check, const R
 }
 
 /* Op -> OpGrad(X, dY, scale, mean, invstd) -> (dX, dscale, dB), each output only where its input needs a
- * gradient. The statistics outputs are not differentiated. */
+ * gradient. The statistics outputs are not differentiated (through_y_only). */
 static VccStatus rows_grad(VccDiff *d, int k, const RowNorm *op) {
+    if (through_y_only(d, k, "Mean or InvStdDev")) return VCC_ERR_UNSUPPORTED;
     VccNode n = d->g->nodes[k]; /* copy: the node array grows below */
-    if (vcc_diff_dy(d, k, 1) >= 0 || vcc_diff_dy(d, k, 2) >= 0) {
-        vcc_error(d->ctx, "node '%s' (%s): the loss depends on its Mean or InvStdDev output; vcc differentiates "
-                  "only through Y", n.name, vcc_node_op(&n));
-        return VCC_ERR_UNSUPPORTED;
-    }
     int b = n.nin > 2 ? n.in[2] : -1, grads[3] = {-1, -1, -1}, params[3] = {n.in[0], n.in[1], b};
     for (int i = 0; i < 3; i++)
         if (params[i] >= 0 && d->req[params[i]]) grads[i] = vcc_diff_new_grad(d, params[i]);
