@@ -10,7 +10,7 @@
  *   - when compiling a trainer, the signs of an inference-form export (eval mode, constant folding):
  *     BatchNormalization folded into convolutions, parameters with exporter-generated names,
  *     BatchNormalization or Dropout in inference mode. ctx->allow_inference_export accepts the graph as
- *     it is (then only a BatchNormalization in inference mode stays refused: vcc cannot train one).
+ *     it is (a BatchNormalization in inference mode then trains with its statistics frozen).
  *
  * The attributes of each op by opset, and the values vcc supports, are its family's (VccOpDef.attrs and
  * .check_attrs in ir/ops/<family>.c), after ONNX Operators' change log (https://onnx.ai/onnx/operators/).
@@ -182,16 +182,6 @@ VccStatus vcc_check_supported(VccCtx *ctx, VccGraph *g) {
               "BatchNormalization layers are the values after the export's traced forward (one momentum step "
               "toward the example batch), and num_batches_tracked starts at 0\n", ctx->diag);
     }
-    if (trainer && !ctx->allow_inference_export) {
-        check_training_form(ctx, g);
-    } else if (trainer) {
-        for (int k = 0; k < g->nnodes; k++) {
-            const VccNode *n = &g->nodes[k];
-            const char *what, *why;
-            if (n->op == VCC_OP_BATCHNORM && vcc_batchnorm_form(g, n, &what, &why) == 0)
-                vcc_op_attr_problem(ctx, n, "%s in inference mode%s", "",
-                             "training a BatchNormalization with frozen statistics is not supported");
-        }
-    }
+    if (trainer && !ctx->allow_inference_export) check_training_form(ctx, g);
     return vcc_report_problems(ctx);
 }
