@@ -8,6 +8,7 @@
 #include "elem/conv.h"
 #include "elem/norm.h"
 #include "elem/unary.h"
+#include "elem/pool.h"
 #include "elem/loss.h"
 #include "elem/optim.h"
 #endif /* VCC_ELEM_H */
