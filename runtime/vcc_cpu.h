@@ -11,6 +11,7 @@
 #include "cpu/unary.h"
 #include "cpu/binary.h"
 #include "cpu/pool.h"
+#include "cpu/pad.h"
 #include "cpu/matmul.h"
 #include "cpu/loss.h"
 #include "cpu/optim.h"

@@ -11,6 +11,7 @@
 #include "cuda/unary.cuh"
 #include "cuda/binary.cuh"
 #include "cuda/pool.cuh"
+#include "cuda/pad.cuh"
 #include "cuda/matmul.cuh"
 #include "cuda/loss.cuh"
 #include "cuda/optim.cuh"

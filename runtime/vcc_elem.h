@@ -9,6 +9,7 @@
 #include "elem/norm.h"
 #include "elem/unary.h"
 #include "elem/pool.h"
+#include "elem/pad.h"
 #include "elem/loss.h"
 #include "elem/optim.h"
 #endif /* VCC_ELEM_H */
