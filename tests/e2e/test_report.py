@@ -18,7 +18,7 @@ import sys
 import onnx
 
 SUPPORTED = {"Conv", "BatchNormalization", "Relu", "Add", "GlobalAveragePool", "Flatten", "Reshape", "Identity",
-             "Gemm", "Constant", "MaxPool", "AveragePool"}
+             "Gemm", "Constant", "MaxPool", "AveragePool", "Pad"}
 
 
 def main():
