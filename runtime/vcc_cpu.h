@@ -12,6 +12,7 @@
 #include "cpu/binary.h"
 #include "cpu/reduce.h"
 #include "cpu/pool.h"
+#include "cpu/pad.h"
 #include "cpu/matmul.h"
 #include "cpu/loss.h"
 #include "cpu/optim.h"

@@ -12,6 +12,7 @@
 #include "cuda/binary.cuh"
 #include "cuda/reduce.cuh"
 #include "cuda/pool.cuh"
+#include "cuda/pad.cuh"
 #include "cuda/matmul.cuh"
 #include "cuda/loss.cuh"
 #include "cuda/optim.cuh"

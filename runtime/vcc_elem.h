@@ -10,6 +10,8 @@
 #include "elem/unary.h"
 #include "elem/binary.h"
 #include "elem/reduce.h"
+#include "elem/pool.h"
+#include "elem/pad.h"
 #include "elem/loss.h"
 #include "elem/optim.h"
 #include "elem/dropout.h"

@@ -18,7 +18,7 @@ import sys
 import onnx
 
 SUPPORTED = {"Conv", "BatchNormalization", "Relu", "Add", "GlobalAveragePool", "Flatten", "Reshape", "Identity",
-             "Gemm", "Constant"}
+             "Gemm", "Constant", "MaxPool", "AveragePool", "Pad"}
 SUPPORTED |= {"Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "LeakyRelu", "Clip", "Softplus", "Elu", "Neg", "Exp",
               "Log", "Sqrt", "Sin", "Cos", "Abs", "Reciprocal", "Erf", "Dropout"}
 

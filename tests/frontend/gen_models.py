@@ -272,7 +272,7 @@ def main():
     xin = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 4, 4])]
     yout = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 4, 4, 4])]
     nodes = [
-        helper.make_node("MaxPool", ["x"], ["p"], name="/maxpool/MaxPool", kernel_shape=[2, 2, 2]),
+        helper.make_node("LpPool", ["x"], ["p"], name="/lppool/LpPool", kernel_shape=[2, 2, 2]),
         helper.make_node("Relu", ["p"], ["r"], name="/relu/Relu"),
         helper.make_node("Hardmax", ["r"], ["y"], name="/Hardmax_1"),
     ]

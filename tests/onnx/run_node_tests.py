@@ -14,6 +14,7 @@ simple/, and light/'s whole networks):
     dtypes exact).
   - The tests in SUPPORTED must compile: they are the ONNX forms of the ops vcc trains.
 
+<<<<<<< HEAD
 Harness adaptations, each stated here: vcc needs static shapes, so a Reshape shape that a test feeds as
 a graph input is baked into the model as an initializer (its value is the test's input); so are the
 inputs vcc reads at compile time: Clip's min and max, Dropout's ratio and training_mode, a reduction's
@@ -24,6 +25,14 @@ outputs are checked by what they must be: every y is 0 or x / (1 - ratio) (to fl
 output (when there is one) is bool and says which, and about ratio of the elements are dropped (within
 five standard deviations). Every other output is compared with the expected one as it is: forward-only
 programs follow the ONNX spec (for example, BatchNormalization's training mode updates running_var with the biased batch variance there, while
+=======
+Harness adaptations, each stated here: vcc needs static shapes, so a Reshape shape, or a Pad's pads,
+constant_value or axes, that a test feeds as a graph input is baked into the model as an initializer
+(its value is the test's input). A test whose expected outputs are written with fewer digits than the
+comparison needs has its own tolerance in LOOSE, with the reason. Every output
+is compared with the expected one as it is: forward-only programs follow the ONNX spec (for example,
+BatchNormalization's training mode updates running_var with the biased batch variance there, while
+>>>>>>> ops-pool
 vcc's trainers follow PyTorch's unbiased one).
 Exits 77 (skipped) when DIR does not exist, except under CI=true, where that is a failure.
 """
@@ -73,6 +82,30 @@ SUPPORTED = [
     "test_layer_normalization_4d_axis_negative_2", "test_layer_normalization_4d_axis_negative_3",
     "test_layer_normalization_4d_axis_negative_4", "test_layer_normalization_default_axis",
     "test_globalaveragepool", "test_globalaveragepool_precomputed",
+    "test_globalmaxpool", "test_globalmaxpool_precomputed",
+    "test_maxpool_1d_default", "test_maxpool_2d_ceil", "test_maxpool_2d_ceil_output_size_reduce_by_one",
+    "test_maxpool_2d_default", "test_maxpool_2d_dilations", "test_maxpool_2d_pads", "test_maxpool_2d_precomputed_pads",
+    "test_maxpool_2d_precomputed_same_upper", "test_maxpool_2d_precomputed_strides", "test_maxpool_2d_same_lower",
+    "test_maxpool_2d_same_upper", "test_maxpool_2d_strides", "test_maxpool_3d_default", "test_maxpool_3d_dilations",
+    "test_maxpool_3d_dilations_use_ref_impl", "test_maxpool_3d_dilations_use_ref_impl_large",
+    "test_maxpool_with_argmax_2d_precomputed_pads", "test_maxpool_with_argmax_2d_precomputed_strides",
+    "test_MaxPool1d", "test_MaxPool1d_stride", "test_MaxPool1d_stride_padding_dilation", "test_MaxPool2d",
+    "test_MaxPool3d", "test_MaxPool3d_stride", "test_MaxPool3d_stride_padding", "test_operator_maxpool",
+    "test_averagepool_1d_default", "test_averagepool_2d_ceil", "test_averagepool_2d_ceil_last_window_starts_on_pad",
+    "test_averagepool_2d_default", "test_averagepool_2d_dilations", "test_averagepool_2d_pads",
+    "test_averagepool_2d_pads_count_include_pad", "test_averagepool_2d_precomputed_pads",
+    "test_averagepool_2d_precomputed_pads_count_include_pad", "test_averagepool_2d_precomputed_same_upper",
+    "test_averagepool_2d_precomputed_strides", "test_averagepool_2d_same_lower", "test_averagepool_2d_same_upper",
+    "test_averagepool_2d_strides", "test_averagepool_3d_default",
+    "test_averagepool_3d_dilations_large_count_include_pad_is_0_ceil_mode_is_False",
+    "test_averagepool_3d_dilations_large_count_include_pad_is_0_ceil_mode_is_True",
+    "test_averagepool_3d_dilations_large_count_include_pad_is_1_ceil_mode_is_False",
+    "test_averagepool_3d_dilations_large_count_include_pad_is_1_ceil_mode_is_True",
+    "test_averagepool_3d_dilations_small",
+    "test_AvgPool2d", "test_AvgPool2d_stride", "test_AvgPool3d", "test_AvgPool3d_stride",
+    "test_AvgPool3d_stride1_pad0_gpu_input",
+    "test_constant_pad", "test_constant_pad_axes", "test_constant_pad_negative_axes", "test_ConstantPad2d",
+    "test_ReflectionPad2d", "test_ReplicationPad2d", "test_ZeroPad2d", "test_operator_pad",
     "test_flatten_axis0", "test_flatten_axis1", "test_flatten_axis2", "test_flatten_axis3",
     "test_flatten_default_axis", "test_flatten_negative_axis1", "test_flatten_negative_axis2",
     "test_flatten_negative_axis3", "test_flatten_negative_axis4",
@@ -109,10 +142,26 @@ CONST_INPUTS = {("Reshape", 1), ("Clip", 1), ("Clip", 2), ("Dropout", 1), ("Drop
                 ("ReduceMean", 1), ("ReduceMax", 1), ("ReduceMin", 1)}
 
 
+# Inputs vcc needs as constants: op type -> the input positions it reads at compile time.
+CONST_INPUTS = {"Reshape": (1,), "Pad": (1, 2, 3)}
+
+# Tests compared with a looser tolerance (rtol, atol), and why.
+LOOSE = {
+    # the expected means are rounded by hand (0.2841 where the inputs give 0.284044): 4 decimals
+    "test_averagepool_2d_ceil_last_window_starts_on_pad": (0.0, 1e-4),
+}
+
+
 def bake_shape_inputs(model, inputs):
+<<<<<<< HEAD
     """Turn graph inputs in CONST_INPUTS into initializers holding the test's values."""
     shape_inputs = {n.input[i] for n in model.graph.node for i in range(1, len(n.input))
                     if (n.op_type, i) in CONST_INPUTS and n.input[i]}
+=======
+    """Turn graph inputs that feed an input of CONST_INPUTS into initializers holding the test's values."""
+    shape_inputs = {n.input[i] for n in model.graph.node for i in CONST_INPUTS.get(n.op_type, ())
+                    if i < len(n.input) and n.input[i]}
+>>>>>>> ops-pool
     names = [i.name for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}]
     kept = []
     for name, arr in zip(names, inputs):
@@ -197,7 +246,11 @@ def main():
             feeds = [[numpy_helper.to_array(onnx.load_tensor(p))
                       for p in sorted(glob.glob(os.path.join(s, "input_*.pb")),
                                       key=lambda p: int(p.rsplit("_", 1)[1][:-3]))] for s in sets]
+<<<<<<< HEAD
             if any((n.op_type, i) in CONST_INPUTS for n in model.graph.node for i in range(1, len(n.input))):
+=======
+            if any(n.op_type in CONST_INPUTS for n in model.graph.node):
+>>>>>>> ops-pool
                 feeds = [bake_shape_inputs(onnx.load(path), f) for f in feeds]
                 bake_shape_inputs(model, [numpy_helper.to_array(onnx.load_tensor(p)) for p in sorted(
                     glob.glob(os.path.join(sets[0], "input_*.pb")), key=lambda p: int(p.rsplit("_", 1)[1][:-3]))])
@@ -253,7 +306,11 @@ def main():
                     failures.append("%s: output %d is %s %s, expected %s %s" % (name, i, got.dtype, got.shape,
                                                                                 w.dtype, w.shape))
                     ok = False
+<<<<<<< HEAD
                 elif not np.allclose(got, w, rtol=1e-4, atol=1e-5, equal_nan=True):
+=======
+                elif not np.allclose(got, w, *LOOSE.get(name, (1e-4, 1e-5))):
+>>>>>>> ops-pool
                     failures.append("%s: output %d differs by up to %.3e" % (
                         name, i, float(np.abs(got.astype(np.float64) - w).max())))
                     ok = False

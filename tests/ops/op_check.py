@@ -18,8 +18,9 @@ and the constants of `consts` (name -> numpy array, written as initializers: int
 vcc, float ones would be trained, so give float constants only when the op treats them as constants);
 `order` gives the input order when it is not inputs then consts ("" for an absent optional input).
 `ref(**tensors)` computes the output(s) in PyTorch from float64 tensors (constants as torch tensors too).
-`outputs` is the number of node outputs (all are compared in the forward check). `flags` are extra vcc
-options for every program of the case (e.g. ["--allow-inference-export"] for an op's inference form).
+`outputs` is the number of node outputs (all are compared in the forward check; an int64 reference
+output is declared INT64, e.g. MaxPool's Indices). `flags` are extra vcc options for every program of
+the case (e.g. ["--allow-inference-export"] for an op's inference form).
 
 Each case is checked three ways:
   forward   `vcc --forward-only`, built with the printed command, run on the case's inputs (float32);
@@ -95,8 +96,9 @@ def _ref_outputs(case, vals):
     return list(out) if isinstance(out, (tuple, list)) else [out]
 
 
-def _model(case, vals, out_shapes, trainable):
-    """The case's node; float inputs are graph inputs (forward) or initializers (trainer)."""
+def _model(case, vals, out_shapes, trainable, out_types=None):
+    """The case's node; float inputs are graph inputs (forward) or initializers (trainer). out_types: the
+    ONNX element type of each output (FLOAT when not given)."""
     outs = ["y%d" % i for i in range(case.outputs)]
     node = helper.make_node(case.op, case.order, outs, name="node", domain=case.domain, **case.attrs)
     inits = [numpy_helper.from_array(np.asarray(c), n) for n, c in case.consts.items()]
@@ -108,7 +110,8 @@ def _model(case, vals, out_shapes, trainable):
     else:
         g_in += [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(v.shape)) for n, v in vals.items()]
     nodes = [node]
-    g_out = [helper.make_tensor_value_info(o, TensorProto.FLOAT, list(s)) for o, s in zip(outs, out_shapes)]
+    types = out_types or [TensorProto.FLOAT] * len(outs)
+    g_out = [helper.make_tensor_value_info(o, t, list(s)) for o, t, s in zip(outs, types, out_shapes)]
     if trainable:
         g_out = g_out[:1]
         if len(out_shapes[0]) == 0:  # mse needs a batch dimension
@@ -193,9 +196,10 @@ def check_case(case, vcc, work, cuda=False, cuda_train_only=False):
     vals = case.values()
     refs = _ref_outputs(case, vals)
     out_shapes = [tuple(r.shape) for r in refs]
+    out_types = [TensorProto.INT64 if r.dtype == torch.int64 else TensorProto.FLOAT for r in refs]
     rows = []
     # forward
-    onnx.save(_model(case, vals, out_shapes, trainable=False), os.path.join(d, "fwd.onnx"))
+    onnx.save(_model(case, vals, out_shapes, trainable=False, out_types=out_types), os.path.join(d, "fwd.onnx"))
     fwd = _build(vcc, "fwd.onnx", "fwd.c", d, ["--forward-only"] + case.flags)
     ins = []
     for n, v in vals.items():
