@@ -160,6 +160,8 @@ CASES = [
     convt("convt2d_depthwise", (2, 4, 5, 4), (4, 1, 3, 3), group=4, strides=[2, 2], pads=[1, 1, 1, 1]),
     convt("convt3d_stride_outpad", (2, 3, 3, 3, 4), (3, 2, 2, 3, 3), strides=[2, 2, 1], pads=[0, 1, 1, 0, 1, 1],
           output_padding=[1, 1, 0]),
+    convt("convt3d_unet_up", (2, 4, 2, 4, 4), (4, 4, 1, 4, 4), strides=[1, 2, 2], pads=[0, 1, 1, 0, 1, 1],
+          dilations=[1, 1, 1], group=1, kernel_shape=[1, 4, 4]),
     convt("convt3d_output_shape_whole", (1, 2, 2, 3, 3), (2, 2, 2, 2, 3), strides=[2, 2, 2],
           output_shape=[1, 2, 5, 7, 8], kernel_shape=[2, 2, 3]),
 ]
