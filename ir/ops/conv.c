@@ -235,6 +235,11 @@ static VccStatus conv_transpose_geometry(VccCtx *ctx, const VccNode *node, const
         /* the Conv's output is D for end pads in [lo, lo + s - 1] */
         int64_t lo = s * (D - 1) + d * (k - 1) + 1 - O - pb[i];
         p->pad_end[i] = pb[i] < lo ? lo : pb[i] > lo + s - 1 ? lo + s - 1 : pb[i];
+        if (pb[i] < -VCC_CONV_ATTR_MAX || pb[i] > VCC_CONV_ATTR_MAX || p->pad_end[i] < -VCC_CONV_ATTR_MAX ||
+            p->pad_end[i] > VCC_CONV_ATTR_MAX) {
+            vcc_error(ctx, "node '%s' (%s): its padding in spatial dim %d is beyond 2^31-1", node->name, op, i);
+            return VCC_ERR_SHAPE;
+        }
     }
     return VCC_OK;
 }
