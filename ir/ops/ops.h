@@ -158,19 +158,23 @@ int vcc_diff_sum_to(VccDiff *d, int fwd, const char *suffix, int gt, int t, int 
 /* ======================================================================== conv geometry (ir/ops/conv.c) */
 
 /* Convolution geometry decoded from an ONNX Conv node (ONNX Operators "Conv", opset 11+):
- * X (N, C, D1..Dn), W (K, C/group, k1..kn), n = nsp spatial dims (1..3).
- * pads are explicit begin/end per spatial dim (auto_pad resolved against the input shape). */
+ * X (N, C, D1..Dn), W (K, C/group, k1..kn), n = nsp spatial dims (1..3), Y (N, K, out...).
+ * pads are explicit begin/end per spatial dim (auto_pad resolved against the input shape). A ConvTranspose
+ * node's geometry is the Conv whose adjoint it is: in = its output's spatial sizes, out = its input's,
+ * C = its output channels, K = its input channels; its pads may then be negative (a crop: output_shape
+ * past what the input reaches) and asymmetric. */
 typedef struct {
     int nsp;
     int64_t group;
     int64_t kernel[3], stride[3], dilation[3], pad_begin[3], pad_end[3];
-    int64_t in[3], out[3];  /* spatial sizes of X and Y */
+    int64_t in[3], out[3];  /* spatial sizes of the conv's input and output */
     int64_t N, C, K;
 } VccConvParams;
 
-/* Decode and validate conv attributes of node (Conv, ConvGradData or ConvGradFilter: all carry the
- * forward conv's attributes) given X's shape x and W's shape w. Errors name the node and the attribute.
- * Returns VCC_OK, VCC_ERR_SHAPE or VCC_ERR_UNSUPPORTED. */
+/* Decode and validate the attributes of a conv-family node given the forward op's X shape x and W shape
+ * w (Conv, ConvGradData, ConvGradFilter: Conv's geometry; ConvTranspose and its backward ops: the
+ * transposed geometry above; backward ops carry their forward op's attributes). Errors name the node and
+ * the attribute. Returns VCC_OK, VCC_ERR_SHAPE or VCC_ERR_UNSUPPORTED. */
 VccStatus vcc_conv_params(VccCtx *ctx, const VccNode *node, const VccShape *x, const VccShape *w,
                           VccConvParams *p);
 
@@ -180,8 +184,8 @@ VccStatus vcc_conv_params(VccCtx *ctx, const VccNode *node, const VccShape *x, c
  * algorithm choice. */
 int64_t vcc_conv_ws_bytes(const VccConvParams *p);
 
-/* Add a workspace tensor "<node>.ws" of vcc_conv_ws_bytes as the last output of conv node k
- * (Conv, ConvGradData, ConvGradFilter); x and w are the forward conv's input and weight shapes. */
+/* Add a workspace tensor "<node>.ws" of vcc_conv_ws_bytes as the last output of conv-family node k; x and
+ * w are the forward op's input and weight shapes. */
 VccStatus vcc_conv_add_workspace(VccCtx *ctx, VccGraph *g, int k, const VccShape *x, const VccShape *w);
 
 /* ======================================================================== shared by emission (ir/ops/common.c) */

@@ -14,25 +14,18 @@ simple/, and light/'s whole networks):
     dtypes exact).
   - The tests in SUPPORTED must compile: they are the ONNX forms of the ops vcc trains.
 
-<<<<<<< HEAD
 Harness adaptations, each stated here: vcc needs static shapes, so a Reshape shape that a test feeds as
 a graph input is baked into the model as an initializer (its value is the test's input); so are the
 inputs vcc reads at compile time: Clip's min and max, Dropout's ratio and training_mode, a reduction's
-axes (ReduceSum/Mean/Max/Min input 1). A NaN output matches a NaN expected there (Pow of a negative base
+axes (ReduceSum/Mean/Max/Min input 1), a Pad's pads, constant_value and axes. A test whose expected
+outputs are written with fewer digits than the comparison needs has its own tolerance in LOOSE, with the
+reason. A NaN output matches a NaN expected there (Pow of a negative base
 to a fractional exponent). A Dropout in
 training mode with a ratio above 0 draws its masks from vcc's own generator (Philox, not numpy's), so its
 outputs are checked by what they must be: every y is 0 or x / (1 - ratio) (to float rounding), the mask
 output (when there is one) is bool and says which, and about ratio of the elements are dropped (within
 five standard deviations). Every other output is compared with the expected one as it is: forward-only
 programs follow the ONNX spec (for example, BatchNormalization's training mode updates running_var with the biased batch variance there, while
-=======
-Harness adaptations, each stated here: vcc needs static shapes, so a Reshape shape, or a Pad's pads,
-constant_value or axes, that a test feeds as a graph input is baked into the model as an initializer
-(its value is the test's input). A test whose expected outputs are written with fewer digits than the
-comparison needs has its own tolerance in LOOSE, with the reason. Every output
-is compared with the expected one as it is: forward-only programs follow the ONNX spec (for example,
-BatchNormalization's training mode updates running_var with the biased batch variance there, while
->>>>>>> ops-pool
 vcc's trainers follow PyTorch's unbiased one).
 Exits 77 (skipped) when DIR does not exist, except under CI=true, where that is a failure.
 """
@@ -53,6 +46,18 @@ SUPPORTED = [
     "test_basic_conv_with_padding", "test_basic_conv_without_padding", "test_conv_with_autopad_same",
     "test_conv_with_strides_and_asymmetric_padding", "test_conv_with_strides_no_padding",
     "test_conv_with_strides_padding",
+    "test_Conv1d", "test_Conv1d_dilated", "test_Conv1d_groups", "test_Conv1d_pad1", "test_Conv1d_pad1size1",
+    "test_Conv1d_pad2", "test_Conv1d_pad2size1", "test_Conv1d_stride", "test_Conv2d", "test_Conv2d_depthwise",
+    "test_Conv2d_depthwise_padded", "test_Conv2d_depthwise_strided", "test_Conv2d_depthwise_with_multiplier",
+    "test_Conv2d_dilated", "test_Conv2d_groups", "test_Conv2d_groups_thnn", "test_Conv2d_no_bias",
+    "test_Conv2d_padding", "test_Conv2d_strided", "test_Conv3d", "test_Conv3d_dilated",
+    "test_Conv3d_dilated_strided", "test_Conv3d_groups", "test_Conv3d_no_bias", "test_Conv3d_stride",
+    "test_Conv3d_stride_padding",
+    "test_convtranspose", "test_convtranspose_1d", "test_convtranspose_3d", "test_convtranspose_autopad_same",
+    "test_convtranspose_dilations", "test_convtranspose_group_2", "test_convtranspose_group_2_image_3",
+    "test_convtranspose_kernel_shape", "test_convtranspose_output_shape", "test_convtranspose_pad",
+    "test_convtranspose_pads", "test_ConvTranspose2d", "test_ConvTranspose2d_no_bias",
+    "test_operator_convtranspose",
     "test_batchnorm_epsilon_training_mode", "test_batchnorm_example_training_mode",
     "test_batchnorm_epsilon", "test_batchnorm_example", "test_BatchNorm1d_3d_input_eval", "test_BatchNorm2d_eval",
     "test_BatchNorm2d_momentum_eval", "test_BatchNorm3d_eval", "test_BatchNorm3d_momentum_eval",
@@ -139,11 +144,7 @@ SUPPORTED += [
 
 # (op type, input index): the inputs vcc reads at compile time, baked into the model when a test feeds them
 CONST_INPUTS = {("Reshape", 1), ("Clip", 1), ("Clip", 2), ("Dropout", 1), ("Dropout", 2), ("ReduceSum", 1),
-                ("ReduceMean", 1), ("ReduceMax", 1), ("ReduceMin", 1)}
-
-
-# Inputs vcc needs as constants: op type -> the input positions it reads at compile time.
-CONST_INPUTS = {"Reshape": (1,), "Pad": (1, 2, 3)}
+                ("ReduceMean", 1), ("ReduceMax", 1), ("ReduceMin", 1), ("Pad", 1), ("Pad", 2), ("Pad", 3)}
 
 # Tests compared with a looser tolerance (rtol, atol), and why.
 LOOSE = {
@@ -153,15 +154,9 @@ LOOSE = {
 
 
 def bake_shape_inputs(model, inputs):
-<<<<<<< HEAD
     """Turn graph inputs in CONST_INPUTS into initializers holding the test's values."""
     shape_inputs = {n.input[i] for n in model.graph.node for i in range(1, len(n.input))
                     if (n.op_type, i) in CONST_INPUTS and n.input[i]}
-=======
-    """Turn graph inputs that feed an input of CONST_INPUTS into initializers holding the test's values."""
-    shape_inputs = {n.input[i] for n in model.graph.node for i in CONST_INPUTS.get(n.op_type, ())
-                    if i < len(n.input) and n.input[i]}
->>>>>>> ops-pool
     names = [i.name for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}]
     kept = []
     for name, arr in zip(names, inputs):
@@ -246,11 +241,7 @@ def main():
             feeds = [[numpy_helper.to_array(onnx.load_tensor(p))
                       for p in sorted(glob.glob(os.path.join(s, "input_*.pb")),
                                       key=lambda p: int(p.rsplit("_", 1)[1][:-3]))] for s in sets]
-<<<<<<< HEAD
             if any((n.op_type, i) in CONST_INPUTS for n in model.graph.node for i in range(1, len(n.input))):
-=======
-            if any(n.op_type in CONST_INPUTS for n in model.graph.node):
->>>>>>> ops-pool
                 feeds = [bake_shape_inputs(onnx.load(path), f) for f in feeds]
                 bake_shape_inputs(model, [numpy_helper.to_array(onnx.load_tensor(p)) for p in sorted(
                     glob.glob(os.path.join(sets[0], "input_*.pb")), key=lambda p: int(p.rsplit("_", 1)[1][:-3]))])
@@ -306,11 +297,7 @@ def main():
                     failures.append("%s: output %d is %s %s, expected %s %s" % (name, i, got.dtype, got.shape,
                                                                                 w.dtype, w.shape))
                     ok = False
-<<<<<<< HEAD
-                elif not np.allclose(got, w, rtol=1e-4, atol=1e-5, equal_nan=True):
-=======
-                elif not np.allclose(got, w, *LOOSE.get(name, (1e-4, 1e-5))):
->>>>>>> ops-pool
+                elif not np.allclose(got, w, *LOOSE.get(name, (1e-4, 1e-5)), equal_nan=True):
                     failures.append("%s: output %d differs by up to %.3e" % (
                         name, i, float(np.abs(got.astype(np.float64) - w).max())))
                     ok = False
