@@ -2,7 +2,8 @@
  * cli.c — the vcc command line.
  *
  *   vcc MODEL.onnx|DUMP.vir [-o train.c | -o train.cu] [--shape NAME=2x3x8x112x112 ...] [--dump-ir PASS]
- *       [--plan-json FILE] [--momentum M] [--forward-only | --eval] [--allow-inference-export]
+ *       [--plan-json FILE] [--loss ce|mse|graph] [--momentum M] [--forward-only | --eval]
+ *       [--allow-inference-export]
  *
  * Every option that takes a value accepts it as the next argument or after '=' (--dump-ir memplan,
  * --dump-ir=memplan). Reads the model (an ONNX file, or a .vir dump: then the passes after the one it
@@ -31,7 +32,7 @@
 static void usage(FILE *f) {
     fputs("usage: vcc MODEL.onnx [-o OUT.c|OUT.cu] [options]\n"
           "\n"
-          "Compile an ONNX model into a training program (forward, softmax cross-entropy, backward, SGD)\n"
+          "Compile an ONNX model into a training program (forward, loss, backward, SGD with momentum)\n"
           "whose every tensor lives in one statically planned arena.\n"
           "\n"
           "  -o FILE            write a C trainer (FILE.c, OpenBLAS) or a CUDA trainer (FILE.cu, cuDNN + cuBLAS),\n"
@@ -42,6 +43,11 @@ static void usage(FILE *f) {
           "  --dump-ir PASS     print the IR after PASS: onnx canonical shape loss autodiff optimizer schedule\n"
           "                     liveness inplace memplan (memplan shows live intervals, offsets, arena size)\n"
           "  --plan-json FILE   write the memory plan as JSON\n"
+          "  --loss ce|mse|graph  what the trainer minimizes: ce, softmax cross-entropy of the output (logits\n"
+          "                     (N, K)) with int64 labels, ./train --labels Y.npy (the default); mse, the mean\n"
+          "                     squared error of the output against float targets of its shape, ./train\n"
+          "                     --targets T.npy; graph, the model's output itself, a float scalar the graph\n"
+          "                     computes (a second float input is read from --targets, an int64 one from --labels)\n"
           "  --momentum M       default SGD momentum baked into the trainer (default 0.9)\n"
           "  --forward-only     compile the forward graph alone: a program that evaluates the model once,\n"
           "                     ./fwd IN.npy... -o OUT.npy... (used by the ONNX conformance tests)\n"
@@ -51,6 +57,7 @@ static void usage(FILE *f) {
           "  --allow-inference-export\n"
           "                     train an inference-form export as it is (BatchNormalization folded into the\n"
           "                     convolutions, exporter-named parameters) instead of refusing it\n"
+          "  --ops              list the ONNX ops vcc compiles (ai.onnx domain) with their op family\n"
           "  --version, --help\n"
           "\n"
           "MODEL may be a .vir dump (vcc MODEL.onnx --dump-ir PASS > m.vir): the passes after PASS run on it,\n"
@@ -233,7 +240,8 @@ int main(int argc, char **argv) {
     int nshapes = 0;
     float momentum = 0.9f;
     bool forward_only = false, eval = false, allow_inference = false;
-    const char *momentum_text = NULL;
+    const char *momentum_text = NULL, *loss_text = NULL;
+    VccLossKind loss = VCC_LOSS_CE;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         bool missing = false;
@@ -242,6 +250,11 @@ int main(int argc, char **argv) {
             return 0;
         } else if (!strcmp(a, "--version")) {
             printf("vcc %s\n", VCC_VERSION);
+            return 0;
+        } else if (!strcmp(a, "--ops")) {
+            /* the ONNX ops (ai.onnx domain) vcc compiles, one per line with its family */
+            for (int op = 0; op < VCC_OP_COUNT; op++)
+                if (vcc_op_is_onnx((VccOp)op)) printf("%s %s\n", vcc_op_name((VccOp)op), vcc_op_family((VccOp)op));
             return 0;
         } else if ((v = opt_value(argc, argv, &i, "-o", &missing))) {
             if (set_once(&out, v, "-o")) return 2;
@@ -255,6 +268,15 @@ int main(int argc, char **argv) {
             eval = true;
         } else if (!strcmp(a, "--allow-inference-export")) {
             allow_inference = true;
+        } else if ((v = opt_value(argc, argv, &i, "--loss", &missing))) {
+            if (set_once(&loss_text, v, "--loss")) return 2;
+            if (!strcmp(v, "ce")) loss = VCC_LOSS_CE;
+            else if (!strcmp(v, "mse")) loss = VCC_LOSS_MSE;
+            else if (!strcmp(v, "graph")) loss = VCC_LOSS_GRAPH;
+            else {
+                fprintf(stderr, "vcc: --loss needs ce, mse or graph, got '%s'\n", v);
+                return 2;
+            }
         } else if ((v = opt_value(argc, argv, &i, "--momentum", &missing))) {
             if (set_once(&momentum_text, v, "--momentum")) return 2;
             char *end;
@@ -301,6 +323,11 @@ int main(int argc, char **argv) {
         fprintf(stderr, "vcc: --forward-only and --eval are two different programs; give one\n");
         return 2;
     }
+    if (loss_text && (forward_only || eval)) {
+        fprintf(stderr, "vcc: --loss chooses a trainer's loss; %s programs have none\n",
+                forward_only ? "--forward-only" : "--eval");
+        return 2;
+    }
     if (dump && vcc_pass_index(dump) < 0) {
         fprintf(stderr, "vcc: unknown pass '%s' for --dump-ir (see vcc --help)\n", dump);
         return 2;
@@ -341,6 +368,7 @@ int main(int argc, char **argv) {
     ctx.shapes = shapes;
     ctx.nshapes = nshapes;
     ctx.momentum = momentum;
+    ctx.loss = loss;
     ctx.dump_after = dump;
     ctx.forward_only = forward_only;
     ctx.eval = eval;

@@ -564,7 +564,7 @@ static VccTensorKind produced_kind(const VirParser *p, const VccNode *n, int i, 
     if (cat && strcmp(cat, "parameter") == 0) return VCC_T_BUFFER;
     int regular = regular_outputs(n->op);
     if (!cat && regular >= 0 && i >= regular) return VCC_T_WORKSPACE;
-    if (n->op == VCC_OP_SOFTMAXXENT && i == 0) return VCC_T_LOSS;
+    if (n->phase == VCC_PHASE_LOSS && i == 0) return VCC_T_LOSS;
     if (n->phase != VCC_PHASE_BACKWARD) return VCC_T_ACT;
     if (!cat) { /* "<param>.grad" is a parameter's gradient (passes/autodiff) */
         const char *name = g->tensors[n->out[i]].name;
@@ -679,6 +679,26 @@ static void finish(VirParser *p, bool has_plan) {
             g->tensors[t].kind = produced_kind(p, n, i, cat);
         }
     }
+    /* a GradCopy (passes/autodiff) gives a parameter its own gradient: its output is that gradient, and
+     * its input (a view or another parameter's gradient, whatever its name says) is not this one */
+    for (int k = 0; k < g->nnodes && !has_plan; k++) {
+        const VccNode *n = &g->nodes[k];
+        if (n->op != VCC_OP_GRAD_COPY || n->nin < 1 || n->nout < 1 || n->in[0] < 0 || n->out[0] < 0) continue;
+        VccTensor *src = &g->tensors[n->in[0]], *dst = &g->tensors[n->out[0]];
+        if (src->kind == VCC_T_GRAD && src->producer >= 0) src->kind = VCC_T_GRAD_TEMP;
+        dst->kind = VCC_T_GRAD;
+        /* "<param>.grad" or "<param>.grad_<n>" names the parameter */
+        char *base = vcc_strdup(dst->name);
+        char *cut = strstr(base, ".grad");
+        for (char *c = cut; c; c = strstr(c + 1, ".grad")) cut = c;
+        if (cut) *cut = '\0';
+        int prm = find_tensor(p, base);
+        free(base);
+        if (prm >= 0 && g->tensors[prm].kind == VCC_T_PARAM && g->tensors[prm].grad < 0) {
+            g->tensors[prm].grad = n->out[0];
+            dst->param_of = prm;
+        }
+    }
     if (has_plan)
         for (int t = 0; t < g->ntensors; t++) {
             const VccTensor *x = &g->tensors[t];
@@ -721,14 +741,15 @@ static void finish(VirParser *p, bool has_plan) {
         if (x->producer >= 0 || (x->kind != VCC_T_INPUT && x->kind != VCC_T_LABEL)) continue;
         g->inputs = vcc_realloc(g->inputs, sizeof(int) * (size_t)(g->ninputs + 1));
         g->inputs[g->ninputs++] = t;
-        if (x->kind == VCC_T_LABEL) g->label = t;
+        if (x->kind == VCC_T_LABEL && x->dtype == VCC_I64) g->label = t;
+        if (x->kind == VCC_T_LABEL && x->dtype == VCC_F32) g->target = t;
         if (x->kind == VCC_T_INPUT && x->dtype == VCC_F32) {
             data = t;
             ndata++;
         }
     }
     for (int k = 0; k < g->nnodes; k++)
-        if (g->nodes[k].op == VCC_OP_SOFTMAXXENT && g->nodes[k].nout > 0) g->loss = g->nodes[k].out[0];
+        if (g->nodes[k].phase == VCC_PHASE_LOSS && g->nodes[k].nout > 0) g->loss = g->nodes[k].out[0];
     /* the seed of the loss's gradient (d loss / d loss) is 1 by definition: the one constant whose value
      * the text implies */
     for (int k = 0; k < g->nnodes; k++) {

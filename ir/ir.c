@@ -55,6 +55,11 @@ const char *vcc_op_name(VccOp op) {
     return op_names[op];
 }
 
+bool vcc_op_is_onnx(VccOp op) {
+    VCC_ASSERT(op >= 0 && op < VCC_OP_COUNT);
+    return op_kinds[op] == 'F';
+}
+
 VccOp vcc_op_from_onnx(const char *op_type) {
     for (int i = 0; i < VCC_OP_COUNT; i++)
         if (op_kinds[i] == 'F' && strcmp(op_names[i], op_type) == 0) return (VccOp)i;
@@ -189,7 +194,7 @@ const char *vcc_graph_meta(const VccGraph *g, const char *key) {
 
 VccGraph *vcc_graph_new(void) {
     VccGraph *g = vcc_calloc(1, sizeof *g);
-    g->data_input = g->label = g->loss = -1;
+    g->data_input = g->label = g->target = g->loss = -1;
     return g;
 }
 

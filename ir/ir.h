@@ -56,6 +56,13 @@ typedef struct {
 
 #define VCC_MAX_ERRORS 20 /* error lines printed before the rest are only counted (vcc_diag_finish) */
 
+/* The loss a trainer minimizes (--loss, passes/loss.c). */
+typedef enum {
+    VCC_LOSS_CE,    /* softmax cross-entropy of the single output (logits (N, K)) with int64 labels (N) */
+    VCC_LOSS_MSE,   /* mean squared error of the single output against float targets of its shape */
+    VCC_LOSS_GRAPH, /* the model's single output is the loss (a float scalar the graph computes) */
+} VccLossKind;
+
 /* Everything a pass needs besides the graph: diagnostics and options. No global mutable state. */
 typedef struct VccCtx {
     FILE *diag;            /* where errors go (stderr in the CLI, a memstream in tests) */
@@ -68,6 +75,7 @@ typedef struct VccCtx {
     VccShapeBinding *shapes;
     int nshapes;
     /* training options baked into the graph (defaults: PyTorch SGD, see passes/optimizer.c) */
+    VccLossKind loss;      /* the loss the trainer minimizes (--loss; default VCC_LOSS_CE) */
     float momentum;        /* SGD momentum (default 0.9); lr and weight decay are runtime arguments */
     bool forward_only;     /* compile the forward graph alone (no loss, backward or update): --forward-only */
     bool eval;             /* compile the forward graph in inference form (BatchNormalization with its running
@@ -158,7 +166,7 @@ typedef struct {
 
 typedef enum {
     VCC_T_INPUT,      /* graph data input, e.g. the clip batch (N, C, T, H, W) */
-    VCC_T_LABEL,      /* the loss's int64 label input (N) */
+    VCC_T_LABEL,      /* a per-sample input of the loss: int64 labels (N) or float targets (N, ...) */
     VCC_T_PARAM,      /* trainable initializer (weights, BN scale/bias) */
     VCC_T_BUFFER,     /* non-trainable state updated by training (BN running mean/var) */
     VCC_T_CONST,      /* non-trainable, never written (shape tensors, Constant outputs) */
@@ -239,7 +247,8 @@ typedef struct {
     char **meta_keys, **meta_values; /* the model's metadata_props (ONNX), nmeta pairs */
     int nmeta;
     int data_input;           /* the clip input tensor (-1 until passes/loss picks it) */
-    int label;                /* label tensor (-1 until passes/loss) */
+    int label;                /* the int64 labels input the trainer fills from --labels (-1: none) */
+    int target;               /* the float targets input the trainer fills from --targets (-1: none) */
     int loss;                 /* loss tensor (-1 until passes/loss) */
     /* filled by passes/memplan */
     int64_t arena_bytes, persistent_bytes, planned_bytes, lower_bound_bytes, no_reuse_bytes;
@@ -250,6 +259,8 @@ const char *vcc_graph_meta(const VccGraph *g, const char *key);
 
 /* Op name as in ops.def ("Conv", "ConvGradData"...). */
 const char *vcc_op_name(VccOp op);
+/* True for an ONNX op (a forward op of ops.def, named by its ai.onnx op type). */
+bool vcc_op_is_onnx(VccOp op);
 /* Look up an ONNX op type (ai.onnx domain) among the forward ops; returns VCC_OP_COUNT if unknown. */
 VccOp vcc_op_from_onnx(const char *op_type);
 

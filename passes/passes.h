@@ -44,10 +44,11 @@ VccStatus vcc_check_types(VccCtx *ctx, VccGraph *g);
 
 /* ======================================================================== passes/loss.c */
 
-/* Append softmax cross-entropy (mean over the batch, PyTorch nn.CrossEntropyLoss) on the single graph
- * output (logits (N, K)) with a new int64 input "labels" (N). Sets g->data_input, g->label, g->loss.
- * Errors: VCC_ERR_UNSUPPORTED when the graph has not exactly one float (N, K) output or not exactly one
- * float data input. */
+/* Append the loss ctx->loss names to the single graph output: softmax cross-entropy on logits (N, K) with a
+ * new int64 input "labels" (N) (PyTorch nn.CrossEntropyLoss), mean squared error against a new float input
+ * "targets" of the output's shape (nn.MSELoss), or the output itself when the graph computes its loss.
+ * Sets g->data_input, g->label and g->target (the per-sample inputs the trainer fills, -1 when absent) and
+ * g->loss. Errors: VCC_ERR_UNSUPPORTED naming what does not fit (outputs, inputs, shapes). */
 VccStatus vcc_add_loss(VccCtx *ctx, VccGraph *g);
 
 /* ======================================================================== passes/autodiff.c */

@@ -5,12 +5,15 @@
  *
  * Letter legend: N batch, C channels, T frames, H height, W width, S samples in the data file.
  *
- *   ./train --data X.npy --labels Y.npy [--steps S] [--lr LR] [--momentum M] [--weight-decay WD]
+ *   ./train --data X.npy --labels Y.npy | --targets T.npy [--steps S] [--lr LR] [--momentum M] [--weight-decay WD]
  *           [--weights W.safetensors] [--out trained.safetensors] [--save-grads grads.safetensors]
  *           [--checkpoint-dir DIR] [--checkpoint-every K] [--keep-last N] [--resume DIR|FILE]
  *
  * (The binary of train.cu is train_cuda; every message starts with the binary's own name.)
- * X is float32 (S, C, T, H, W) with (C, T, H, W) as compiled, Y int64 (S,) with values in [0, K).
+ * X is float32 (S, C, T, H, W) with (C, T, H, W) as compiled, Y int64 (S,) with values in [0, K) (the
+ * labels of softmax cross-entropy, or an int64 input of a model that computes its own loss), T float32
+ * (S, ...) the targets of mean squared error (or a model's second float input, with its own loss); the
+ * program reads the files its loss needs (--help lists them).
  * Steps: --steps S is the run's TOTAL step count, counted from step 1: a fresh run trains steps 1..S,
  * a run resumed at step k trains k+1..S, so the same command line plus --resume ends at the same step.
  * Step k trains on the N samples that follow the data position, (p + i) mod S for i < N, where p starts
@@ -85,17 +88,22 @@ typedef struct {
     int input_rank;
     int64_t input_dims[8];                   /* (N, C, T, H, W) as compiled */
     size_t input_offset, label_offset, loss_offset;
-    int64_t num_classes;
+    int64_t num_classes;                     /* labels are checked to lie in [0, K); 0: not checked */
     float default_momentum;
     const VccStateInfo *state;
     int nstate;
     void (*init)(VccRt *rt, unsigned char *arena); /* uploads the compiled-in constants */
     void (*step)(VccRt *rt, unsigned char *arena, float lr, float momentum, float wd);
+    int has_labels;                          /* int64 labels (N) at label_offset, from --labels */
+    int target_rank;                         /* float targets (N, ...) at target_offset, from --targets; 0: none */
+    int64_t target_dims[8];
+    size_t target_offset;
+    const char *loss;                        /* what the step minimizes, for --help */
 } VccModel;
 
 /* The trainer's command line. */
 typedef struct {
-    const char *data, *labels, *weights, *out, *grads, *ckpt_dir, *resume;
+    const char *data, *labels, *targets, *weights, *out, *grads, *ckpt_dir, *resume;
     long steps, every, keep;                 /* every / keep: -1 until given */
     float lr, momentum, wd;
     char weights_buf[4096];
@@ -144,15 +152,19 @@ static const char *vcc_float_text(float v, char *buf) {
 }
 
 static void vcc_usage(FILE *f, const VccModel *m) {
-    char shape[256], mom[32];
+    char shape[256], tshape[256], mom[32];
+    fprintf(f, "usage: %s --data X.npy%s%s [options]\n\nTrain the compiled model (%s, SGD with momentum); prints "
+               "\"step <k> loss <value>\"\nper step.\n\n  --data X.npy            clips, float32 %s\n",
+            vcc_program, m->has_labels ? " --labels Y.npy" : "", m->target_rank ? " --targets T.npy" : "", m->loss,
+            vcc_clip_shape(m->input_rank, m->input_dims, shape, sizeof shape));
+    if (m->has_labels && m->num_classes > 0)
+        fprintf(f, "  --labels Y.npy          class indices, int64 (S,), values in [0, %lld)\n", (long long)m->num_classes);
+    else if (m->has_labels)
+        fprintf(f, "  --labels Y.npy          labels, int64 (S,)\n");
+    if (m->target_rank)
+        fprintf(f, "  --targets T.npy         targets, float32 %s\n",
+                vcc_clip_shape(m->target_rank, m->target_dims, tshape, sizeof tshape));
     fprintf(f,
-            "usage: %s --data X.npy --labels Y.npy [options]\n"
-            "\n"
-            "Train the compiled model (softmax cross-entropy, SGD with momentum); prints \"step <k> loss <value>\"\n"
-            "per step.\n"
-            "\n"
-            "  --data X.npy            clips, float32 %s\n"
-            "  --labels Y.npy          class indices, int64 (S,), values in [0, %lld)\n"
             "  --steps S               total steps of the run, counted from step 1, also when resumed (default 1)\n"
             "  --lr LR                 learning rate (default 0.01)\n"
             "  --momentum M            SGD momentum (default %s, as compiled)\n"
@@ -167,8 +179,7 @@ static void vcc_usage(FILE *f, const VccModel *m) {
             "  --resume DIR|FILE       continue the run of the newest complete checkpoint in DIR (or of FILE)\n"
             "                          where it stopped: same step numbers, samples and losses\n"
             "  -h, --help              this text\n",
-            vcc_program, vcc_clip_shape(m->input_rank, m->input_dims, shape, sizeof shape), (long long)m->num_classes, vcc_float_text(m->default_momentum, mom),
-            m->default_weights, VCC_CKPT_EVERY_DEFAULT, VCC_KEEP_LAST_DEFAULT);
+            vcc_float_text(m->default_momentum, mom), m->default_weights, VCC_CKPT_EVERY_DEFAULT, VCC_KEEP_LAST_DEFAULT);
 }
 
 /* Parse the command line into a (exits 0 after --help, 2 on a malformed command line or an option given
@@ -186,7 +197,9 @@ static void vcc_train_args(int argc, char **argv, const VccModel *m, VccTrainArg
             vcc_usage(stdout, m);
             exit(0);
         }
-        if (vcc_opt_match(argc, argv, &i, "--data", &a->data) || vcc_opt_match(argc, argv, &i, "--labels", &a->labels) ||
+        if (vcc_opt_match(argc, argv, &i, "--data", &a->data) ||
+            (m->has_labels && vcc_opt_match(argc, argv, &i, "--labels", &a->labels)) ||
+            (m->target_rank && vcc_opt_match(argc, argv, &i, "--targets", &a->targets)) ||
             vcc_opt_match(argc, argv, &i, "--weights", &a->weights) || vcc_opt_match(argc, argv, &i, "--out", &a->out) ||
             vcc_opt_match(argc, argv, &i, "--save-grads", &a->grads) ||
             vcc_opt_match(argc, argv, &i, "--checkpoint-dir", &a->ckpt_dir) ||
@@ -198,7 +211,11 @@ static void vcc_train_args(int argc, char **argv, const VccModel *m, VccTrainArg
         if (x[0] == '-') vcc_usage_error("unknown option '%s'", x);
         vcc_usage_error("unexpected argument '%s' (files are given with --data, --labels, ...)", x);
     }
-    if (!a->data || !a->labels) vcc_usage_error("--data and --labels are required");
+    if (!a->data || (m->has_labels && !a->labels) || (m->target_rank && !a->targets))
+        vcc_usage_error("%s are required", m->has_labels && m->target_rank ? "--data, --labels and --targets"
+                                           : m->has_labels                 ? "--data and --labels"
+                                           : m->target_rank                ? "--data and --targets"
+                                                                           : "--data");
     if (steps) vcc_option_count("--steps", steps, &a->steps);
     if (every) vcc_option_count("--checkpoint-every", every, &a->every);
     if (keep) vcc_option_count("--keep-last", keep, &a->keep);
@@ -238,7 +255,8 @@ static int vcc_ckpt_meta(const VccRunId *id, const VccTrainArgs *a, const VccMod
     VCC_META("model", id->model);
     VCC_META("data", id->data);
     VCC_META("data_file", a->data);
-    VCC_META("labels_file", a->labels);
+    if (a->labels) VCC_META("labels_file", a->labels);
+    if (a->targets) VCC_META("targets_file", a->targets);
     VCC_META("run", id->run);
     VCC_META("program", vcc_program);
 #undef VCC_META
@@ -270,10 +288,11 @@ static void vcc_ckpt_accept(const VccSafetensors *st, const char *path, const Vc
         vcc_parse_count(vcc_ckpt_need(st, path, "data_position"), &p) || batch != N || p >= samples)
         vcc_dief("%s: damaged run metadata (step, samples, batch or data_position)", path);
     if (strcmp(vcc_ckpt_need(st, path, "data"), id->data) != 0 || samples != S)
-        vcc_dief("%s: the run trained on other data (%s and %s, fingerprint %s; here %s and %s, fingerprint %s): "
-                 "resume with the run's --data and --labels, or start a new run from this checkpoint with --weights %s",
-                 path, vcc_ckpt_need(st, path, "data_file"), vcc_ckpt_need(st, path, "labels_file"), vcc_st_meta(st, "data"),
-                 a->data, a->labels, id->data, path);
+        vcc_dief("%s: the run trained on other data (%s%s%s, fingerprint %s; here %s%s%s, fingerprint %s): resume "
+                 "with the run's data files, or start a new run from this checkpoint with --weights %s",
+                 path, vcc_ckpt_need(st, path, "data_file"), a->labels ? " and " : "",
+                 a->labels ? vcc_ckpt_need(st, path, "labels_file") : "", vcc_st_meta(st, "data"), a->data,
+                 a->labels ? " and " : "", a->labels ? a->labels : "", id->data, path);
     const char *keys[3] = {"lr", "momentum", "weight_decay"}, *opts[3] = {"--lr", "--momentum", "--weight-decay"};
     const char *ours[3] = {id->lr, id->momentum, id->wd};
     for (int i = 0; i < 3; i++)
@@ -338,10 +357,14 @@ static void vcc_ckpt_claim(const char *dir, const char *from_dir) {
     vcc_ckpt_remove_tmp(dir);
 }
 
-/* Load --data and --labels, checked against the compiled shapes and class count. */
-static void vcc_load_data(const VccModel *m, const VccTrainArgs *a, VccNpy *x, VccNpy *y) {
+/* Load --data, --labels and --targets (those the model reads), checked against the compiled shapes and
+ * class count and against the data's sample count; absent ones are left empty. */
+static void vcc_load_data(const VccModel *m, const VccTrainArgs *a, VccNpy *x, VccNpy *y, VccNpy *t) {
+    memset(y, 0, sizeof *y);
+    memset(t, 0, sizeof *t);
     vcc_load_clips(a->data, m->input_rank, m->input_dims, x);
-    vcc_load_labels(a->labels, x->dims[0], m->num_classes, y);
+    if (m->has_labels) vcc_load_labels(a->labels, x->dims[0], m->num_classes, y);
+    if (m->target_rank) vcc_load_samples(a->targets, "targets", m->target_rank, m->target_dims, x->dims[0], t);
 }
 
 static int vcc_trainer_main(int argc, char **argv, const VccModel *m) {
@@ -363,10 +386,10 @@ static int vcc_trainer_main(int argc, char **argv, const VccModel *m) {
         vcc_usage_error("%s needs --checkpoint-dir", a.every >= 0 ? "--checkpoint-every" : "--keep-last");
     long every = a.every >= 0 ? a.every : VCC_CKPT_EVERY_DEFAULT, keep = a.keep >= 0 ? a.keep : VCC_KEEP_LAST_DEFAULT;
     {
-        VccFileArg in[4] = {{"--data", a.data}, {"--labels", a.labels}, {"--weights", a.resume ? NULL : a.weights},
-                            {"--resume", a.resume && !resume_is_dir ? a.resume : NULL}};
+        VccFileArg in[5] = {{"--data", a.data}, {"--labels", a.labels}, {"--targets", a.targets},
+                            {"--weights", a.resume ? NULL : a.weights}, {"--resume", a.resume && !resume_is_dir ? a.resume : NULL}};
         VccFileArg out[2] = {{"--out", a.out}, {"--save-grads", a.grads}};
-        vcc_check_distinct(in, 4, out, 2);
+        vcc_check_distinct(in, 5, out, 2);
     }
     if (a.out) vcc_check_writable("--out", a.out);
     if (a.grads) vcc_check_writable("--save-grads", a.grads);
@@ -390,9 +413,10 @@ static int vcc_trainer_main(int argc, char **argv, const VccModel *m) {
     VccRt rt;
     vcc_rt_init(&rt);
 
-    /* data (S, C, T, H, W) float32 and labels (S,) int64, checked against the compiled shapes */
-    VccNpy x, y;
-    vcc_load_data(m, &a, &x, &y);
+    /* data (S, C, T, H, W) float32, labels (S,) int64, targets (S, ...) float32, checked against the
+     * compiled shapes */
+    VccNpy x, y, tg;
+    vcc_load_data(m, &a, &x, &y, &tg);
     const int64_t *labels = (const int64_t *)y.data;
     int64_t N = m->input_dims[0], S = x.dims[0];
 
@@ -402,7 +426,9 @@ static int vcc_trainer_main(int argc, char **argv, const VccModel *m) {
     for (int d = 0; d < m->input_rank; d++) model_fp = vcc_fnv_u64(model_fp, (uint64_t)m->input_dims[d]);
     model_fp = vcc_fnv_u64(model_fp, (uint64_t)m->num_classes);
     snprintf(id.model, sizeof id.model, "%016llx", (unsigned long long)model_fp);
-    snprintf(id.data, sizeof id.data, "%016llx", (unsigned long long)vcc_fnv_u64(vcc_array_fingerprint(&x), vcc_array_fingerprint(&y)));
+    uint64_t data_fp = vcc_fnv_u64(vcc_array_fingerprint(&x), m->has_labels ? vcc_array_fingerprint(&y) : 0);
+    if (m->target_rank) data_fp = vcc_fnv_u64(data_fp, vcc_array_fingerprint(&tg));
+    snprintf(id.data, sizeof id.data, "%016llx", (unsigned long long)data_fp);
     vcc_float_text(a.lr, id.lr);
     vcc_float_text(a.momentum, id.momentum);
     vcc_float_text(a.wd, id.wd);
@@ -442,7 +468,7 @@ static int vcc_trainer_main(int argc, char **argv, const VccModel *m) {
     if (a.grads && start == a.steps)
         vcc_dief("%s: --save-grads needs a step to run, and the run is already at step %ld = --steps", a.grads, start);
 
-    size_t sample_bytes = (size_t)(x.nbytes / (size_t)S);
+    size_t sample_bytes = (size_t)(x.nbytes / (size_t)S), target_bytes = m->target_rank ? (size_t)(tg.nbytes / (size_t)S) : 0;
     int64_t *batch_labels = (int64_t *)malloc(sizeof(int64_t) * (size_t)N);
     if (!batch_labels) vcc_die("out of memory");
     int progress = VCC_ISATTY(2);
@@ -453,9 +479,12 @@ static int vcc_trainer_main(int argc, char **argv, const VccModel *m) {
             int64_t s = (pos + i) % S;
             vcc_upload(&rt, arena + m->input_offset + (size_t)i * sample_bytes, (const unsigned char *)x.data + (size_t)s * sample_bytes,
                        sample_bytes);
-            batch_labels[i] = labels[s];
+            if (labels) batch_labels[i] = labels[s];
+            if (target_bytes)
+                vcc_upload(&rt, arena + m->target_offset + (size_t)i * target_bytes,
+                           (const unsigned char *)tg.data + (size_t)s * target_bytes, target_bytes);
         }
-        vcc_upload(&rt, arena + m->label_offset, batch_labels, sizeof(int64_t) * (size_t)N);
+        if (labels) vcc_upload(&rt, arena + m->label_offset, batch_labels, sizeof(int64_t) * (size_t)N);
         m->step(&rt, arena, a.lr, a.momentum, a.wd);
         float loss = vcc_read_scalar(&rt, (const float *)(arena + m->loss_offset));
         pos = (pos + N) % S;
@@ -494,6 +523,7 @@ static int vcc_trainer_main(int argc, char **argv, const VccModel *m) {
     free(batch_labels);
     vcc_npy_free(&x);
     vcc_npy_free(&y);
+    vcc_npy_free(&tg);
     vcc_arena_free(&rt, arena);
     vcc_rt_destroy(&rt);
     return 0;

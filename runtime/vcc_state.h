@@ -331,12 +331,14 @@ VCC_STATE_FN const char *vcc_clip_shape(int rank, const int64_t *dims, char *buf
     return buf;
 }
 
-/* vcc_load_clips: load path as float32 (S, C, T, H, W) with (C, T, H, W) = dims[1..] and S >= 1 into x;
- * dies with a one-line message naming the file otherwise. */
-VCC_STATE_FN void vcc_load_clips(const char *path, int rank, const int64_t *dims, VccNpy *x) {
+/* vcc_load_samples: load path as float32 (S, ...) with the trailing dims = dims[1..rank-1] and S >= 1 (or
+ * S == want_S when want_S > 0: the data's sample count) into x; what names the array in messages
+ * ("data", "targets"). Dies with a one-line message naming the file otherwise. */
+VCC_STATE_FN void vcc_load_samples(const char *path, const char *what, int rank, const int64_t *dims, int64_t want_S,
+                                   VccNpy *x) {
     char err[1024];
-    if (vcc_npy_load_as(path, "f4", "data", x, err, sizeof err)) vcc_die(err);
-    int shape_ok = x->rank == rank && x->dims[0] >= 1;
+    if (vcc_npy_load_as(path, "f4", what, x, err, sizeof err)) vcc_die(err);
+    int shape_ok = x->rank == rank && x->dims[0] >= 1 && (want_S <= 0 || x->dims[0] == want_S);
     for (int d = 1; shape_ok && d < rank; d++) shape_ok = x->dims[d] == dims[d];
     if (!shape_ok) {
         char want[256], got[256];
@@ -344,19 +346,27 @@ VCC_STATE_FN void vcc_load_clips(const char *path, int rank, const int64_t *dims
         for (int d = 0; d < x->rank && o < sizeof got; d++)
             o += (size_t)snprintf(got + o, sizeof got - o, d ? ", %lld" : "%lld", (long long)x->dims[d]);
         if (o < sizeof got) snprintf(got + o, sizeof got - o, ")");
+        if (want_S > 0 && x->rank == rank && x->dims[0] != want_S)
+            vcc_dief("%s: expected %lld samples to match the data's, got shape %s", path, (long long)want_S, got);
         vcc_dief("%s: expected shape %s, got %s", path, vcc_clip_shape(rank, dims, want, sizeof want), got);
     }
 }
 
-/* vcc_load_labels: load path as int64 (S,) with every value in [0, K) into y; dies with a one-line
- * message naming the file otherwise. */
+/* vcc_load_clips: load path as float32 (S, C, T, H, W) with (C, T, H, W) = dims[1..] and S >= 1 into x;
+ * dies with a one-line message naming the file otherwise. */
+VCC_STATE_FN void vcc_load_clips(const char *path, int rank, const int64_t *dims, VccNpy *x) {
+    vcc_load_samples(path, "data", rank, dims, 0, x);
+}
+
+/* vcc_load_labels: load path as int64 (S,) with every value in [0, K) (K <= 0: any value) into y; dies
+ * with a one-line message naming the file otherwise. */
 VCC_STATE_FN void vcc_load_labels(const char *path, int64_t S, int64_t K, VccNpy *y) {
     char err[1024];
     if (vcc_npy_load_as(path, "i8", "labels", y, err, sizeof err)) vcc_die(err);
     if (y->rank != 1 || y->dims[0] != S)
         vcc_dief("%s: expected shape (%lld,) to match the data's %lld samples", path, (long long)S, (long long)S);
     const int64_t *labels = (const int64_t *)y->data;
-    for (int64_t i = 0; i < S; i++)
+    for (int64_t i = 0; i < S && K > 0; i++)
         if (labels[i] < 0 || labels[i] >= K)
             vcc_dief("%s: label %lld at index %lld is outside [0, %lld)", path, (long long)labels[i], (long long)i,
                      (long long)K);

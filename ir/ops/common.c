@@ -116,8 +116,9 @@ void vcc_diff_grow(VccDiff *d) {
     int ncap = d->g->ntensors * 2;
     d->grad = vcc_realloc(d->grad, sizeof(int) * (size_t)ncap);
     d->req = vcc_realloc(d->req, sizeof(bool) * (size_t)ncap);
+    d->owner = vcc_realloc(d->owner, sizeof(int) * (size_t)ncap);
     for (int i = d->cap; i < ncap; i++) {
-        d->grad[i] = -1;
+        d->grad[i] = d->owner[i] = -1;
         d->req[i] = false;
     }
     d->cap = ncap;
@@ -127,6 +128,7 @@ int vcc_diff_new_grad(VccDiff *d, int t) {
     VccShape s = d->g->tensors[t].shape;
     int id = vcc_tensor_add_unique(d->g, VCC_F32, &s, VCC_T_GRAD_TEMP, "%s.grad", d->g->tensors[t].name);
     vcc_diff_grow(d);
+    d->owner[id] = t;
     return id;
 }
 

@@ -103,6 +103,7 @@ struct VccDiff {
     VccGraph *g;
     int *grad;  /* per tensor: its gradient so far, -1 */
     bool *req;  /* per tensor: depends on a parameter */
+    int *owner; /* per gradient tensor made by vcc_diff_new_grad: the tensor it is the gradient of, -1 */
     int cap;
 };
 

@@ -39,6 +39,29 @@ VCC_CPU_FN void softmax_xent_backward(VccRt *rt, int64_t N, int64_t K, const flo
             dlogits[i * K + k] = vcc_xent_bwd(prob[i * K + k], k == labels[i], scale);
 }
 
+/* mse_forward: loss[0] = mean over the n elements of (pred - target)^2 (torch.nn.MSELoss(), reduction
+ * 'mean'), summed in double in element order. pred, target (n); loss (1). */
+VCC_CPU_FN void mse_forward(VccRt *rt, int64_t n, const float *pred, const float *target, float *loss)
+{
+    double acc = 0.0;
+    int64_t i;
+    (void)rt;
+    for (i = 0; i < n; i++) acc += vcc_mse_term(pred[i], target[i]);
+    loss[0] = n > 0 ? (float)(acc / (double)n) : 0.0f;
+}
+
+/* mse_backward: dpred = 2 (pred - target) / n. pred, target, dpred (n); dpred may == pred. */
+VCC_CPU_FN void mse_backward(VccRt *rt, int64_t n, const float *pred, const float *target, float *dpred)
+{
+    const float scale = n > 0 ? (float)(2.0 / (double)n) : 0.0f;
+    int64_t i;
+    (void)rt;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+    for (i = 0; i < n; i++) dpred[i] = vcc_mse_bwd(pred[i], target[i], scale);
+}
+
 #define VCC_KERNEL VCC_KERNEL_CHECK
 #include "../proto/loss.h"
 #undef VCC_KERNEL

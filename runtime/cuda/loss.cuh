@@ -62,6 +62,38 @@ static inline void softmax_xent_backward(VccRt *rt, int64_t N, int64_t K, const 
     VCC_CUDA_LAUNCHED();
 }
 
+/* One block: loss[0] = mean of (pred - target)^2, a fixed-order sum in double. */
+static __global__ void mse_forward_kernel(int64_t n, const float *pred, const float *target, float *loss)
+{
+    __shared__ double sh[VCC_CUDA_THREADS];
+    double acc = 0.0;
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) acc += vcc_mse_term(pred[i], target[i]);
+    acc = vcc__block_sum(acc, sh);
+    if (threadIdx.x == 0) loss[0] = n > 0 ? (float)(acc / (double)n) : 0.0f;
+}
+
+static __global__ void mse_backward_kernel(int64_t n, const float *pred, const float *target, float scale, float *dpred)
+{
+    VCC_GRID_STRIDE(i, n) dpred[i] = vcc_mse_bwd(pred[i], target[i], scale);
+}
+
+/* pred, target (n); loss (1) */
+static inline void mse_forward(VccRt *rt, int64_t n, const float *pred, const float *target, float *loss)
+{
+    (void)rt;
+    mse_forward_kernel<<<1, VCC_CUDA_THREADS>>>(n, pred, target, loss);
+    VCC_CUDA_LAUNCHED();
+}
+
+/* dpred (n) = 2 (pred - target) / n; dpred may == pred */
+static inline void mse_backward(VccRt *rt, int64_t n, const float *pred, const float *target, float *dpred)
+{
+    (void)rt;
+    if (n <= 0) return;
+    mse_backward_kernel<<<vcc__grid(n), VCC_CUDA_THREADS>>>(n, pred, target, (float)(2.0 / (double)n), dpred);
+    VCC_CUDA_LAUNCHED();
+}
+
 #define VCC_KERNEL VCC_KERNEL_CHECK
 #include "../proto/loss.h"
 #undef VCC_KERNEL

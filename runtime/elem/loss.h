@@ -44,4 +44,18 @@ VCC_HD float vcc_xent_bwd(float prob, int is_label, float scale)
     return (prob - (is_label ? 1.0f : 0.0f)) * scale;
 }
 
+/* vcc_mse_term: one element's (pred - target)^2 in double (the forward sums them in double). */
+VCC_HD double vcc_mse_term(float pred, float target)
+{
+    double d = (double)pred - (double)target;
+    return d * d;
+}
+
+/* vcc_mse_bwd: d loss / d pred for one element of mean((pred - target)^2): (pred - target) * scale, where
+ * scale = 2 / n (torch.nn.MSELoss backward, reduction 'mean'). */
+VCC_HD float vcc_mse_bwd(float pred, float target, float scale)
+{
+    return (pred - target) * scale;
+}
+
 #endif /* VCC_ELEM_LOSS_H */

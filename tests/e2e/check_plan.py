@@ -46,6 +46,9 @@ def main():
         os.makedirs(args.work, exist_ok=True)
         plan_path = os.path.join(args.work, "plan.json")
         cmd = [args.vcc, args.model, "--dump-ir=memplan", "--plan-json", plan_path]
+        lf = os.path.join(os.path.dirname(args.model), "loss.txt")  # tiny_models.py names the model's --loss
+        if os.path.exists(lf):
+            cmd += ["--loss", open(lf).read().strip()]
         for s in args.shape:
             cmd += ["--shape", s]
         dump = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout

@@ -3,6 +3,9 @@ weights match an independent PyTorch run of the same training (tests/e2e/torch_r
 
     test_tiny_train.py --vcc BUILD/vcc --model-dir DIR [--steps 3]
 
+The model folder's loss.txt (tests/e2e/tiny_models.py) names the --loss: ce trains on labels.npy, mse and
+graph on targets.npy (the MSE targets, or the model's second float input).
+
 Checks, each against PyTorch:
   losses of every step            |vcc - torch| <= 1e-4 * |torch|          (float32 reference)
   step-1 gradient of every param  max|vcc - ref| <= 1e-3 * max(max|ref|, 1e-3 * G)   (float64 autograd reference)
@@ -49,23 +52,28 @@ def main():
     vcc = os.path.abspath(args.vcc)
     torch.set_num_threads(1)
 
-    run([vcc, "model.onnx", "-o", "train.c"], d)
+    lf = os.path.join(d, "loss.txt")
+    loss = open(lf).read().strip() if os.path.exists(lf) else "ce"
+    feed = ["--data", "data.npy"] + (["--labels", "labels.npy"] if loss == "ce" else ["--targets", "targets.npy"])
+    run([vcc, "model.onnx", "-o", "train.c", "--loss", loss], d)
     build = open(os.path.join(d, "train.c")).readline()
     prefix = "// build (from this file's folder): "
     assert build.startswith(prefix), "first line is not the build command: %r" % build
     run(build[len(prefix):].strip() + " -Wall -Werror", d)
-    out = run(["./train", "--data", "data.npy", "--labels", "labels.npy", "--steps", str(args.steps), "--lr", str(LR),
+    out = run(["./train"] + feed + ["--steps", str(args.steps), "--lr", str(LR),
                "--momentum", str(MOMENTUM), "--weight-decay", str(WD), "--out", "trained.safetensors"], d)
     losses = [float(line.split()[3]) for line in out.splitlines() if line.startswith("step ")]
-    run(["./train", "--data", "data.npy", "--labels", "labels.npy", "--steps", "1", "--lr", str(LR),
+    run(["./train"] + feed + ["--steps", "1", "--lr", str(LR),
          "--momentum", str(MOMENTUM), "--weight-decay", str(WD), "--save-grads", "grads.safetensors"], d)
 
     data, labels = np.load(os.path.join(d, "data.npy")), np.load(os.path.join(d, "labels.npy"))
+    tf = os.path.join(d, "targets.npy")
+    targets = np.load(tf) if os.path.exists(tf) else None
     batch = onnx.load(os.path.join(d, "model.onnx")).graph.input[0].type.tensor_type.shape.dim[0].dim_value
     ref_losses, _, ref_state = torch_ref.train(os.path.join(d, "model.onnx"), data, labels, batch, args.steps, LR,
-                                               MOMENTUM, WD)
+                                               MOMENTUM, WD, loss=loss, targets=targets)
     _, ref_grads, _ = torch_ref.train(os.path.join(d, "model.onnx"), data, labels, batch, 1, LR, MOMENTUM, WD,
-                                   dtype=torch.float64)
+                                   dtype=torch.float64, loss=loss, targets=targets)
 
     failed = []
     print("step  vcc           torch         rel")

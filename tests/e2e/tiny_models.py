@@ -10,6 +10,9 @@ Models (letters: N batch, C channels, T frames, H height, W width, K classes):
   conv1d    (2, 3, 20): strided 1-D conv, BN, Relu, Identity, GlobalAveragePool, Flatten, Gemm
   res3d_opset9  res3d at opset 9, where BatchNormalization's training form is the one with five outputs
             (Y, running mean, running var, saved mean, saved var) and has no training_mode attribute
+  mse3d     (2, 2, 3, 8, 8) -> (N, 4), trained with --loss mse against targets.npy
+  graphloss (1, 2, 3, 6, 6) and a second float input: the model's scalar output is its loss (--loss graph)
+Each folder's loss.txt names the --loss the model trains with.
 """
 
 import os
@@ -22,6 +25,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 class Builder:
     def __init__(self, seed, opset=17):
+        self.out = "logits"
         self.rng = np.random.default_rng(seed)
         self.nodes, self.inits, self.n = [], [], 0
         self.opset = opset
@@ -73,11 +77,18 @@ class Builder:
                                            transB=1 if trans_b else 0, **attrs))
         return "logits"
 
-    def save(self, outdir, name, in_shape, k, samples=4):
+    def save(self, outdir, name, in_shape, k, samples=4, loss="ce", out_shape=None, target_input=False):
+        """loss: the trainer's --loss (written to loss.txt): ce (labels.npy), mse (targets.npy of the output's
+        shape per sample), graph (the output is the loss; target_input: a second float input "target" of the
+        data's shape, filled from targets.npy)."""
         d = os.path.join(outdir, name)
         os.makedirs(d, exist_ok=True)
-        g = helper.make_graph(self.nodes, name, [helper.make_tensor_value_info("input", TensorProto.FLOAT, in_shape)],
-                              [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [in_shape[0], k])],
+        inputs = [helper.make_tensor_value_info("input", TensorProto.FLOAT, in_shape)]
+        if target_input:
+            inputs.append(helper.make_tensor_value_info("target", TensorProto.FLOAT, in_shape))
+        out_shape = [in_shape[0], k] if out_shape is None else out_shape
+        g = helper.make_graph(self.nodes, name, inputs,
+                              [helper.make_tensor_value_info(self.out, TensorProto.FLOAT, out_shape)],
                               initializer=self.inits)
         m = helper.make_model(g, opset_imports=[helper.make_opsetid("", self.opset)], producer_name="vcc-tests")
         m.ir_version = 8
@@ -85,6 +96,11 @@ class Builder:
         onnx.save(m, os.path.join(d, "model.onnx"))
         np.save(os.path.join(d, "data.npy"), self.rng.standard_normal((samples, *in_shape[1:])).astype(np.float32))
         np.save(os.path.join(d, "labels.npy"), self.rng.integers(0, k, samples).astype(np.int64))
+        if loss != "ce":
+            tshape = in_shape[1:] if loss == "graph" else out_shape[1:]
+            np.save(os.path.join(d, "targets.npy"), self.rng.standard_normal((samples, *tshape)).astype(np.float32))
+        with open(os.path.join(d, "loss.txt"), "w") as f:
+            f.write(loss + "\n")
 
 
 def res3d(outdir, opset=17):
@@ -128,6 +144,26 @@ def conv1d(outdir):
     b.save(outdir, "conv1d", [2, 3, 20], 3)
 
 
+def mse3d(outdir):
+    """--loss mse: a 3-D conv net whose output (N, 4) regresses float targets."""
+    b = Builder(4)
+    x = b.node("Relu", [b.bn(b.conv("input", 2, 6, (3, 3, 3), bias=True, pads=[1] * 6), 6)])
+    x = b.node("Flatten", [b.node("GlobalAveragePool", [b.conv(x, 6, 6, (1, 3, 3), strides=[1, 2, 2])])])
+    b.fc(x, 6, 4)
+    b.save(outdir, "mse3d", [2, 2, 3, 8, 8], 4, loss="mse")
+
+
+def graphloss(outdir):
+    """--loss graph: the model computes its own loss, a scalar, from the clip and a second float input:
+    Conv(input + target) -> Relu -> GlobalAveragePool -> 1x1x1 Conv to one channel -> Reshape to []."""
+    b = Builder(5)
+    x = b.node("Add", ["input", "target"])
+    x = b.node("Relu", [b.conv(x, 2, 4, (3, 3, 3), bias=True, pads=[1] * 6)])
+    x = b.conv(b.node("GlobalAveragePool", [x]), 4, 1, (1, 1, 1), bias=True)
+    b.out = b.node("Reshape", [x, b.init("scalar", np.zeros(0, dtype=np.int64))])
+    b.save(outdir, "graphloss", [1, 2, 3, 6, 6], 1, loss="graph", out_shape=[], target_input=True)
+
+
 if __name__ == "__main__":
-    for make in (res3d, res3d_opset9, conv2d, conv1d):
+    for make in (res3d, res3d_opset9, conv2d, conv1d, mse3d, graphloss):
         make(sys.argv[1])

@@ -9,7 +9,8 @@ Semantics followed (the same contract vcc's trainer implements, from the ONNX sp
   BatchNormalization   training form (training_mode=1 from opset 14, five outputs in opsets 7-13): batch statistics, running = running*momentum + batch*(1-momentum),
                        unbiased running variance (PyTorch F.batch_norm(training=True), momentum = 1 - ONNX momentum)
   Relu, Add, GlobalAveragePool, Flatten, Reshape, Identity, Gemm (alpha, beta, transA, transB)
-  loss                 nn.CrossEntropyLoss (mean) on the single graph output
+  loss                 nn.CrossEntropyLoss (mean) on the single graph output, nn.MSELoss (mean) against targets,
+                       or the graph's own scalar output
 Batches: step k (0-based) trains on samples (k*batch + i) % S.
 
 Letters: N batch, C channels, T frames, H height, W width, K classes, S samples.
@@ -105,9 +106,12 @@ def forward(model, env, params):
     return env[model.graph.output[0].name]
 
 
-def train(model_path, data, labels, batch, steps, lr, momentum, weight_decay, dtype=torch.float32, grads_step=1):
-    """Train like vcc's trainer. Returns (per-step losses, {param: gradient at step grads_step (1-based)},
-    {param or BN buffer: value after the last step})."""
+def train(model_path, data, labels, batch, steps, lr, momentum, weight_decay, dtype=torch.float32, grads_step=1,
+          loss="ce", targets=None):
+    """Train like vcc's trainer. loss: "ce" (nn.CrossEntropyLoss on the output, labels), "mse" (nn.MSELoss of the
+    output against targets), "graph" (the output is the loss; a second graph input is fed from targets).
+    Returns (per-step losses, {param: gradient at step grads_step (1-based)}, {param or BN buffer: value after
+    the last step})."""
     model = onnx.load(model_path)
     bn_buffers = set()
     for node in model.graph.node:
@@ -133,14 +137,21 @@ def train(model_path, data, labels, batch, steps, lr, momentum, weight_decay, dt
         env.update(params)
         env.update(buffers)
         env[inputs[0]] = torch.tensor(data[idx], dtype=dtype)
-        logits = forward(model, env, params)
-        loss = F.cross_entropy(logits, torch.from_numpy(labels[idx]))
+        if loss == "graph" and len(inputs) > 1:
+            env[inputs[1]] = torch.tensor(targets[idx], dtype=dtype)
+        out = forward(model, env, params)
+        if loss == "mse":
+            value = F.mse_loss(out, torch.tensor(targets[idx], dtype=dtype))
+        elif loss == "graph":
+            value = out.reshape(())
+        else:
+            value = F.cross_entropy(out, torch.from_numpy(labels[idx]))
         opt.zero_grad()
-        loss.backward()
+        value.backward()
         if k + 1 == grads_step:
             grads = {n: p.grad.detach().double().numpy().copy() for n, p in params.items()}
         opt.step()
-        losses.append(float(loss))
+        losses.append(float(value))
     state = {n: p.detach().double().numpy() for n, p in params.items()}
     state.update({n: b.double().numpy() for n, b in buffers.items()})
     return losses, grads, state

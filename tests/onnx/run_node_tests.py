@@ -135,7 +135,7 @@ def main():
     models += [(None, m) for m in sorted(glob.glob(os.path.join(args.data, "light", "*.onnx")))]
     models = [(t, m) for t, m in models if args.only in m]
 
-    failures, passed, refused = [], [], 0
+    failures, passed, refused, refusals = [], [], 0, {}
     for tdir, path in models:
         name = os.path.basename(tdir) if tdir else os.path.basename(path)[:-5]
         work = os.path.join(args.work, name)
@@ -172,6 +172,7 @@ def main():
                 failures.append("%s: unclean refusal (rc %d): %s" % (name, p.returncode, p.stderr.strip()[:300]))
             elif name in SUPPORTED:
                 failures.append("%s: supported but refused: %s" % (name, lines[0]))
+            refusals[name] = " ".join(l.strip() for l in lines[:3])[:240]
             refused += 1
             continue
         if not sets:
@@ -210,6 +211,23 @@ def main():
         if ok:
             passed.append(name)
     missing = [t for t in SUPPORTED if t not in passed and any(t == os.path.basename(x or "") for x, _ in models)]
+    # the tests whose ops are all vcc's (vcc --ops): how many pass, and why the others do not
+    vcc_ops = {l.split()[0] for l in subprocess.run([vcc, "--ops"], capture_output=True, text=True).stdout.splitlines()}
+    in_set, why = [], {}
+    for tdir, path in models:
+        name = os.path.basename(tdir) if tdir else os.path.basename(path)[:-5]
+        m = onnx.load(path, load_external_data=False)
+        if all(n.domain in ("", "ai.onnx") and n.op_type in vcc_ops for n in m.graph.node):
+            in_set.append(name)
+    for f in failures:
+        why[f.split(":", 1)[0]] = f.split(":", 1)[1].strip()
+    for name, reason in refusals.items():
+        why.setdefault(name, "refused: " + reason)
+    not_passing = [n for n in in_set if n not in passed]
+    rate = 100.0 * (len(in_set) - len(not_passing)) / max(len(in_set), 1)
+    print("%d tests use only ops vcc has: %d pass (%.1f%%)" % (len(in_set), len(in_set) - len(not_passing), rate))
+    for n in not_passing:
+        print("  not passing: %s: %s" % (n, why.get(n, "?")))
     print("%d models: %d compiled and matched, %d refused cleanly, %d failures" % (
         len(models), len(passed), refused, len(failures)))
     print("matched: " + " ".join(passed))
