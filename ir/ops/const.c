@@ -3,7 +3,8 @@
  * Range, the comparisons Equal, Less, LessOrEqual, Greater, GreaterOrEqual, the logic ops Not, And, Or,
  * Xor, and Where: in the models vcc trains they compute shapes, index lists and masks from constants and
  * static shapes (torch exports of x.view(x.size(0), -1), expand, arange). Constant itself never becomes
- * a node: the loader makes its output a CONST tensor (frontend/onnx.c).
+ * a node: the loader makes its output a CONST tensor (frontend/onnx.c); its row lists it among the ops
+ * vcc compiles.
  *
  * passes/shape evaluates them (ir/ops/fold.c, which also folds any other op whose inputs are all known,
  * whatever its family) and removes them, so they have no kernels, gradients or emission. One that is
@@ -36,6 +37,9 @@ static VccStatus fold_only_shape(VccCtx *ctx, VccGraph *g, int k, bool check) {
 
 #define CONST_OP(e, attrs) const VccOpDef vcc_def_##e = {0, 0, attrs, NULL, NULL, fold_only_shape, NULL, NULL}
 
+/* Constant: the loader reads its value attributes (by opset) into a CONST tensor; no node is made, so
+ * this row names the op for vcc --ops and the one report. */
+CONST_OP(CONSTANT, no_attrs);
 CONST_OP(SHAPE, shape_attrs);
 CONST_OP(SIZE, no_attrs);
 CONST_OP(CONSTANT_OF_SHAPE, no_attrs);

@@ -1225,6 +1225,7 @@ static void compact(VccGraph *g, const bool *keep_node, const bool *keep_tensor)
     for (int i = 0; i < g->noutputs; i++) g->outputs[i] = remap(map, g->outputs[i]);
     g->data_input = remap(map, g->data_input);
     g->label = remap(map, g->label);
+    g->target = remap(map, g->target);
     g->loss = remap(map, g->loss);
     free(map);
     vcc_graph_rehash(g);
