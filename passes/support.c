@@ -4,7 +4,8 @@
  * Requires: the forward graph from a frontend (frontend/onnx.c keeps nodes of unsupported ops as
  *   VCC_OP_UNSUPPORTED and leaves element-type problems in ctx->problems).
  * Produces: nothing in the graph; one report (vcc_report_problems) of every problem found:
- *   - unsupported ops, grouped by op type;
+ *   - unsupported ops, grouped by op type (except nodes that fold while compiling: ir/ops/fold.c
+ *     evaluates them by op name);
  *   - attributes a node's op does not have in the model's opset, of the wrong type, or with a value vcc
  *     does not support (each with the reason);
  *   - when compiling a trainer, the signs of an inference-form export (eval mode, constant folding):
@@ -153,8 +154,10 @@ VccStatus vcc_check_supported(VccCtx *ctx, VccGraph *g) {
         vcc_unsupported(ctx, VCC_PROB_VERSION, "IR version", "%lld (vcc reads IR versions up to %d)",
                         (long long)g->ir_version, VCC_MAX_IR_VERSION);
     check_state_names(ctx, g);
+    bool *folds = vcc_fold_plan(g); /* nodes evaluated while compiling need no run-time op */
     for (int k = 0; k < g->nnodes; k++) {
         const VccNode *n = &g->nodes[k];
+        if (n->op == VCC_OP_UNSUPPORTED && folds[k]) continue;
         if (n->op == VCC_OP_UNSUPPORTED) {
             const char *op = n->onnx_op ? n->onnx_op : "?";
             if (n->domain) {
@@ -169,6 +172,7 @@ VccStatus vcc_check_supported(VccCtx *ctx, VccGraph *g) {
         check_attr_names(ctx, n, g->opset);
         if (vcc_op_def(n->op)->check_attrs) vcc_op_def(n->op)->check_attrs(ctx, g, n);
     }
+    free(folds);
     bool trainer = !ctx->forward_only && !ctx->eval;
     bool bn = false;
     for (int k = 0; k < g->nnodes && !bn; k++) bn = g->nodes[k].op == VCC_OP_BATCHNORM;

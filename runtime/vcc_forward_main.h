@@ -37,7 +37,8 @@ typedef struct {
 
 /* One graph input or output as "name float32 (2, 3)", for the usage text. */
 static void vcc_forward_describe(FILE *f, const VccIoInfo *d) {
-    fprintf(f, "    %s %s (", d->name, d->is_i64 ? "int64" : d->is_bool ? "bool" : "float32");
+    char dt[32];
+    fprintf(f, "    %s %s (", d->name, vcc_npy_dtype_name(d->npy, dt, sizeof dt));
     for (int k = 0; k < d->rank; k++) fprintf(f, k ? ", %lld" : "%lld", (long long)d->dims[k]);
     fputs(d->rank == 1 ? ",)\n" : ")\n", f);
 }
@@ -122,7 +123,7 @@ static int vcc_forward_main(int argc, char **argv, const VccForwardModel *m) {
         VccNpy a;
         char what[256];
         snprintf(what, sizeof what, "input '%.200s'", d->name);
-        if (vcc_npy_load_as(in[i], d->is_i64 ? "i8" : "f4", what, &a, err, sizeof err)) vcc_die(err);
+        if (vcc_npy_load_as(in[i], d->npy, what, &a, err, sizeof err)) vcc_die(err);
         int ok = a.rank == d->rank && a.nbytes == d->bytes;
         for (int k = 0; ok && k < d->rank; k++) ok = a.dims[k] == d->dims[k];
         if (!ok) {
@@ -143,8 +144,7 @@ static int vcc_forward_main(int argc, char **argv, const VccForwardModel *m) {
         void *host = malloc(d->bytes ? d->bytes : 1);
         if (!host) vcc_die("out of memory");
         vcc_download(&rt, host, arena + d->offset, d->bytes);
-        if (vcc_npy_save(out[i], d->is_i64 ? "i8" : d->is_bool ? "b1" : "f4", d->rank, d->dims, host, err, sizeof err))
-            vcc_die(err);
+        if (vcc_npy_save(out[i], d->npy, d->rank, d->dims, host, err, sizeof err)) vcc_die(err);
         free(host);
     }
     vcc_arena_free(&rt, arena);

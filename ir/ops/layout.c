@@ -104,7 +104,9 @@ static VccStatus reshape_canon(VccCtx *ctx, VccGraph *g, int k) {
         n->in[1] = t;
         vcc_attr_drop(n, "shape");
     }
-    if (n->nin == 2 && n->in[1] >= 0) {
+    /* a shape that nodes compute (Shape, Gather, Concat...) is folded into a CONST by passes/shape before
+     * this node's rule reads it; the rule refuses one that is not */
+    if (n->nin == 2 && n->in[1] >= 0 && g->tensors[n->in[1]].producer < 0) {
         if (!vcc_is_initializer(g, n->in[1]) || g->tensors[n->in[1]].dtype != VCC_I64) {
             vcc_error(ctx, "node '%s' (Reshape): the shape input must be a constant int64 tensor", n->name);
             return VCC_ERR_UNSUPPORTED;

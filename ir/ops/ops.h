@@ -154,6 +154,34 @@ bool vcc_broadcast(VccCtx *ctx, const VccGraph *g, const VccNode *n, const VccSh
  * vcc_diff_accum. Example: y = x * s, x (N, C, T, H, W), s (N, C, 1, 1, 1): ds = vcc_diff_sum_to(dy * x)
  * sums each (n, c)'s T*H*W elements. */
 int vcc_diff_sum_to(VccDiff *d, int fwd, const char *suffix, int gt, int t, int axis, float scale);
+/* ======================================================================== compile-time evaluation (ir/ops/fold.c) */
+
+/* Evaluate forward node k while compiling, when every input it has is a compile-time value (a CONST
+ * tensor with data) or, for Shape and Size, its input's shape is known: on the host, in ONNX semantics of
+ * g->opset, for the ops the evaluator has (looked up by ONNX op name, so any family's row and ops that
+ * have none). Its outputs become CONST tensors with data and *folded is set; vcc_fold_sweep removes the
+ * node. Otherwise *folded is false and nothing changes, except for a fold-only op (the const family's,
+ * or one vcc has no row for), which is then refused naming the node, the input that is not known
+ * while compiling and where it comes from (or why the evaluator cannot: a result over 2^20 elements, an
+ * element type vcc does not have). Errors of the model (an index out of range, an integer division by
+ * zero, shapes that do not broadcast) name the node: VCC_ERR_SHAPE; refusals: VCC_ERR_UNSUPPORTED. */
+VccStatus vcc_fold_node(VccCtx *ctx, VccGraph *g, int k, bool *folded);
+
+/* After every node had its chance to fold: remove folded nodes (their outputs stay as CONST tensors while
+ * something reads them), then dead forward nodes (no output read by a node or the graph's outputs, none
+ * writing another tensor's bytes), then the constants that only removed nodes read. Indices of the
+ * remaining nodes and tensors are renumbered in order; nothing changes in a graph without such nodes. */
+void vcc_fold_sweep(VccGraph *g);
+
+/* Per node of a forward graph in canonical form (before shapes are known), whether it will fold: the
+ * evaluator has its op and every input is a constant or the output of a node that will fold (Shape and
+ * Size: whatever their input). passes/support.c accepts nodes of ops vcc has no row for when they fold.
+ * A malloc'd array of g->nnodes flags; the caller frees it. */
+bool *vcc_fold_plan(const VccGraph *g);
+
+/* The refusal of fold-only node k that was not folded (its inputs are not all known while compiling):
+ * the const family's shape rule. Returns VCC_ERR_UNSUPPORTED. */
+VccStatus vcc_fold_refuse(VccCtx *ctx, const VccGraph *g, int k);
 
 /* ======================================================================== conv geometry (ir/ops/conv.c) */
 

@@ -19,13 +19,18 @@ a graph input is baked into the model as an initializer (its value is the test's
 inputs vcc reads at compile time: Clip's min and max, Dropout's ratio and training_mode, a reduction's
 axes (ReduceSum/Mean/Max/Min input 1), a Pad's pads, constant_value and axes. A test whose expected
 outputs are written with fewer digits than the comparison needs has its own tolerance in LOOSE, with the
-reason. A NaN output matches a NaN expected there (Pow of a negative base
+reason. A model made only of ops that vcc evaluates while compiling (FOLDED_OPS: shape arithmetic,
+comparisons, masks, index lists) gets every graph input that a node reads for its values baked in as a
+Constant node holding the test's values (Constants are compile-time values; float initializers would be
+trained parameters), so that vcc folds the whole graph and the program only writes the constant outputs;
+inputs that only Shape or Size read stay inputs (their shape is what those ops take). A NaN output matches a NaN expected there (Pow of a negative base
 to a fractional exponent). A Dropout in
 training mode with a ratio above 0 draws its masks from vcc's own generator (Philox, not numpy's), so its
 outputs are checked by what they must be: every y is 0 or x / (1 - ratio) (to float rounding), the mask
 output (when there is one) is bool and says which, and about ratio of the elements are dropped (within
 five standard deviations). Every other output is compared with the expected one as it is: forward-only
-programs follow the ONNX spec (for example, BatchNormalization's training mode updates running_var with the biased batch variance there, while
+programs follow the ONNX spec (for example, BatchNormalization's training mode updates running_var with
+the biased batch variance there, while
 vcc's trainers follow PyTorch's unbiased one).
 Exits 77 (skipped) when DIR does not exist, except under CI=true, where that is a failure.
 """
@@ -121,6 +126,15 @@ SUPPORTED = [
     "test_reshape_extended_dims", "test_reshape_negative_dim", "test_reshape_negative_extended_dims",
     "test_reshape_one_dim", "test_reshape_reduced_dims", "test_reshape_reordered_all_dims",
     "test_reshape_reordered_last_dims", "test_reshape_zero_and_negative_dim", "test_reshape_zero_dim",
+    # const: evaluated while compiling (inputs baked as Constants where FOLDED_OPS says)
+    "test_constant", "test_constantofshape_float_ones", "test_constantofshape_int_shape_zero",
+    "test_constantofshape_int_zeros",
+    "test_shape", "test_shape_clip_end", "test_shape_clip_start", "test_shape_end_1", "test_shape_end_negative_1",
+    "test_shape_example", "test_shape_start_1", "test_shape_start_1_end_2", "test_shape_start_1_end_negative_1",
+    "test_shape_start_negative_1", "test_size", "test_size_example",
+    "test_range_float_type_positive_delta", "test_range_int32_type_negative_delta",
+    "test_gather_0", "test_gather_1", "test_gather_2d_indices", "test_gather_negative_indices",
+    "test_where_example", "test_where_long_example", "test_equal", "test_equal_bcast",
 ]
 # the unary family (elementwise activations and math functions)
 SUPPORTED += [
@@ -151,6 +165,33 @@ LOOSE = {
     # the expected means are rounded by hand (0.2841 where the inputs give 0.284044): 4 decimals
     "test_averagepool_2d_ceil_last_window_starts_on_pad": (0.0, 1e-4),
 }
+
+
+# Ops of the models whose inputs are baked as Constants (the const family, and Gather over constants).
+FOLDED_OPS = {"Shape", "Size", "ConstantOfShape", "Range", "Equal", "Less", "LessOrEqual", "Greater",
+              "GreaterOrEqual", "Not", "And", "Or", "Xor", "Where", "Gather"}
+
+
+def bake_folded_inputs(model, inputs):
+    """Turn the graph inputs of a FOLDED_OPS-only model that a node reads for its values into Constant
+    nodes holding the test's values; returns the inputs left to feed."""
+    shape_only = {i for i in (x.name for x in model.graph.input)
+                  if all(n.op_type in ("Shape", "Size") for n in model.graph.node if i in n.input)}
+    names = [i.name for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}]
+    kept, consts = [], []
+    for name, arr in zip(names, inputs):
+        if name in shape_only:
+            kept.append(arr)
+            continue
+        consts.append(onnx.helper.make_node("Constant", [], [name], value=numpy_helper.from_array(arr, name)))
+        for i, vi in enumerate(model.graph.input):
+            if vi.name == name:
+                del model.graph.input[i]
+                break
+    nodes = consts + list(model.graph.node)
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    return kept
 
 
 def bake_shape_inputs(model, inputs):
@@ -241,9 +282,16 @@ def main():
             feeds = [[numpy_helper.to_array(onnx.load_tensor(p))
                       for p in sorted(glob.glob(os.path.join(s, "input_*.pb")),
                                       key=lambda p: int(p.rsplit("_", 1)[1][:-3]))] for s in sets]
-            if any((n.op_type, i) in CONST_INPUTS for n in model.graph.node for i in range(1, len(n.input))):
-                feeds = [bake_shape_inputs(onnx.load(path), f) for f in feeds]
-                bake_shape_inputs(model, [numpy_helper.to_array(onnx.load_tensor(p)) for p in sorted(
+            bake = None
+            if model.graph.node and all(n.op_type in FOLDED_OPS for n in model.graph.node):
+                bake = bake_folded_inputs
+            elif any((n.op_type, i) in CONST_INPUTS for n in model.graph.node for i in range(1, len(n.input))):
+                bake = bake_shape_inputs
+            if bake and len(sets) > 1 and bake is bake_folded_inputs:
+                sets, feeds = sets[:1], feeds[:1]  # the baked values are those of the first data set
+            if bake:
+                feeds = [bake(onnx.load(path), f) for f in feeds]
+                bake(model, [numpy_helper.to_array(onnx.load_tensor(p)) for p in sorted(
                     glob.glob(os.path.join(sets[0], "input_*.pb")), key=lambda p: int(p.rsplit("_", 1)[1][:-3]))])
                 src = os.path.join(work, "model.onnx")
                 onnx.save(model, src)
