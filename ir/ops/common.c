@@ -201,6 +201,8 @@ void vcc_emit_i64s(VccEmit *e, int nlists, const int64_t *const *lists, const in
         for (int i = 0; i < lens[l]; i++) fprintf(e->f, i ? ", %" PRId64 : "%" PRId64, lists[l][i]);
         fputc('}', e->f);
     }
+}
+
 const char *vcc_emit_float(VccEmit *e, float v) {
     char *buf = e->ptr[e->next++ % 16];
     if (isinf(v)) return v < 0 ? "-INFINITY" : "INFINITY";

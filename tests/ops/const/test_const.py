@@ -39,8 +39,8 @@ class ChainCase(oc.Case):
 _case_model = oc._model
 
 
-def _chain_model(case, vals, out_shapes, trainable):
-    m = _case_model(case, vals, out_shapes, trainable)
+def _chain_model(case, vals, out_shapes, trainable, out_types=None):
+    m = _case_model(case, vals, out_shapes, trainable, out_types=out_types)
     if isinstance(case, ChainCase):
         nodes = list(case.pre) + list(m.graph.node)
         del m.graph.node[:]
