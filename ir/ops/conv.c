@@ -156,14 +156,16 @@ static VccStatus conv_geometry(VccCtx *ctx, const VccNode *node, const VccShape 
             p->pad_end[i] = auto_pad[5] == 'U' ? big : small;
         }
     } /* VALID: all pads zero */
+    /* a pooling window in ceil_mode (PyTorch, ONNX) may end up to stride-1 past the padded input */
+    bool ceil = vcc_attr_int(node, "ceil_mode", 0) != 0;
     for (int i = 0; i < n; i++) {
         int64_t span = p->in[i] + p->pad_begin[i] + p->pad_end[i] - p->dilation[i] * (p->kernel[i] - 1) - 1;
-        if (span < 0) {
+        if (span + (ceil ? p->stride[i] - 1 : 0) < 0) {
             vcc_error(ctx, "node '%s' (%s): kernel extent exceeds the padded input in spatial dim %d", node->name,
                       op, i);
             return VCC_ERR_SHAPE;
         }
-        p->out[i] = span / p->stride[i] + 1;
+        p->out[i] = span < 0 ? 1 : span / p->stride[i] + 1; /* ceil_mode: the pool family rounds up */
     }
     return VCC_OK;
 }

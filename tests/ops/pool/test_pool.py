@@ -226,6 +226,11 @@ CASES = [
     ap("avgpool2d_auto_pad_same_lower", (2, 2, 6, 7), opset=10, kernel_shape=[3, 2], strides=[2, 2],
        auto_pad="SAME_LOWER"),
     ap("avgpool1d_auto_pad_valid", (2, 2, 10), opset=1, kernel_shape=[3], strides=[2], auto_pad="VALID"),
+    # ceil_mode where the kernel is longer than the padded input (C3D's pool5 at T=1): PyTorch keeps the one
+    # window, which reaches stride-1 past the padding
+    oc.Case("maxpool3d_ceil_kernel_past_input", "MaxPool", inputs={"X": (1, 2, 1, 3, 3)}, opset=12,
+            attrs={"kernel_shape": [2, 2, 2], "strides": [2, 2, 2], "pads": [0, 1, 1, 0, 1, 1], "ceil_mode": 1},
+            ref=lambda X: F.max_pool3d(X, 2, 2, padding=(0, 1, 1), ceil_mode=True)),
     # ---- GlobalAveragePool (kept): torch adaptive_avg_pool(x, 1)
     oc.Case("globalavgpool3d", "GlobalAveragePool", inputs={"X": (2, 3, 3, 4, 5)},
             ref=lambda X: F.adaptive_avg_pool3d(X, 1)),
