@@ -208,7 +208,7 @@ static int bwd_binary(VccDiff *d, VccOp op, int k, const char *suffix, int x, in
 static void give(VccDiff *d, int k, int i, int gy, float scale) {
     VccBroadcast bc = fwd_broadcast(d, k);
     int x = d->g->nodes[k].in[i];
-    int gx = vcc_diff_sum_to(d, k, i ? "grad_b" : "grad_a", gy, x, i ? bc.axis : -1, scale);
+    int gx = vcc_diff_sum_to(d, k, i ? "sum_b" : "sum_a", gy, x, i ? bc.axis : -1, scale);
     vcc_diff_accum(d, x, gx);
 }
 

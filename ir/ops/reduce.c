@@ -92,7 +92,14 @@ static void reduce_check_attrs(VccCtx *ctx, const VccGraph *g, const VccNode *n)
             vcc_op_attr_problem(ctx, n, "%s attribute '%s'", "axes<0", "negative axes need opset 11 or later");
             break;
         }
-    if (n->nin > 1 && n->in[1] >= 0) {
+    int since = n->op == VCC_OP_REDUCESUM ? 13 : 18; /* the opset that made axes an input */
+    if (n->nin > 2)
+        vcc_op_attr_problem(ctx, n, "%s %s", "with more than 2 inputs", "the op has data and axes inputs only");
+    if (n->nin > 1 && n->in[1] >= 0 && g->opset < since) {
+        char why[96];
+        snprintf(why, sizeof why, "exists from opset %d; the model imports opset %lld", since, (long long)g->opset);
+        vcc_op_attr_problem(ctx, n, "%s input '%s'", "axes", why);
+    } else if (n->nin > 1 && n->in[1] >= 0) {
         const VccTensor *t = &g->tensors[n->in[1]];
         if (!vcc_is_initializer(g, n->in[1]) || (!t->data && vcc_shape_numel(&t->shape) != 0) || t->dtype != VCC_I64 ||
             t->shape.rank != 1)
