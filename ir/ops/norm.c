@@ -377,7 +377,7 @@ typedef struct {
                       const VccShape *bias, NormRows *r);
 } RowNorm;
 
-/* "node 'x' (Op): input i 'name' has shape (..), expected (..)"; VCC_ERR_SHAPE. */
+/* "node 'x' (Op): <what> has shape (..), expected (..)"; VCC_ERR_SHAPE. */
 static VccStatus param_shape_error(VccCtx *ctx, const VccNode *n, const char *what, const VccShape *have,
                                    const VccShape *want) {
     char s1[128], s2[128];
