@@ -19,7 +19,9 @@
 static VccStatus diff_node(VccDiff *d, int k) {
     const VccNode *n = &d->g->nodes[k];
     const VccOpDef *def = vcc_op_def(n->op);
-    if (n->phase != VCC_PHASE_LOSS && vcc_diff_dy(d, k, 0) == -1) return VCC_OK; /* no gradient reaches it */
+    bool reached = n->phase == VCC_PHASE_LOSS; /* a node with several outputs (Split) is reached through any */
+    for (int i = 0; i < n->nout && !reached; i++) reached = vcc_diff_dy(d, k, i) != -1;
+    if (!reached) return VCC_OK; /* no gradient reaches it */
     if (!def->grad) {
         vcc_error(d->ctx, "node '%s' (%s): no gradient rule", n->name, vcc_op_name(n->op));
         return VCC_ERR_UNSUPPORTED;

@@ -6,8 +6,9 @@
  *   per the model's opset, inference-form exports), all problems in one report.
  * Produces: each op in its family's internal form (VccOpDef.canon, ir/ops/<family>.c): e.g.
  *   BatchNormalization of every opset with an explicit training_mode, its running statistics BUFFERs
- *   updated in place (ir/ops/norm.c); the outputs of views (Flatten, Reshape, Identity) alias_of their
- *   data input, Reshape's shape a CONST input (ir/ops/layout.c). Attributes that only hinted at in-place
+ *   updated in place (ir/ops/norm.c); the outputs of views (Flatten, Reshape, Identity, Squeeze, Unsqueeze)
+ *   alias_of their data input, Reshape's shape a CONST input, the other layout ops' constant inputs
+ *   attributes (ir/ops/layout.c). Attributes that only hinted at in-place
  *   execution in early opsets (consumed_inputs) are dropped from every node.
  */
 #include "passes.h"

@@ -13,6 +13,7 @@
 #include "cpu/reduce.h"
 #include "cpu/pool.h"
 #include "cpu/pad.h"
+#include "cpu/layout.h"
 #include "cpu/matmul.h"
 #include "cpu/loss.h"
 #include "cpu/optim.h"

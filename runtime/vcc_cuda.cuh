@@ -13,6 +13,7 @@
 #include "cuda/reduce.cuh"
 #include "cuda/pool.cuh"
 #include "cuda/pad.cuh"
+#include "cuda/layout.cuh"
 #include "cuda/matmul.cuh"
 #include "cuda/loss.cuh"
 #include "cuda/optim.cuh"

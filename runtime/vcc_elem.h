@@ -12,6 +12,7 @@
 #include "elem/reduce.h"
 #include "elem/pool.h"
 #include "elem/pad.h"
+#include "elem/layout.h"
 #include "elem/loss.h"
 #include "elem/optim.h"
 #include "elem/dropout.h"

@@ -17,7 +17,9 @@ simple/, and light/'s whole networks):
 Harness adaptations, each stated here: vcc needs static shapes, so a Reshape shape that a test feeds as
 a graph input is baked into the model as an initializer (its value is the test's input); so are the
 inputs vcc reads at compile time: Clip's min and max, Dropout's ratio and training_mode, a reduction's
-axes (ReduceSum/Mean/Max/Min input 1), a Pad's pads, constant_value and axes. A test whose expected
+axes (ReduceSum/Mean/Max/Min input 1), a Pad's pads, constant_value and axes, Slice's
+starts/ends/axes/steps, Split's split, Squeeze's and Unsqueeze's axes, Expand's shape, Tile's repeats,
+Resize's roi/scales/sizes (all in CONST_INPUTS). A test whose expected
 outputs are written with fewer digits than the comparison needs has its own tolerance in LOOSE, with the
 reason. A model made only of ops that vcc evaluates while compiling (FOLDED_OPS: shape arithmetic,
 comparisons, masks, index lists) gets every graph input that a node reads for its values baked in as a
@@ -135,6 +137,42 @@ SUPPORTED = [
     "test_range_float_type_positive_delta", "test_range_int32_type_negative_delta",
     "test_gather_0", "test_gather_1", "test_gather_2d_indices", "test_gather_negative_indices",
     "test_where_example", "test_where_long_example", "test_equal", "test_equal_bcast",
+    # layout: Concat, Split, Slice, Transpose, Squeeze, Unsqueeze, Expand, Resize (nearest, linear). Not here:
+    # test_split_zero_size_splits_* (an input of 0 elements), Resize's cubic, antialias and tf_crop_and_resize
+    # tests, and test_resize_downsample_scales_linear_align_corners (a scale that gives no whole length with
+    # align_corners: refused as ambiguous, see ir/ops/layout.c)
+    "test_concat_1d_axis_0", "test_concat_1d_axis_negative_1", "test_concat_2d_axis_0", "test_concat_2d_axis_1",
+    "test_concat_2d_axis_negative_1", "test_concat_2d_axis_negative_2", "test_concat_3d_axis_0",
+    "test_concat_3d_axis_1", "test_concat_3d_axis_2", "test_concat_3d_axis_negative_1",
+    "test_concat_3d_axis_negative_2", "test_concat_3d_axis_negative_3", "test_operator_concat2",
+    "test_split_1d_uneven_split_opset18", "test_split_2d_uneven_split_opset18", "test_split_equal_parts_1d_opset13",
+    "test_split_equal_parts_1d_opset18", "test_split_equal_parts_2d", "test_split_equal_parts_2d_opset13",
+    "test_split_equal_parts_default_axis_opset13", "test_split_equal_parts_default_axis_opset18",
+    "test_split_variable_parts_1d_opset13", "test_split_variable_parts_1d_opset18",
+    "test_split_variable_parts_2d_opset13", "test_split_variable_parts_2d_opset18",
+    "test_split_variable_parts_default_axis_opset13", "test_split_variable_parts_default_axis_opset18",
+    "test_operator_chunk",
+    "test_slice", "test_slice_default_axes", "test_slice_default_steps", "test_slice_end_out_of_bounds",
+    "test_slice_neg", "test_slice_neg_steps", "test_slice_negative_axes", "test_slice_start_out_of_bounds",
+    "test_transpose_all_permutations_0", "test_transpose_all_permutations_1", "test_transpose_all_permutations_2",
+    "test_transpose_all_permutations_3", "test_transpose_all_permutations_4", "test_transpose_all_permutations_5",
+    "test_transpose_default", "test_operator_permute2",
+    "test_squeeze", "test_squeeze_negative_axes", "test_unsqueeze_axis_0", "test_unsqueeze_axis_1",
+    "test_unsqueeze_axis_2", "test_unsqueeze_negative_axes", "test_unsqueeze_three_axes", "test_unsqueeze_two_axes",
+    "test_unsqueeze_unsorted_axes",
+    "test_expand_dim_changed", "test_expand_dim_unchanged", "test_expand_shape_model1", "test_expand_shape_model2",
+    "test_expand_shape_model3", "test_expand_shape_model4",
+    "test_resize_downsample_scales_linear", "test_resize_downsample_scales_linear_half_pixel_symmetric",
+    "test_resize_downsample_scales_nearest", "test_resize_downsample_sizes_linear_pytorch_half_pixel",
+    "test_resize_downsample_sizes_nearest", "test_resize_downsample_sizes_nearest_not_larger",
+    "test_resize_downsample_sizes_nearest_not_smaller", "test_resize_upsample_scales_linear",
+    "test_resize_upsample_scales_linear_align_corners", "test_resize_upsample_scales_linear_half_pixel_symmetric",
+    "test_resize_upsample_scales_nearest", "test_resize_upsample_scales_nearest_axes_2_3",
+    "test_resize_upsample_scales_nearest_axes_3_2", "test_resize_upsample_sizes_nearest",
+    "test_resize_upsample_sizes_nearest_axes_2_3", "test_resize_upsample_sizes_nearest_axes_3_2",
+    "test_resize_upsample_sizes_nearest_ceil_half_pixel", "test_resize_upsample_sizes_nearest_floor_align_corners",
+    "test_resize_upsample_sizes_nearest_not_larger", "test_resize_upsample_sizes_nearest_not_smaller",
+    "test_resize_upsample_sizes_nearest_round_prefer_ceil_asymmetric",
 ]
 # the unary family (elementwise activations and math functions)
 SUPPORTED += [
@@ -158,7 +196,10 @@ SUPPORTED += [
 
 # (op type, input index): the inputs vcc reads at compile time, baked into the model when a test feeds them
 CONST_INPUTS = {("Reshape", 1), ("Clip", 1), ("Clip", 2), ("Dropout", 1), ("Dropout", 2), ("ReduceSum", 1),
-                ("ReduceMean", 1), ("ReduceMax", 1), ("ReduceMin", 1), ("Pad", 1), ("Pad", 2), ("Pad", 3)}
+                ("ReduceMean", 1), ("ReduceMax", 1), ("ReduceMin", 1), ("Pad", 1), ("Pad", 2), ("Pad", 3),
+                ("Slice", 1), ("Slice", 2), ("Slice", 3), ("Slice", 4), ("Split", 1), ("Squeeze", 1),
+                ("Unsqueeze", 1), ("Expand", 1), ("Tile", 1), ("Tile", 2), ("Resize", 1), ("Resize", 2),
+                ("Resize", 3)}
 
 # Tests compared with a looser tolerance (rtol, atol), and why.
 LOOSE = {

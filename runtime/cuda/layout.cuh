@@ -1,0 +1,130 @@
+/*
+ * cuda/layout.cuh - the layout family's CUDA kernels: the strided copy (Concat, Split, Slice, Transpose,
+ * Expand, Tile, SliceGrad's scatter), ExpandGrad's sum over copies, Resize and ResizeGrad, Cast.
+ * Signatures: proto/layout.h; per-element bodies and descriptors shared with the C target:
+ * elem/layout.h. The descriptors reach the kernels by value. Part of the CUDA target's runtime
+ * (cuda/base.cuh).
+ */
+#ifndef VCC_CUDA_LAYOUT_CUH
+#define VCC_CUDA_LAYOUT_CUH
+
+#include "base.cuh"
+#include "../elem/layout.h"
+
+#define VCC_KERNEL VCC_KERNEL_DECLARE
+#include "../proto/layout.h"
+#undef VCC_KERNEL
+
+static __global__ void strided_copy_forward_kernel(int64_t n, VccStrided d, const float *x, float *y)
+{
+    VCC_GRID_STRIDE(i, n) {
+        int64_t xo, yo;
+        vcc_strided_offsets(&d, d.rank, i, &xo, &yo);
+        y[yo] = x[xo];
+    }
+}
+
+/* one thread per dx element; the sum over its copies in double */
+static __global__ void expand_backward_kernel(int64_t n, VccSumTo d, const float *dy, float *dx)
+{
+    VCC_GRID_STRIDE(i, n) {
+        int64_t xo, yo;
+        vcc_strided_offsets(&d.keep, d.keep.rank, i, &xo, &yo);
+        dx[yo] = (float)vcc_sum_to_element(&d, dy, xo);
+    }
+}
+
+/* one thread per element of the direction's output; backward gathers the outputs that sample each dx
+ * element (no atomics) */
+static __global__ void resize_kernel(int64_t n, VccResize d, const float *src, float *dst, int backward)
+{
+    VCC_GRID_STRIDE(i, n) dst[i] = backward ? vcc_resize_bwd(&d, src, i) : vcc_resize_fwd(&d, src, i);
+}
+
+static __global__ void cast_f32_int_forward_kernel(int64_t n, int64_t lo, int64_t hi, const float *x, int64_t *y)
+{
+    VCC_GRID_STRIDE(i, n) y[i] = vcc_cast_f32_int(x[i], lo, hi);
+}
+
+static __global__ void cast_i64_f32_forward_kernel(int64_t n, const int64_t *x, float *y)
+{
+    VCC_GRID_STRIDE(i, n) y[i] = vcc_cast_i64_f32(x[i]);
+}
+
+static __global__ void cast_i64_i32_forward_kernel(int64_t n, const int64_t *x, int64_t *y)
+{
+    VCC_GRID_STRIDE(i, n) y[i] = vcc_cast_i64_i32(x[i]);
+}
+
+/* x and y must not overlap */
+static inline void strided_copy_forward(VccRt *rt, const VccStrided *d, const float *x, float *y)
+{
+    int64_t n = 1;
+    int a;
+    (void)rt;
+    for (a = 0; a < d->rank; a++) n *= d->dims[a];
+    if (n <= 0) return;
+    strided_copy_forward_kernel<<<vcc__grid(n), VCC_CUDA_THREADS>>>(n, *d, x, y);
+    VCC_CUDA_LAUNCHED();
+}
+
+static inline void expand_backward(VccRt *rt, int64_t n, const VccSumTo *d, const float *dy, float *dx)
+{
+    (void)rt;
+    if (n <= 0) return;
+    expand_backward_kernel<<<vcc__grid(n), VCC_CUDA_THREADS>>>(n, *d, dy, dx);
+    VCC_CUDA_LAUNCHED();
+}
+
+/* One Resize direction: y (out) from x (in) forward, dx (in) from dy (out) backward. */
+static inline void vcc__resize_launch(const VccResize *d, const float *src, float *dst, int backward)
+{
+    int64_t n = 1;
+    int a;
+    for (a = 0; a < d->rank; a++) n *= backward ? d->in[a] : d->out[a];
+    if (n <= 0) return;
+    resize_kernel<<<vcc__grid(n), VCC_CUDA_THREADS>>>(n, *d, src, dst, backward);
+    VCC_CUDA_LAUNCHED();
+}
+
+static inline void resize_forward(VccRt *rt, const VccResize *d, const float *x, float *y)
+{
+    (void)rt;
+    vcc__resize_launch(d, x, y, 0);
+}
+
+static inline void resize_backward(VccRt *rt, const VccResize *d, const float *dy, float *dx)
+{
+    (void)rt;
+    vcc__resize_launch(d, dy, dx, 1);
+}
+
+static inline void cast_f32_int_forward(VccRt *rt, int64_t n, int64_t lo, int64_t hi, const float *x, int64_t *y)
+{
+    (void)rt;
+    if (n <= 0) return;
+    cast_f32_int_forward_kernel<<<vcc__grid(n), VCC_CUDA_THREADS>>>(n, lo, hi, x, y);
+    VCC_CUDA_LAUNCHED();
+}
+
+static inline void cast_i64_f32_forward(VccRt *rt, int64_t n, const int64_t *x, float *y)
+{
+    (void)rt;
+    if (n <= 0) return;
+    cast_i64_f32_forward_kernel<<<vcc__grid(n), VCC_CUDA_THREADS>>>(n, x, y);
+    VCC_CUDA_LAUNCHED();
+}
+
+static inline void cast_i64_i32_forward(VccRt *rt, int64_t n, const int64_t *x, int64_t *y)
+{
+    (void)rt;
+    if (n <= 0) return;
+    cast_i64_i32_forward_kernel<<<vcc__grid(n), VCC_CUDA_THREADS>>>(n, x, y);
+    VCC_CUDA_LAUNCHED();
+}
+
+#define VCC_KERNEL VCC_KERNEL_CHECK
+#include "../proto/layout.h"
+#undef VCC_KERNEL
+
+#endif /* VCC_CUDA_LAYOUT_CUH */

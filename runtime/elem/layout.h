@@ -1,0 +1,291 @@
+/*
+ * elem/layout.h - the layout family's per-element arithmetic, written once for both targets: the
+ * index map of the strided copy (Concat, Split, Slice, Transpose, Expand, Tile, the scatter of
+ * SliceGrad), the sum over the copies of one element (SumToShape: the gradient of Expand and Tile),
+ * Resize's sampling (nearest and n-linear, ONNX Resize 10-19) and its adjoint (ResizeGrad), and the
+ * element casts (Cast). The CPU loops (cpu/layout.h) call these directly, the CUDA kernels
+ * (cuda/layout.cuh) from device code; the compiler evaluates Resize's coordinate map with the same
+ * functions (ir/ops/layout.c). Pure C99, no I/O, no state.
+ *
+ * Shape legend: N batch, C channels, T time, H height, W width; r a tensor's rank. All tensors are
+ * row-major. Offsets and strides count elements of the pointer's type (32-bit words for the copies:
+ * an int64 tensor moves as pairs of words).
+ */
+#ifndef VCC_ELEM_LAYOUT_H
+#define VCC_ELEM_LAYOUT_H
+
+#include "base.h"
+
+/* Dims of a strided walk: a rank-8 tensor's dims, each split in two by Tile (repeat, extent), and the
+ * word pair of an int64 element. */
+#define VCC_LAYOUT_MAXDIM 18
+
+/* VccStrided: the walk over every index (i0, ..., i(rank-1)) of dims, row-major, with the element
+ * offset sum_a i_a * xs[a] in x and sum_a i_a * ys[a] in y. A stride 0 repeats an element (Expand,
+ * Tile); strides of a permutation transpose. rank >= 1; dims past rank are unused. */
+typedef struct VccStrided {
+    int rank;
+    int64_t dims[VCC_LAYOUT_MAXDIM];
+    int64_t xs[VCC_LAYOUT_MAXDIM];
+    int64_t ys[VCC_LAYOUT_MAXDIM];
+} VccStrided;
+
+/* vcc_strided_offsets: the x and y offsets of the i-th index (row-major) of the first `rank` dims of d
+ * (the CPU loops walk rows: the first rank-1 dims, the last one in their inner loop). */
+VCC_HD void vcc_strided_offsets(const VccStrided *d, int rank, int64_t i, int64_t *xo, int64_t *yo)
+{
+    int64_t x = 0, y = 0;
+    int a;
+    for (a = rank - 1; a >= 0; a--) {
+        const int64_t q = i / d->dims[a], r = i - q * d->dims[a];
+        x += r * d->xs[a];
+        y += r * d->ys[a];
+        i = q;
+    }
+    *xo = x;
+    *yo = y;
+}
+
+/* VccSumTo: dx = the sum of dy over the copies of each dx element (the adjoint of a broadcast or a
+ * tiling). keep walks dx: its i-th element is at keep's y offset in dx, and its first copy at keep's x
+ * offset in dy; sum walks the copies (its xs: their dy strides; its ys are unused). */
+typedef struct VccSumTo {
+    VccStrided keep, sum;
+} VccSumTo;
+
+/* vcc_sum_to_element: the sum in double of dy[base + every offset of d->sum] (one dx element). */
+VCC_HD double vcc_sum_to_element(const VccSumTo *d, const float *dy, int64_t base)
+{
+    const VccStrided *s = &d->sum;
+    const int64_t inner = s->dims[s->rank - 1], step = s->xs[s->rank - 1];
+    int64_t rows = 1, r, j, xo, unused;
+    double acc = 0.0;
+    int a;
+    for (a = 0; a < s->rank - 1; a++) rows *= s->dims[a];
+    for (r = 0; r < rows; r++) {
+        vcc_strided_offsets(s, s->rank - 1, r, &xo, &unused);
+        for (j = 0; j < inner; j++) acc += (double)dy[base + xo + j * step];
+    }
+    return acc;
+}
+
+/* ------------------------------------------------------------------ Resize */
+
+/* ONNX Resize's coordinate_transformation_mode (opset 11+; opset 10 is asymmetric). */
+enum {
+    VCC_RESIZE_HALF_PIXEL = 0,
+    VCC_RESIZE_PYTORCH_HALF_PIXEL = 1,
+    VCC_RESIZE_ALIGN_CORNERS = 2,
+    VCC_RESIZE_ASYMMETRIC = 3,
+    VCC_RESIZE_TF_HALF_PIXEL_FOR_NEAREST = 4,
+    VCC_RESIZE_HALF_PIXEL_SYMMETRIC = 5
+};
+/* ONNX Resize's nearest_mode (opset 11+). Opset 10's per axis: ceil when the axis shrinks (scale < 1),
+ * floor otherwise (onnxruntime's reading of Resize-10, which the spec leaves open). */
+enum {
+    VCC_RESIZE_ROUND_PREFER_FLOOR = 0,
+    VCC_RESIZE_ROUND_PREFER_CEIL = 1,
+    VCC_RESIZE_FLOOR = 2,
+    VCC_RESIZE_CEIL = 3
+};
+
+/* VccResize: Resize of x (in[0], ..., in[rank-1]) to y (out[0], ..., out[rank-1]), e.g. (N, C, T, H, W).
+ * Per axis a: scale[a] is the scale factor (the scales input, or out/in when sizes are given), length[a]
+ * the target length scale[a] * in[a] (ONNX's output_width, a fraction when scales are given),
+ * nearest[a] the rounding of nearest mode. active[a] = 0 marks an axis whose map is the identity
+ * (the compiler checks it with these functions); it is then walked directly, which keeps n-linear's
+ * 2^(active axes) taps few. */
+typedef struct VccResize {
+    int rank;
+    int linear;                  /* 0: nearest, 1: n-linear */
+    int coord;                   /* VCC_RESIZE_HALF_PIXEL, ... */
+    int nearest[8];              /* VCC_RESIZE_ROUND_PREFER_FLOOR, ... */
+    int active[8];
+    int64_t in[8], out[8];
+    double scale[8], length[8];
+} VccResize;
+
+/* vcc_resize_coord: x_original of output index o on axis a (ONNX Resize, coordinate_transformation_mode,
+ * with length_resized the output's integer length as the spec's formulas say; only half_pixel_symmetric
+ * reads the fractional output_width, as its formula does). */
+VCC_HD double vcc_resize_coord(const VccResize *d, int a, int64_t o)
+{
+    const double x = (double)o, s = d->scale[a];
+    const int64_t out = d->out[a];
+    switch (d->coord) {
+    case VCC_RESIZE_PYTORCH_HALF_PIXEL: return out > 1 ? (x + 0.5) / s - 0.5 : 0.0;
+    case VCC_RESIZE_ALIGN_CORNERS: return out > 1 ? (double)(o * (d->in[a] - 1)) / (double)(out - 1) : 0.0;
+    case VCC_RESIZE_ASYMMETRIC: return x / s;
+    case VCC_RESIZE_TF_HALF_PIXEL_FOR_NEAREST: return (x + 0.5) / s;
+    case VCC_RESIZE_HALF_PIXEL_SYMMETRIC: {
+        const double adjustment = (double)out / d->length[a], center = (double)d->in[a] / 2.0;
+        return center * (1.0 - adjustment) + (x + 0.5) / s - 0.5;
+    }
+    default: return (x + 0.5) / s - 0.5; /* half_pixel */
+    }
+}
+
+/* vcc_resize_clamp: index i limited to [0, n - 1] (ONNX's reference pads the input with its edge). */
+VCC_HD int64_t vcc_resize_clamp(double i, int64_t n)
+{
+    return i <= 0.0 ? 0 : i >= (double)(n - 1) ? n - 1 : (int64_t)i;
+}
+
+/* vcc_resize_taps: the input taps of output index o on axis a: nearest mode, one index *i0 (= *i1, *w1 =
+ * 0); linear, *i0 with weight 1 - *w1 and *i1 with weight *w1 (the two neighbours of x_original,
+ * clamped to the axis). An integer x_original takes its own index only, in either mode. */
+VCC_HD void vcc_resize_taps(const VccResize *d, int a, int64_t o, int64_t *i0, int64_t *i1, double *w1)
+{
+    const double x = vcc_resize_coord(d, a, o), f = floor(x), r = x - f;
+    const int64_t n = d->in[a];
+    double pick = f;
+    if (d->linear) {
+        *i0 = vcc_resize_clamp(f, n);
+        *i1 = vcc_resize_clamp(f + 1.0, n);
+        *w1 = r;
+        return;
+    }
+    if (r != 0.0) {
+        switch (d->nearest[a]) {
+        case VCC_RESIZE_ROUND_PREFER_CEIL: pick = r < 0.5 ? f : f + 1.0; break;
+        case VCC_RESIZE_FLOOR: pick = f; break;
+        case VCC_RESIZE_CEIL: pick = f + 1.0; break;
+        default: pick = r <= 0.5 ? f : f + 1.0; break; /* round_prefer_floor */
+        }
+    }
+    *i0 = *i1 = vcc_resize_clamp(pick, n);
+    *w1 = 0.0;
+}
+
+/* vcc_resize_fwd: y element i (row-major over out) = the weighted sum, in double, of its taps in x
+ * (nearest: one; linear: 2 per active axis, the product of the axes' weights). */
+VCC_HD float vcc_resize_fwd(const VccResize *d, const float *x, int64_t i)
+{
+    int64_t i0[8], i1[8], stride[8], rest = i, base = 0;
+    double w1[8], acc = 0.0;
+    int act[8], nact = 0, a, c;
+    for (a = d->rank - 1; a >= 0; a--) {
+        const int64_t o = rest % d->out[a];
+        rest /= d->out[a];
+        stride[a] = a == d->rank - 1 ? 1 : stride[a + 1] * d->in[a + 1];
+        if (!d->active[a]) {
+            base += o * stride[a];
+            continue;
+        }
+        vcc_resize_taps(d, a, o, &i0[a], &i1[a], &w1[a]);
+        if (!d->linear) base += i0[a] * stride[a];
+        else act[nact++] = a;
+    }
+    if (!d->linear) return x[base];
+    for (c = 0; c < (1 << nact); c++) {
+        double w = 1.0;
+        int64_t off = base;
+        int k;
+        for (k = 0; k < nact; k++) {
+            const int aa = act[k], hi = (c >> k) & 1;
+            w *= hi ? w1[aa] : 1.0 - w1[aa];
+            off += (hi ? i1[aa] : i0[aa]) * stride[aa];
+        }
+        acc += w * (double)x[off];
+    }
+    return (float)acc;
+}
+
+/* vcc_resize_key: the index sampled by output o of axis a (linear: its first tap), non-decreasing in o. */
+VCC_HD int64_t vcc_resize_key(const VccResize *d, int a, int64_t o)
+{
+    int64_t i0, i1;
+    double w1;
+    vcc_resize_taps(d, a, o, &i0, &i1, &w1);
+    return i0;
+}
+
+/* vcc_resize_first: the first output index o of axis a whose key is >= k (out[a] if none): a binary
+ * search, the key being monotone. */
+VCC_HD int64_t vcc_resize_first(const VccResize *d, int a, int64_t k)
+{
+    int64_t lo = 0, hi = d->out[a];
+    while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (vcc_resize_key(d, a, mid) >= k) hi = mid;
+        else lo = mid + 1;
+    }
+    return lo;
+}
+
+/* vcc_resize_weight: the weight of input index i in output o's sample along axis a. */
+VCC_HD double vcc_resize_weight(const VccResize *d, int a, int64_t o, int64_t i)
+{
+    int64_t i0, i1;
+    double w1, w = 0.0;
+    vcc_resize_taps(d, a, o, &i0, &i1, &w1);
+    if (!d->linear) return i0 == i ? 1.0 : 0.0;
+    if (i0 == i) w += 1.0 - w1;
+    if (i1 == i) w += w1;
+    return w;
+}
+
+/* vcc_resize_bwd: dx element i (row-major over in) = the sum, in double, over the outputs that sample
+ * it of dy times its weight there: the adjoint of vcc_resize_fwd, gathered (no atomics, a fixed order).
+ * Per active axis the outputs that sample index j are one run of o (found by binary search): those
+ * whose key is j (nearest) or j - 1 or j (linear). */
+VCC_HD float vcc_resize_bwd(const VccResize *d, const float *dy, int64_t i)
+{
+    int64_t idx[8], lo[8], hi[8], o[8], ostride[8], rest = i, base = 0, total = 1, t;
+    int act[8], nact = 0, a, k;
+    double acc = 0.0;
+    for (a = d->rank - 1; a >= 0; a--) {
+        idx[a] = rest % d->in[a];
+        rest /= d->in[a];
+        ostride[a] = a == d->rank - 1 ? 1 : ostride[a + 1] * d->out[a + 1];
+        if (!d->active[a]) {
+            base += idx[a] * ostride[a];
+            continue;
+        }
+        lo[a] = vcc_resize_first(d, a, d->linear ? idx[a] - 1 : idx[a]);
+        hi[a] = vcc_resize_first(d, a, idx[a] + 1);
+        if (hi[a] <= lo[a]) return 0.0f; /* no output samples this element */
+        total *= hi[a] - lo[a];
+        act[nact++] = a;
+    }
+    for (t = 0; t < total; t++) { /* every output in the box of runs, the last active axis fastest */
+        int64_t rem = t, off = base;
+        double w = 1.0;
+        for (k = 0; k < nact; k++) {
+            const int aa = act[k];
+            const int64_t len = hi[aa] - lo[aa];
+            o[aa] = lo[aa] + rem % len;
+            rem /= len;
+            off += o[aa] * ostride[aa];
+            w *= vcc_resize_weight(d, aa, o[aa], idx[aa]);
+        }
+        acc += w * (double)dy[off];
+    }
+    return (float)acc;
+}
+
+/* ------------------------------------------------------------------ Cast */
+
+/* vcc_cast_f32_int: x truncated toward zero (ONNX Cast from float to an integer type), saturated to
+ * [lo, hi]; NaN gives 0 (ONNX leaves NaN and out-of-range values undefined). */
+VCC_HD int64_t vcc_cast_f32_int(float x, int64_t lo, int64_t hi)
+{
+    if (x != x) return 0;
+    if ((double)x <= (double)lo) return lo;
+    if ((double)x >= (double)hi) return hi;
+    return (int64_t)x;
+}
+
+/* vcc_cast_i64_f32: x rounded to the nearest float (ONNX Cast from INT64 to FLOAT). */
+VCC_HD float vcc_cast_i64_f32(int64_t x)
+{
+    return (float)x;
+}
+
+/* vcc_cast_i64_i32: x wrapped to int32 (ONNX Cast from INT64 to INT32; vcc keeps the result as int64). */
+VCC_HD int64_t vcc_cast_i64_i32(int64_t x)
+{
+    return (int64_t)(int32_t)(uint32_t)(uint64_t)x;
+}
+
+#endif /* VCC_ELEM_LAYOUT_H */
