@@ -100,9 +100,11 @@ static VccStatus dropout_canon(VccCtx *ctx, VccGraph *g, int k) {
     }
     float ratio = 0.0f;
     const char *why = NULL;
-    if (vcc_dropout_mode(g, n) < 0) why = "its training_mode input is not a constant bool scalar";
-    else if (dropout_trains(ctx, g, n)) why = dropout_ratio(g, n, &ratio);
-    if (why) {
+    if (vcc_dropout_mode(g, n) < 0) {
+        vcc_error(ctx, "node '%s' (Dropout): training_mode must be a constant bool scalar", n->name);
+        return VCC_ERR_UNSUPPORTED;
+    }
+    if (dropout_trains(ctx, g, n) && (why = dropout_ratio(g, n, &ratio))) {
         vcc_error(ctx, "node '%s' (Dropout): ratio %s", n->name, why);
         return VCC_ERR_UNSUPPORTED;
     }
