@@ -22,7 +22,9 @@
  * saved input X in backward rather than saved as int indices by the forward: X is usually alive in
  * backward anyway (a Relu output, read by ReluGrad; a conv's input), so saving indices would add
  * prod(out) ints live from forward to backward, while the recomputation costs one more pass over the
- * windows; the argmax lives in a workspace (int32 per output) for the backward node only, and dX is a
+ * windows. Where nothing else keeps X (S3D's branch pools read a Concat output), keeping it costs as much
+ * as int32 indices for a stride-1 pool and more for a strided one (prod(in) floats against prod(out)
+ * ints). The argmax lives in a workspace (int32 per output) for the backward node only, and dX is a
  * gather per input element (fixed order, no atomics on CUDA).
  */
 #include "ops.h"
