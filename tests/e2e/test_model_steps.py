@@ -91,8 +91,9 @@ def main():
     d = os.path.abspath(args.work)
     os.makedirs(d, exist_ok=True)
     name = args.model
-    exp = [sys.executable, os.path.join(MODELS_DIR, "export_video_nets.py"), "--model", name, "--out", d,
-           "--dropout", "0", "--num-classes", str(args.num_classes)]
+    exp = [sys.executable, os.path.join(MODELS_DIR, "export_video_nets.py"), "--model", name, "--out", d]
+    if name != "unet3d_block":  # the UNet has neither Dropout nor classes
+        exp += ["--dropout", "0", "--num-classes", str(args.num_classes)]
     if args.shape:
         exp += ["--shape", args.shape]
     run(exp, d)
