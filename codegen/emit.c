@@ -247,13 +247,24 @@ static int emit_state_table(FILE *f, const VccGraph *g) {
     return nstate;
 }
 
+/* The .npy dtype code of a graph input or output of dtype dt. */
+static const char *npy_code(VccDType dt) {
+    switch (dt) {
+    case VCC_I64: return "i8";
+    case VCC_I32: return "i4";
+    case VCC_F64: return "f8";
+    case VCC_BOOL: return "b1";
+    default: return "f4";
+    }
+}
+
 /* Forward-only programs: the graph inputs and outputs (read from and written to .npy files). */
 static void emit_io_tables(FILE *f, const VccGraph *g) {
     const int *lists[2] = {g->inputs, g->outputs};
     int counts[2] = {g->ninputs, g->noutputs};
     const char *names[2] = {"vcc_inputs", "vcc_outputs"};
     for (int l = 0; l < 2; l++) {
-        fprintf(f, "/* name, offset, bytes, rank, dims, is_i64 */\nstatic const VccIoInfo %s[] = {\n", names[l]);
+        fprintf(f, "/* name, offset, bytes, rank, dims, .npy dtype */\nstatic const VccIoInfo %s[] = {\n", names[l]);
         for (int i = 0; i < counts[l]; i++) {
             const VccTensor *x = &g->tensors[lists[l][i]];
             fputs("    {", f);
@@ -262,9 +273,9 @@ static void emit_io_tables(FILE *f, const VccGraph *g) {
             fprintf(f, ", %" PRId64 ", %" PRId64 ", %d, ", x->offset < 0 ? 0 : x->offset, vcc_tensor_bytes(x),
                     x->shape.rank);
             emit_dims(f, x);
-            fprintf(f, ", %d},\n", x->dtype == VCC_I64);
+            fprintf(f, ", \"%s\"},\n", npy_code(x->dtype));
         }
-        if (!counts[l]) fputs("    {NULL, 0, 0, 0, {0}, 0},\n", f);
+        if (!counts[l]) fputs("    {NULL, 0, 0, 0, {0}, NULL},\n", f);
         fputs("};\n", f);
     }
     fputs("\n", f);

@@ -26,12 +26,11 @@
  *
  *   Initializers  one tensor each, data copied into t->data in host byte order (t->data_bytes =
  *                 numel * element size), shape from dims. FLOAT -> VCC_F32, kind VCC_T_PARAM;
- *                 INT64 -> VCC_I64, kind VCC_T_CONST; INT32 -> widened to VCC_I64, kind VCC_T_CONST
- *                 (ONNX uses int32 tensors only for indices and shape-like values; every vcc op that
- *                 reads integers reads int64, and widening preserves every value exactly). Any other
- *                 element type is VCC_ERR_UNSUPPORTED. A later pass reclassifies BN running
+ *                 INT64 -> VCC_I64, INT32 -> VCC_I32, BOOL -> VCC_BOOL, DOUBLE -> VCC_F64, kind
+ *                 VCC_T_CONST (values for shape arithmetic, indices and masks, folded at compile time
+ *                 by passes/shape where they can be). Any other element type is VCC_ERR_UNSUPPORTED. A later pass reclassifies BN running
  *                 statistics as VCC_T_BUFFER. Data comes from raw_data (little-endian), from the typed
- *                 field (float_data, int64_data, int32_data) or from an external file (below). t->data is
+ *                 field (float_data, int64_data, int32_data, double_data) or from an external file (below). t->data is
  *                 non-NULL even for a tensor with zero elements (then data_bytes is 0).
  *
  *   External data data_location = EXTERNAL with keys "location" (required), "offset", "length".
@@ -41,8 +40,13 @@
  *                 numel * element size.
  *
  *   Constant      nodes of op type Constant produce no node: their output becomes a VCC_T_CONST
- *                 tensor with data, from the attribute value (a tensor), value_float (F32 scalar),
- *                 value_floats (F32 1-D), value_int (I64 scalar) or value_ints (I64 1-D).
+ *                 tensor with data, from the attribute value (a tensor, opset 1+), value_float (F32
+ *                 scalar), value_floats (F32 1-D), value_int (I64 scalar) or value_ints (I64 1-D), the
+ *                 last four from opset 12. sparse_value and value_string(s), and an attribute the
+ *                 model's opset does not have, are problems for the one report (VCC_PROB_ATTR, group
+ *                 "Constant attribute 'a'", with the reason).
+ *   ConstantOfShape  its value attribute (a one-element tensor) becomes a second input, a CONST
+ *                 tensor "<node>.value" (vcc's attributes hold no tensors).
  *
  *   Inputs        graph inputs that are not initializers become VCC_T_INPUT tensors (float and int64
  *                 inputs alike) listed in g->inputs; an input that is also an initializer (older

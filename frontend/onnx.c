@@ -34,7 +34,7 @@
 #include "onnx.pb-c.h"
 
 /* TensorProto.DataType values vcc reads. */
-enum { DT_FLOAT = 1, DT_INT32 = 6, DT_INT64 = 7, DT_BOOL = 9 };
+enum { DT_FLOAT = 1, DT_INT32 = 6, DT_INT64 = 7, DT_BOOL = 9, DT_DOUBLE = 11 };
 
 /* ======================================================================== loader state, diagnostics */
 
@@ -429,8 +429,9 @@ static int add_tensor_proto(Loader *L, const Onnx__TensorProto *tp, const char *
     switch (odt) {
     case DT_FLOAT: dt = VCC_F32; src_esize = 4; break;
     case DT_INT64: dt = VCC_I64; src_esize = 8; break;
-    case DT_INT32: dt = VCC_I64; src_esize = 4; break; /* widened, see frontend.h */
+    case DT_INT32: dt = VCC_I32; src_esize = 4; break;
     case DT_BOOL: dt = VCC_BOOL; src_esize = 1; break;
+    case DT_DOUBLE: dt = VCC_F64; src_esize = 8; break;
     default:
         add_unsupported_value(L, name, float_kind == VCC_T_PARAM ? VCC_T_PARAM : VCC_T_CONST, what,
                               vcc_onnx_dtype_name(odt));
@@ -471,7 +472,10 @@ static int add_tensor_proto(Loader *L, const Onnx__TensorProto *tp, const char *
         return -1;
     }
     /* BOOL and INT32 values sit in int32_data (TensorProto's comment on the field) */
-    size_t typed = odt == DT_FLOAT ? tp->n_float_data : odt == DT_INT64 ? tp->n_int64_data : tp->n_int32_data;
+    size_t typed = odt == DT_FLOAT    ? tp->n_float_data
+                   : odt == DT_INT64  ? tp->n_int64_data
+                   : odt == DT_DOUBLE ? tp->n_double_data
+                                      : tp->n_int32_data;
     size_t other_typed = tp->n_float_data + tp->n_int64_data + tp->n_int32_data + tp->n_double_data +
                          tp->n_uint64_data + tp->n_string_data - typed;
     if (other_typed) {
@@ -501,7 +505,11 @@ static int add_tensor_proto(Loader *L, const Onnx__TensorProto *tp, const char *
     } else if (typed) {
         if (typed != n) {
             fail(L, VCC_ERR_PARSE, "%s: %s holds %zu values, its dims need %zu", what,
-                 odt == DT_FLOAT ? "float_data" : odt == DT_INT64 ? "int64_data" : "int32_data", typed, n);
+                 odt == DT_FLOAT    ? "float_data"
+                 : odt == DT_INT64  ? "int64_data"
+                 : odt == DT_DOUBLE ? "double_data"
+                                    : "int32_data",
+                 typed, n);
             return -1;
         }
     } else if (n != 0) {
@@ -510,26 +518,19 @@ static int add_tensor_proto(Loader *L, const Onnx__TensorProto *tp, const char *
     }
 
     void *data = vcc_malloc(dst_bytes ? dst_bytes : 1); /* non-NULL even for an empty tensor */
-    if (odt == DT_INT32) {
-        int64_t *d = data;
-        for (size_t i = 0; i < n; i++) {
-            int32_t v;
-            if (src) {
-                uint32_t u = (uint32_t)src[4 * i] | (uint32_t)src[4 * i + 1] << 8 |
-                             (uint32_t)src[4 * i + 2] << 16 | (uint32_t)src[4 * i + 3] << 24;
-                memcpy(&v, &u, 4);
-            } else {
-                v = tp->int32_data[i];
-            }
-            d[i] = v;
-        }
-    } else if (odt == DT_BOOL) {
+    if (odt == DT_BOOL) {
         unsigned char *d = data;
         for (size_t i = 0; i < n; i++) d[i] = src ? src[i] != 0 : tp->int32_data[i] != 0;
     } else if (src) {
         copy_le(data, src, n, src_esize);
+    } else if (odt == DT_INT32) {
+        int32_t *d = data;
+        for (size_t i = 0; i < n; i++) d[i] = tp->int32_data[i];
     } else if (n) {
-        memcpy(data, odt == DT_FLOAT ? (const void *)tp->float_data : (const void *)tp->int64_data, dst_bytes);
+        memcpy(data, odt == DT_FLOAT    ? (const void *)tp->float_data
+                     : odt == DT_DOUBLE ? (const void *)tp->double_data
+                                        : (const void *)tp->int64_data,
+               dst_bytes);
     }
     if (src_owned) free(src);
 
@@ -724,7 +725,40 @@ static int attr_type(const Onnx__AttributeProto *a) {
     return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__UNDEFINED;
 }
 
-/* A Constant node: its output becomes a CONST tensor with data. label names the node in messages. */
+/* The value attributes of ONNX Constant by opset: value (TENSOR) since 1, sparse_value (SPARSE_TENSOR)
+ * since 11, value_float(s), value_int(s), value_string(s) since 12 (ONNX Operators, "Constant"). */
+static const struct {
+    const char *name;
+    int type, since;
+    VccDType dt; /* VCC_DT_UNDEF: a form vcc refuses */
+    const char *why;
+} constant_forms[] = {
+    {"value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR, 1, VCC_DT_UNDEF, NULL},
+    {"sparse_value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__SPARSE_TENSOR, 11, VCC_DT_UNDEF,
+     "sparse tensors are not supported"},
+    {"value_float", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT, 12, VCC_F32, NULL},
+    {"value_floats", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS, 12, VCC_F32, NULL},
+    {"value_int", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT, 12, VCC_I64, NULL},
+    {"value_ints", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS, 12, VCC_I64, NULL},
+    {"value_string", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING, 12, VCC_DT_UNDEF, "string tensors are not supported"},
+    {"value_strings", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS, 12, VCC_DT_UNDEF,
+     "string tensors are not supported"},
+};
+
+/* A Constant form vcc refuses: one problem for the report (group "Constant attribute 'a'"), and the
+ * output defined untyped so that the names of its readers still resolve. */
+static void constant_refused(Loader *L, const char *label, const char *out, const char *an, const char *why) {
+    char b[48];
+    char *group = vcc_strfmt("Constant attribute '%s'", an);
+    vcc_unsupported(L->ctx, VCC_PROB_ATTR, group, "'%s' (%s)", vcc_short_name(label, b, sizeof b), why);
+    free(group);
+    VccShape unknown = {.rank = 0};
+    for (int d = 0; d < VCC_MAX_RANK; d++) unknown.dims[d] = -1;
+    add_tensor(L, out, VCC_DT_UNDEF, &unknown, VCC_T_CONST);
+}
+
+/* A Constant node: its output becomes a CONST tensor with data (any form of constant_forms vcc has, in
+ * the opsets that define it). label names the node in messages. */
 static void load_constant(Loader *L, const Onnx__NodeProto *np, const char *label) {
     if (np->n_input != 0 || np->n_output != 1 || !np->output[0] || !*np->output[0]) {
         fail(L, VCC_ERR_PARSE, "node '%s' (Constant): expected no inputs and one named output", label);
@@ -743,9 +777,34 @@ static void load_constant(Loader *L, const Onnx__NodeProto *np, const char *labe
     const Onnx__AttributeProto *a = np->attribute[0];
     const char *an = str_or_empty(a->name);
     int at = attr_type(a);
-    VccShape shape = {0};
-    for (int i = 0; i < VCC_MAX_RANK; i++) shape.dims[i] = -1;
-    if (strcmp(an, "value") == 0 && at == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR && a->t) {
+    size_t f = 0, nforms = sizeof constant_forms / sizeof constant_forms[0];
+    while (f < nforms && strcmp(constant_forms[f].name, an) != 0) f++;
+    char why[96];
+    if (f == nforms) {
+        constant_refused(L, label, out, an, "not an attribute of Constant");
+        return;
+    }
+    if (L->g->opset < constant_forms[f].since) {
+        snprintf(why, sizeof why, "exists from opset %d; the model imports opset %lld", constant_forms[f].since,
+                 (long long)L->g->opset);
+        constant_refused(L, label, out, an, why);
+        return;
+    }
+    if (at != constant_forms[f].type) {
+        snprintf(why, sizeof why, "has type %s, ONNX defines %s", attr_type_name(at),
+                 attr_type_name(constant_forms[f].type));
+        constant_refused(L, label, out, an, why);
+        return;
+    }
+    if (constant_forms[f].why) {
+        constant_refused(L, label, out, an, constant_forms[f].why);
+        return;
+    }
+    if (at == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR) {
+        if (!a->t) {
+            fail(L, VCC_ERR_PARSE, "node '%s' (Constant): attribute 'value' holds no tensor", label);
+            return;
+        }
         size_t len = strlen(label) + 32;
         char *what = vcc_malloc(len);
         snprintf(what, len, "Constant '%s'", label);
@@ -753,26 +812,16 @@ static void load_constant(Loader *L, const Onnx__NodeProto *np, const char *labe
         free(what);
         return;
     }
-    VccDType dt;
-    size_t n;
-    const void *src;
-    if (strcmp(an, "value_float") == 0 && at == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT) {
-        dt = VCC_F32, n = 1, src = &a->f;
-    } else if (strcmp(an, "value_int") == 0 && at == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT) {
-        dt = VCC_I64, n = 1, src = &a->i;
-    } else if (strcmp(an, "value_floats") == 0 && at == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS) {
-        dt = VCC_F32, n = a->n_floats, src = a->floats, shape.rank = 1, shape.dims[0] = (int64_t)n;
-    } else if (strcmp(an, "value_ints") == 0 && at == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS) {
-        dt = VCC_I64, n = a->n_ints, src = a->ints, shape.rank = 1, shape.dims[0] = (int64_t)n;
-    } else {
-        size_t len = strlen(label) + 32;
-        char *what = vcc_malloc(len);
-        snprintf(what, len, "Constant '%s'", label);
-        char *kind = vcc_strfmt("%s (attribute '%s')", attr_type_name(at), an);
-        add_unsupported_value(L, out, VCC_T_CONST, what, kind);
-        free(kind);
-        free(what);
-        return;
+    VccShape shape = {0};
+    for (int i = 0; i < VCC_MAX_RANK; i++) shape.dims[i] = -1;
+    VccDType dt = constant_forms[f].dt;
+    size_t n = 1;
+    const void *src = dt == VCC_F32 ? (const void *)&a->f : (const void *)&a->i;
+    if (at == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS || at == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS) {
+        n = dt == VCC_F32 ? a->n_floats : a->n_ints;
+        src = dt == VCC_F32 ? (const void *)a->floats : (const void *)a->ints;
+        shape.rank = 1;
+        shape.dims[0] = (int64_t)n;
     }
     size_t bytes = n * vcc_dtype_size(dt);
     void *data = vcc_malloc(bytes ? bytes : 1);
@@ -784,10 +833,32 @@ static void load_constant(Loader *L, const Onnx__NodeProto *np, const char *labe
 
 /* ======================================================================== nodes */
 
+/* ConstantOfShape's value attribute (a one-element TENSOR) becomes the node's second input, a CONST
+ * tensor "<node>.value" holding it: vcc's attributes hold no tensors. */
+static void value_attr_as_input(Loader *L, VccNode *n, const Onnx__TensorProto *tp, const char *label) {
+    char *name = vcc_strfmt("%s.value", label);
+    for (int i = 1; name_find(L, name) >= 0; i++) {
+        free(name);
+        name = vcc_strfmt("%s.value_%d", label, i);
+    }
+    char *what = vcc_strfmt("ConstantOfShape '%s' attribute 'value'", label);
+    add_tensor_proto(L, tp, name, what, VCC_T_CONST);
+    int t = name_find(L, name); /* also the untyped placeholder of a value of another element type */
+    if (t >= 0) {
+        n->in = vcc_realloc(n->in, sizeof(int) * (size_t)(n->nin + 1));
+        if (n->nin == 0) n->in[n->nin++] = -1; /* no shape input: the shape rule reports it */
+        n->in[n->nin++] = t;
+    }
+    free(what);
+    free(name);
+}
+
 /* Copy np's attributes onto n. An attribute of a type vcc does not represent (TENSOR, GRAPH, ...) is a
- * problem for the report, except on a node whose op is unsupported anyway (it is dropped then). */
+ * problem for the report, except on a node whose op is unsupported anyway (it is dropped then), and
+ * ConstantOfShape's value, which becomes an input (value_attr_as_input). */
 static void copy_attributes(Loader *L, VccNode *n, const Onnx__NodeProto *np, const char *label, bool op_unsupported) {
     const char *op = str_or_empty(np->op_type);
+    bool value_seen = false;
     for (size_t k = 0; k < np->n_attribute; k++) {
         const Onnx__AttributeProto *a = np->attribute[k];
         const char *an = str_or_empty(a->name);
@@ -795,8 +866,14 @@ static void copy_attributes(Loader *L, VccNode *n, const Onnx__NodeProto *np, co
             fail(L, VCC_ERR_PARSE, "node '%s' (%s): attribute %zu has no name", label, op, k);
             continue;
         }
-        if (vcc_attr_get(n, an)) {
+        if (vcc_attr_get(n, an) || (value_seen && strcmp(an, "value") == 0)) {
             fail(L, VCC_ERR_PARSE, "node '%s' (%s): attribute '%s' is given twice", label, op, an);
+            continue;
+        }
+        if (n->op == VCC_OP_CONSTANT_OF_SHAPE && strcmp(an, "value") == 0 && !(a->ref_attr_name && *a->ref_attr_name) &&
+            attr_type(a) == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR && a->t) {
+            value_attr_as_input(L, n, a->t, label);
+            value_seen = true;
             continue;
         }
         if (a->ref_attr_name && *a->ref_attr_name) {

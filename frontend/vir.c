@@ -194,12 +194,11 @@ VirType vir_type(VirParser *p, char *dtype, const VirLoc *dloc, VirType dims) {
     VirType t = dims;
     t.dt = VCC_DT_UNDEF;
     if (dtype) {
-        if (strcmp(dtype, vcc_dtype_name(VCC_F32)) == 0) t.dt = VCC_F32;
-        else if (strcmp(dtype, vcc_dtype_name(VCC_I64)) == 0) t.dt = VCC_I64;
-        else if (strcmp(dtype, vcc_dtype_name(VCC_BOOL)) == 0) t.dt = VCC_BOOL;
-        else {
-            vir_report(p, dloc, VCC_ERR_UNSUPPORTED, "unknown dtype '%s' (f32, i64, bool or ? for not inferred yet)",
-                       dtype);
+        for (VccDType dt = VCC_F32; dt <= VCC_F64 && t.dt == VCC_DT_UNDEF; dt++)
+            if (strcmp(dtype, vcc_dtype_name(dt)) == 0) t.dt = dt;
+        if (t.dt == VCC_DT_UNDEF) {
+            vir_report(p, dloc, VCC_ERR_UNSUPPORTED,
+                       "unknown dtype '%s' (f32, i64, bool, i32, f64 or ? for not inferred yet)", dtype);
             t.bad = true;
         }
         free(dtype);

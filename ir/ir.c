@@ -96,6 +96,8 @@ size_t vcc_dtype_size(VccDType dt) {
     case VCC_F32: return 4;
     case VCC_I64: return 8;
     case VCC_BOOL: return 1;
+    case VCC_I32: return 4;
+    case VCC_F64: return 8;
     default: return 0;
     }
 }
@@ -105,8 +107,27 @@ const char *vcc_dtype_name(VccDType dt) {
     case VCC_F32: return "f32";
     case VCC_I64: return "i64";
     case VCC_BOOL: return "bool";
+    case VCC_I32: return "i32";
+    case VCC_F64: return "f64";
     default: return "?";
     }
+}
+
+int vcc_dtype_onnx(VccDType dt) {
+    switch (dt) {
+    case VCC_F32: return 1;
+    case VCC_I32: return 6;
+    case VCC_I64: return 7;
+    case VCC_BOOL: return 9;
+    case VCC_F64: return 11;
+    default: return 0;
+    }
+}
+
+VccDType vcc_dtype_from_onnx(int onnx_elem_type) {
+    for (VccDType dt = VCC_F32; dt <= VCC_F64; dt++)
+        if (vcc_dtype_onnx(dt) == onnx_elem_type) return dt;
+    return VCC_DT_UNDEF;
 }
 
 int64_t vcc_tensor_bytes(const VccTensor *t) {
@@ -177,29 +198,31 @@ VccGraph *vcc_graph_new(void) {
     return g;
 }
 
+void vcc_tensor_release(VccTensor *t) {
+    free(t->name);
+    free(t->data);
+    for (int d = 0; d < VCC_MAX_RANK; d++) free(t->dim_param[d]);
+}
+
+void vcc_node_release(VccNode *n) {
+    free(n->name);
+    free(n->onnx_op);
+    free(n->domain);
+    free(n->in);
+    free(n->out);
+    for (int a = 0; a < n->nattrs; a++) {
+        free(n->attrs[a].name);
+        free(n->attrs[a].ints);
+        free(n->attrs[a].floats);
+        free(n->attrs[a].s);
+    }
+    free(n->attrs);
+}
+
 void vcc_graph_free(VccGraph *g) {
     if (!g) return;
-    for (int i = 0; i < g->ntensors; i++) {
-        VccTensor *t = &g->tensors[i];
-        free(t->name);
-        free(t->data);
-        for (int d = 0; d < VCC_MAX_RANK; d++) free(t->dim_param[d]);
-    }
-    for (int i = 0; i < g->nnodes; i++) {
-        VccNode *n = &g->nodes[i];
-        free(n->name);
-        free(n->onnx_op);
-        free(n->domain);
-        free(n->in);
-        free(n->out);
-        for (int a = 0; a < n->nattrs; a++) {
-            free(n->attrs[a].name);
-            free(n->attrs[a].ints);
-            free(n->attrs[a].floats);
-            free(n->attrs[a].s);
-        }
-        free(n->attrs);
-    }
+    for (int i = 0; i < g->ntensors; i++) vcc_tensor_release(&g->tensors[i]);
+    for (int i = 0; i < g->nnodes; i++) vcc_node_release(&g->nodes[i]);
     for (int i = 0; i < g->nmeta; i++) {
         free(g->meta_keys[i]);
         free(g->meta_values[i]);

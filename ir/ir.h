@@ -154,8 +154,10 @@ char *vcc_strdup(const char *s);
 
 #define VCC_MAX_RANK 8
 
-/* Element types. VCC_BOOL (1 byte, 0 or 1) exists for constants only (Dropout's training_mode). */
-typedef enum { VCC_DT_UNDEF = 0, VCC_F32, VCC_I64, VCC_BOOL } VccDType;
+/* Element types: the ONNX element types a graph may hold. Run-time tensors are F32 (and the I64 labels);
+ * I64, I32, BOOL and F64 values are constants and the shape arithmetic folded at compile time
+ * (ir/ops/fold.c), unless an op reads them at run time. VCC_BOOL is 1 byte, 0 or 1. */
+typedef enum { VCC_DT_UNDEF = 0, VCC_F32, VCC_I64, VCC_BOOL, VCC_I32, VCC_F64 } VccDType;
 
 typedef struct {
     int rank;                       /* 0 = scalar */
@@ -264,6 +266,10 @@ VccOp vcc_op_from_onnx(const char *op_type);
 
 VccGraph *vcc_graph_new(void);
 void vcc_graph_free(VccGraph *g);
+/* Free what one tensor owns (name, data, dim_param names) or one node owns (names, operand lists,
+ * attributes); the struct itself stays (a pass that removes it from its array calls these). */
+void vcc_tensor_release(VccTensor *t);
+void vcc_node_release(VccNode *n);
 
 /* Add a tensor; name NULL gives "t<index>" (made unique). Names must be unique (asserted): names a pass
  * makes up go through vcc_tensor_add_unique. Returns the index. */
@@ -286,9 +292,14 @@ int64_t vcc_shape_numel(const VccShape *s);
  * numbers from a model goes through these. */
 bool vcc_mul_i64(int64_t a, int64_t b, int64_t *out);
 bool vcc_add_i64(int64_t a, int64_t b, int64_t *out);
-/* Bytes of one element of dt (4 for F32, 8 for I64). */
+/* Bytes of one element of dt (4 for F32 and I32, 8 for I64 and F64, 1 for BOOL; 0 for UNDEF). */
 size_t vcc_dtype_size(VccDType dt);
+/* The .vir name of dt: "f32", "i64", "bool", "i32", "f64" ("?" for UNDEF). */
 const char *vcc_dtype_name(VccDType dt);
+/* The ONNX TensorProto.DataType of dt (FLOAT 1, INT32 6, INT64 7, BOOL 9, DOUBLE 11; 0 for UNDEF), and
+ * back (VCC_DT_UNDEF for an element type vcc does not have). */
+int vcc_dtype_onnx(VccDType dt);
+VccDType vcc_dtype_from_onnx(int onnx_elem_type);
 #define VCC_MAX_TENSOR_BYTES ((int64_t)1 << 47) /* 128 TiB: larger tensors are refused, sizes never overflow */
 
 /* Byte size of a dt tensor of shape s into *bytes, with overflow checks. Returns false when a dim is

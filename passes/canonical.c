@@ -4,6 +4,8 @@
  * Requires: the forward graph from frontend/onnx.c.
  * Checks: nodes in topological order; what vcc supports (passes/support.c: ops, element types, attributes
  *   per the model's opset, inference-form exports), all problems in one report.
+ * Folds: nodes whose inputs are all constants with values (Constant nodes, arithmetic on them) become
+ *   those constants (ir/ops/fold.c), so canonical forms can read them.
  * Produces: each op in its family's internal form (VccOpDef.canon, ir/ops/<family>.c): e.g.
  *   BatchNormalization of every opset with an explicit training_mode, its running statistics BUFFERs
  *   updated in place (ir/ops/norm.c); the outputs of views (Flatten, Reshape, Identity, Squeeze, Unsqueeze)
@@ -41,6 +43,22 @@ VccStatus vcc_canonicalize(VccCtx *ctx, VccGraph *g) {
     }
     st = vcc_check_supported(ctx, g);
     if (st) return st;
+    /* values known already (Constant nodes, and nodes all of whose inputs are such constants, e.g. a
+     * Concat of two Constants that gives a Resize its scales) are computed now, so that the canonical
+     * forms below can read them as the constant inputs they need; the rest fold during shapes */
+    bool folded_any = false;
+    for (int k = 0; k < g->nnodes; k++) {
+        const VccNode *n = &g->nodes[k];
+        bool known = true;
+        for (int i = 0; i < n->nin && known; i++) {
+            const VccTensor *t = n->in[i] >= 0 ? &g->tensors[n->in[i]] : NULL;
+            known = !t || (t->kind == VCC_T_CONST && t->data != NULL);
+        }
+        bool folded = false;
+        if (known && (st = vcc_fold_node(ctx, g, k, &folded))) return st;
+        folded_any |= folded;
+    }
+    if (folded_any) vcc_fold_sweep(g);
     for (int k = 0; k < g->nnodes; k++) {
         vcc_attr_drop(&g->nodes[k], "consumed_inputs");
         const VccOpDef *def = vcc_op_def(g->nodes[k].op);

@@ -3,7 +3,9 @@
  *
  * Requires: canonical form; every graph input's shape bound (frontend resolves --shape).
  * Produces: dtype and shape for every forward node output; views get their own shape; ops with
- *   workspaces (Conv) gain their WORKSPACE outputs.
+ *   workspaces (Conv) gain their WORKSPACE outputs. Nodes whose inputs are all known while compiling
+ *   (constants, and static shapes for Shape/Size) are evaluated instead (ir/ops/fold.c): their outputs
+ *   become CONST tensors with data and the nodes go, with dead nodes and the constants only they read.
  * The rules are the op families' (ir/ops/<family>.c, VccOpDef.shape), after the ONNX operator spec.
  */
 #include "passes.h"
@@ -43,7 +45,9 @@ VccStatus vcc_infer_shapes(VccCtx *ctx, VccGraph *g) {
     }
     for (int k = 0; k < g->nnodes; k++) {
         if (g->nodes[k].phase != VCC_PHASE_FORWARD) continue;
-        VccStatus st = node_rule(ctx, g, k, false);
+        bool folded; /* evaluated while compiling: its outputs are constants now (ir/ops/fold.c) */
+        VccStatus st = vcc_fold_node(ctx, g, k, &folded);
+        if (!st && !folded) st = node_rule(ctx, g, k, false);
         if (st) return st;
         const VccNode *n = &g->nodes[k];
         for (int i = 0; i < n->nout; i++) {
@@ -55,20 +59,23 @@ VccStatus vcc_infer_shapes(VccCtx *ctx, VccGraph *g) {
             }
         }
     }
+    vcc_fold_sweep(g); /* folded nodes, dead nodes and the constants only they read go */
     /* the graph outputs as the model declares them (element type, fixed dims) */
     for (int i = 0; i < g->noutputs && g->output_decl; i++) {
         const VccTensor *t = &g->tensors[g->outputs[i]];
         const VccShape *d = &g->output_decl[i];
-        int want = g->output_elem_type[i], have = t->dtype == VCC_F32 ? 1 : t->dtype == VCC_I64 ? 7 : 9;
+        int want = g->output_elem_type[i], have = vcc_dtype_onnx(t->dtype);
         bool ok = (want == 0 || want == have) && (d->rank < 0 || d->rank == t->shape.rank);
         for (int k = 0; ok && d->rank >= 0 && k < d->rank; k++) ok = d->dims[k] < 0 || d->dims[k] == t->shape.dims[k];
         if (!ok) {
             char ty[160], dims[128];
             vcc_format_type(ty, sizeof ty, t);
             if (d->rank >= 0) vcc_shape_str(dims, sizeof dims, d);
+            static const char *const onnx_names[] = {[1] = "FLOAT", [6] = "INT32", [7] = "INT64", [9] = "BOOL",
+                                                     [11] = "DOUBLE"};
+            const char *wname = want > 0 && want <= 11 ? onnx_names[want] : NULL;
             vcc_error(ctx, "graph output '%s' is declared %s %s, but the graph computes %s", t->name,
-                      want == 1 ? "FLOAT" : want == 7 ? "INT64" : want == 9 ? "BOOL" : want ? "of another element type"
-                                                                                         : "(any type)",
+                      wname ? wname : want ? "of another element type" : "(any type)",
                       d->rank >= 0 ? dims : "(any shape)", ty);
             return VCC_ERR_SHAPE;
         }

@@ -4,17 +4,18 @@
  * Requires: the forward graph from a frontend (frontend/onnx.c keeps nodes of unsupported ops as
  *   VCC_OP_UNSUPPORTED and leaves element-type problems in ctx->problems).
  * Produces: nothing in the graph; one report (vcc_report_problems) of every problem found:
- *   - unsupported ops, grouped by op type;
+ *   - unsupported ops, grouped by op type (except nodes that fold while compiling: ir/ops/fold.c
+ *     evaluates them by op name);
  *   - attributes a node's op does not have in the model's opset, of the wrong type, or with a value vcc
  *     does not support (each with the reason);
  *   - when compiling a trainer, the signs of an inference-form export (eval mode, constant folding):
  *     BatchNormalization folded into convolutions, parameters with exporter-generated names,
  *     BatchNormalization or Dropout in inference mode. ctx->allow_inference_export accepts the graph as
- *     it is (then only a BatchNormalization in inference mode stays refused: vcc cannot train one).
+ *     it is (a BatchNormalization in inference mode then trains with its statistics frozen).
  *
  * The attributes of each op by opset, and the values vcc supports, are its family's (VccOpDef.attrs and
  * .check_attrs in ir/ops/<family>.c), after ONNX Operators' change log (https://onnx.ai/onnx/operators/).
- * Dropout (refused as an op; read here for its mode): 1/6 is_test, 7-11 no mode, 12+ training_mode input.
+ * Dropout's mode (1/6 is_test, 7-11 none, 12+ training_mode input): vcc_dropout_mode, ir/ops/dropout.c.
  */
 #include "passes.h"
 
@@ -103,19 +104,8 @@ static void check_training_form(VccCtx *ctx, const VccGraph *g) {
             if (vcc_batchnorm_form(g, n, &what, &why) == 0)
                 vcc_unsupported(ctx, VCC_PROB_TRAINING_FORM, "BatchNormalization in inference mode", "%s%s",
                                 label(n, b), g->opset >= 14 ? " (training_mode=0)" : " (one output)");
-        } else if (n->op == VCC_OP_UNSUPPORTED && n->onnx_op && !strcmp(n->onnx_op, "Dropout")) {
-            bool inference;
-            if (g->opset >= 12) {
-                int t = n->nin > 2 ? n->in[2] : -1;
-                const VccTensor *m = t >= 0 ? &g->tensors[t] : NULL;
-                /* no training_mode input, or a constant false one */
-                inference = !m || (m->data && m->data_bytes >= 1 && m->dtype == VCC_BOOL &&
-                                   !((const unsigned char *)m->data)[0]);
-            } else {
-                inference = g->opset < 7 && vcc_attr_int(n, "is_test", 0) != 0;
-            }
-            if (inference)
-                vcc_unsupported(ctx, VCC_PROB_TRAINING_FORM, "Dropout in inference mode", "%s", label(n, b));
+        } else if (n->op == VCC_OP_DROPOUT && vcc_dropout_mode(g, n) == 0) {
+            vcc_unsupported(ctx, VCC_PROB_TRAINING_FORM, "Dropout in inference mode", "%s", label(n, b));
         }
     }
     for (int t = 0; t < g->ntensors; t++) {
@@ -164,8 +154,10 @@ VccStatus vcc_check_supported(VccCtx *ctx, VccGraph *g) {
         vcc_unsupported(ctx, VCC_PROB_VERSION, "IR version", "%lld (vcc reads IR versions up to %d)",
                         (long long)g->ir_version, VCC_MAX_IR_VERSION);
     check_state_names(ctx, g);
+    bool *folds = vcc_fold_plan(g); /* nodes evaluated while compiling need no run-time op */
     for (int k = 0; k < g->nnodes; k++) {
         const VccNode *n = &g->nodes[k];
+        if (n->op == VCC_OP_UNSUPPORTED && folds[k]) continue;
         if (n->op == VCC_OP_UNSUPPORTED) {
             const char *op = n->onnx_op ? n->onnx_op : "?";
             if (n->domain) {
@@ -180,6 +172,7 @@ VccStatus vcc_check_supported(VccCtx *ctx, VccGraph *g) {
         check_attr_names(ctx, n, g->opset);
         if (vcc_op_def(n->op)->check_attrs) vcc_op_def(n->op)->check_attrs(ctx, g, n);
     }
+    free(folds);
     bool trainer = !ctx->forward_only && !ctx->eval;
     bool bn = false;
     for (int k = 0; k < g->nnodes && !bn; k++) bn = g->nodes[k].op == VCC_OP_BATCHNORM;
@@ -193,16 +186,6 @@ VccStatus vcc_check_supported(VccCtx *ctx, VccGraph *g) {
               "BatchNormalization layers are the values after the export's traced forward (one momentum step "
               "toward the example batch), and num_batches_tracked starts at 0\n", ctx->diag);
     }
-    if (trainer && !ctx->allow_inference_export) {
-        check_training_form(ctx, g);
-    } else if (trainer) {
-        for (int k = 0; k < g->nnodes; k++) {
-            const VccNode *n = &g->nodes[k];
-            const char *what, *why;
-            if (n->op == VCC_OP_BATCHNORM && vcc_batchnorm_form(g, n, &what, &why) == 0)
-                vcc_op_attr_problem(ctx, n, "%s in inference mode%s", "",
-                             "training a BatchNormalization with frozen statistics is not supported");
-        }
-    }
+    if (trainer && !ctx->allow_inference_export) check_training_form(ctx, g);
     return vcc_report_problems(ctx);
 }

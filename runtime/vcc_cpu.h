@@ -10,9 +10,12 @@
 #include "cpu/norm.h"
 #include "cpu/unary.h"
 #include "cpu/binary.h"
+#include "cpu/reduce.h"
 #include "cpu/pool.h"
+#include "cpu/pad.h"
 #include "cpu/layout.h"
 #include "cpu/matmul.h"
 #include "cpu/loss.h"
 #include "cpu/optim.h"
+#include "cpu/dropout.h"
 #endif /* VCC_CPU_H */

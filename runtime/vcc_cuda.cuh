@@ -10,9 +10,12 @@
 #include "cuda/norm.cuh"
 #include "cuda/unary.cuh"
 #include "cuda/binary.cuh"
+#include "cuda/reduce.cuh"
 #include "cuda/pool.cuh"
+#include "cuda/pad.cuh"
 #include "cuda/layout.cuh"
 #include "cuda/matmul.cuh"
 #include "cuda/loss.cuh"
 #include "cuda/optim.cuh"
+#include "cuda/dropout.cuh"
 #endif /* VCC_CUDA_CUH */

@@ -8,7 +8,12 @@
 #include "elem/conv.h"
 #include "elem/norm.h"
 #include "elem/unary.h"
+#include "elem/binary.h"
+#include "elem/reduce.h"
+#include "elem/pool.h"
+#include "elem/pad.h"
 #include "elem/layout.h"
 #include "elem/loss.h"
 #include "elem/optim.h"
+#include "elem/dropout.h"
 #endif /* VCC_ELEM_H */

@@ -3,13 +3,15 @@
  * evaluation of the graph, inputs and outputs as .npy files. Inlined after vcc_elem.h, vcc_io.h and
  * the target runtime and vcc_state.h, like vcc_main.h; it only calls the VccRt interface.
  *
- *   ./fwd IN_1.npy ... IN_n.npy -o OUT_1.npy ... OUT_m.npy [--weights W.safetensors]
+ *   ./fwd IN_1.npy ... IN_n.npy -o OUT_1.npy ... OUT_m.npy [--weights W.safetensors] [--seed S]
  *
  * Inputs in the order of the model's graph inputs (initializers excluded), outputs in the order of
  * its graph outputs; "--" ends the options (for file names that start with '-'). Each input must have
  * exactly the compiled dtype and shape. --weights defaults to the safetensors vcc wrote beside the
- * program (looked up in the binary's folder). -h/--help prints the usage and the compiled inputs and
- * outputs. Output files are checked before the run (vcc_check_writable: a writable folder, no FIFO,
+ * program (looked up in the binary's folder). A Dropout in training mode draws the masks of training
+ * step 1 under --seed S (default 0), the masks a trainer compiled from the same model draws at its first
+ * step with the same seed (runtime/elem/dropout.h); a bool output (a Dropout's mask) is written as a
+ * bool .npy. -h/--help prints the usage and the compiled inputs and outputs. Output files are checked before the run (vcc_check_writable: a writable folder, no FIFO,
  * device or folder at the path) and again when written; an output may not name the file of an input,
  * of --weights or of another output. Errors print one line "<program>: <file>: <problem>" (<program>
  * being the binary's name) and exit with status 1; a malformed command line (unknown option, wrong file
@@ -35,17 +37,19 @@ typedef struct {
 
 /* One graph input or output as "name float32 (2, 3)", for the usage text. */
 static void vcc_forward_describe(FILE *f, const VccIoInfo *d) {
-    fprintf(f, "    %s %s (", d->name, d->is_i64 ? "int64" : "float32");
+    char dt[32];
+    fprintf(f, "    %s %s (", d->name, vcc_npy_dtype_name(d->npy, dt, sizeof dt));
     for (int k = 0; k < d->rank; k++) fprintf(f, k ? ", %lld" : "%lld", (long long)d->dims[k]);
     fputs(d->rank == 1 ? ",)\n" : ")\n", f);
 }
 
 static void vcc_forward_usage(FILE *f, const VccForwardModel *m) {
     fprintf(f,
-            "usage: %s IN.npy... -o OUT.npy... [--weights W.safetensors]\n"
+            "usage: %s IN.npy... -o OUT.npy... [--weights W.safetensors] [--seed S]\n"
             "\n"
             "Evaluate the compiled model once: %d input .npy file(s), %d output .npy file(s), in this order.\n"
             "  --weights W    initializers, safetensors (default %s beside this program)\n"
+            "  --seed S       the seed of the Dropout masks, those of training step 1 (default 0)\n"
             "  --             the next words are files even when they start with '-'\n"
             "  -h, --help     this text\n"
             "inputs:\n",
@@ -56,7 +60,8 @@ static void vcc_forward_usage(FILE *f, const VccForwardModel *m) {
 }
 
 static int vcc_forward_main(int argc, char **argv, const VccForwardModel *m) {
-    const char *weights = NULL;
+    const char *weights = NULL, *seed = NULL;
+    long seed_value = 0;
     const char **in = (const char **)calloc((size_t)argc, sizeof *in), **out = (const char **)calloc((size_t)argc, sizeof *out);
     int nin = 0, nout = 0, outputs = 0, files_only = 0;
     char err[1024], wbuf[4096];
@@ -72,7 +77,8 @@ static int vcc_forward_main(int argc, char **argv, const VccForwardModel *m) {
             }
             if (!strcmp(a, "-o")) outputs = 1;
             else if (!strcmp(a, "--")) files_only = 1;
-            else if (!vcc_opt_match(argc, argv, &i, "--weights", &weights)) vcc_usage_error("unknown option '%s'", a);
+            else if (!vcc_opt_match(argc, argv, &i, "--weights", &weights) && !vcc_opt_match(argc, argv, &i, "--seed", &seed))
+                vcc_usage_error("unknown option '%s'", a);
             continue;
         }
         if (outputs) out[nout++] = a;
@@ -82,6 +88,7 @@ static int vcc_forward_main(int argc, char **argv, const VccForwardModel *m) {
         vcc_usage_error("expected %d input and %d output .npy files (IN... -o OUT...), got %d and %d", m->ninputs,
                         m->noutputs, nin, nout);
     if (!weights) weights = vcc_beside_program(argv[0], m->default_weights, wbuf, sizeof wbuf);
+    if (seed) vcc_option_count("--seed", seed, &seed_value);
     {
         VccFileArg *fin = (VccFileArg *)calloc((size_t)nin + 1, sizeof *fin);
         VccFileArg *fout = (VccFileArg *)calloc((size_t)nout + 1, sizeof *fout);
@@ -116,7 +123,7 @@ static int vcc_forward_main(int argc, char **argv, const VccForwardModel *m) {
         VccNpy a;
         char what[256];
         snprintf(what, sizeof what, "input '%.200s'", d->name);
-        if (vcc_npy_load_as(in[i], d->is_i64 ? "i8" : "f4", what, &a, err, sizeof err)) vcc_die(err);
+        if (vcc_npy_load_as(in[i], d->npy, what, &a, err, sizeof err)) vcc_die(err);
         int ok = a.rank == d->rank && a.nbytes == d->bytes;
         for (int k = 0; ok && k < d->rank; k++) ok = a.dims[k] == d->dims[k];
         if (!ok) {
@@ -128,6 +135,8 @@ static int vcc_forward_main(int argc, char **argv, const VccForwardModel *m) {
         vcc_upload(&rt, arena + d->offset, a.data, d->bytes);
         vcc_npy_free(&a);
     }
+    rt.seed = (uint64_t)seed_value;
+    rt.step = 1;
     m->step(&rt, arena, 0.0f, 0.0f, 0.0f);
     vcc_rt_sync(&rt);
     for (int i = 0; i < m->noutputs; i++) {
@@ -135,7 +144,7 @@ static int vcc_forward_main(int argc, char **argv, const VccForwardModel *m) {
         void *host = malloc(d->bytes ? d->bytes : 1);
         if (!host) vcc_die("out of memory");
         vcc_download(&rt, host, arena + d->offset, d->bytes);
-        if (vcc_npy_save(out[i], d->is_i64 ? "i8" : "f4", d->rank, d->dims, host, err, sizeof err)) vcc_die(err);
+        if (vcc_npy_save(out[i], d->npy, d->rank, d->dims, host, err, sizeof err)) vcc_die(err);
         free(host);
     }
     vcc_arena_free(&rt, arena);

@@ -1580,7 +1580,8 @@ VCC_IO_FN int vcc_st_save(const char *path, const VccStWrite *t, int n, char *er
 /* .npy writer                                                              */
 /* ======================================================================== */
 
-/* vcc_npy_save: write a little-endian .npy (format 1.0) of dtype "f4" or "i8" with the given shape
+/* vcc_npy_save: write a little-endian .npy (format 1.0) of dtype "f4", "i8", "i4", "f8" or "b1" (bool,
+ * one byte 0 or 1) with the given shape
  * (rank 0..8, dims in elements) from host memory holding prod(dims) elements; written to a new
  * temporary file beside path (vcc_io_create_tmp) and moved to path by vcc_io_commit. Returns 0, or
  * nonzero with a one-line message naming the file in err (an empty path, a path that is not a regular
@@ -1589,12 +1590,14 @@ VCC_IO_FN int vcc_npy_save(const char *path, const char *dtype, int rank, const 
                            char *err, size_t errlen)
 {
     char hdr[512], *tmp = NULL;
-    size_t len, pad, nbytes = strcmp(dtype, "i8") == 0 ? 8 : 4;
+    size_t len, pad, nbytes = !strcmp(dtype, "i8") || !strcmp(dtype, "f8") ? 8 : !strcmp(dtype, "b1") ? 1 : 4;
     int i, n;
     FILE *f;
-    if ((strcmp(dtype, "f4") && strcmp(dtype, "i8")) || rank < 0 || rank > 8)
+    if ((strcmp(dtype, "f4") && strcmp(dtype, "i8") && strcmp(dtype, "i4") && strcmp(dtype, "f8") &&
+         strcmp(dtype, "b1")) || rank < 0 || rank > 8)
         return vcc_io_errf(err, errlen, path, "cannot write dtype '%s' with rank %d", dtype, rank);
-    n = snprintf(hdr, sizeof hdr, "{'descr': '<%s', 'fortran_order': False, 'shape': (", dtype);
+    n = snprintf(hdr, sizeof hdr, "{'descr': '%c%s', 'fortran_order': False, 'shape': (", nbytes == 1 ? '|' : '<',
+                 dtype);
     for (i = 0; i < rank; i++) {
         n += snprintf(hdr + n, sizeof hdr - (size_t)n, "%lld,%s", (long long)dims[i], (i + 1 < rank) ? " " : "");
         nbytes *= (size_t)dims[i];

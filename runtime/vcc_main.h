@@ -7,7 +7,7 @@
  *
  *   ./train --data X.npy --labels Y.npy | --targets T.npy [--steps S] [--lr LR] [--momentum M] [--weight-decay WD]
  *           [--weights W.safetensors] [--out trained.safetensors] [--save-grads grads.safetensors]
- *           [--checkpoint-dir DIR] [--checkpoint-every K] [--keep-last N] [--resume DIR|FILE]
+ *           [--checkpoint-dir DIR] [--checkpoint-every K] [--keep-last N] [--resume DIR|FILE] [--seed S]
  *
  * (The binary of train.cu is train_cuda; every message starts with the binary's own name.)
  * X is float32 (S, C, T, H, W) with (C, T, H, W) as compiled, Y int64 (S,) with values in [0, K) (the
@@ -23,11 +23,16 @@
  * and BN running statistics after the last step (a complete --weights file); --save-grads the last
  * step's parameter gradients (named as their parameters).
  *
+ * Seed: --seed S (a decimal integer, default 0) keys the draws of the model's Dropout masks: the mask of
+ * a Dropout node at step k is a pure function of (S, the node, k) (runtime/elem/dropout.h), the same on
+ * the CPU and the GPU, so the same command line draws the same masks and another seed other masks. A
+ * Dropout with an ONNX seed attribute draws with that seed instead.
+ *
  * Checkpoints: --checkpoint-dir DIR (created if missing) receives DIR/step<k>.safetensors after every
  * K-th step (--checkpoint-every K, default 100; 0 = none but the last) and after the run's last step:
  * parameters, BN running statistics and momentum buffers ("<param>.momentum"), and in the safetensors
  * "__metadata__": vcc_checkpoint "1", step, data_position, samples, batch, steps, lr, momentum and
- * weight_decay (the shortest decimal text that reads back as the float used), model (a fingerprint of
+ * weight_decay (the shortest decimal text that reads back as the float used), seed, model (a fingerprint of
  * the compiled state table and arena size, the input shape and the class count), data (a fingerprint
  * of the clips and labels; data_file and labels_file name them), run (an id drawn when the run
  * started, kept across resumes) and program (the binary's name). A step's line is
@@ -42,12 +47,13 @@
  *
  * Resume: --resume DIR continues the run from the newest checkpoint in DIR that loads (a damaged one is
  * skipped with a warning); --resume FILE from that checkpoint. Parameters, BN statistics, momentum,
- * the step and the data position are restored, so the resumed run prints the losses the uninterrupted
- * run would have printed, bit for bit (on the GPU as far as the run itself is reproducible: cuDNN's
+ * the step, the data position and the seed are restored, so the resumed run draws the dropout masks and
+ * prints the losses the uninterrupted run would have, bit for bit (on the GPU as far as the run itself is reproducible: cuDNN's
  * atomics-based algorithms are not bitwise deterministic). The checkpoint must come from the same
  * compiled model, the same data and labels and the same --lr, --momentum and --weight-decay (else an
- * error names the difference; --weights CKPT starts a new run from a checkpoint's weights and momentum
- * instead).
+ * error names the difference; --seed, when given, must be the run's; a checkpoint without a seed, from a
+ * program before --seed, has the default 0; --weights CKPT starts a new run from a checkpoint's weights
+ * and momentum instead).
  * With --resume DIR, checkpoints go on into DIR unless --checkpoint-dir names another (empty) folder.
  * --weights and --resume exclude each other.
  *
@@ -105,6 +111,7 @@ typedef struct {
 typedef struct {
     const char *data, *labels, *targets, *weights, *out, *grads, *ckpt_dir, *resume;
     long steps, every, keep;                 /* every / keep: -1 until given */
+    long seed;                               /* --seed: -1 until given (then the default, 0, or the checkpoint's) */
     float lr, momentum, wd;
     char weights_buf[4096];
 } VccTrainArgs;
@@ -178,6 +185,7 @@ static void vcc_usage(FILE *f, const VccModel *m) {
             "  --keep-last N           keep the N newest checkpoints of the run (default %d; 0: all)\n"
             "  --resume DIR|FILE       continue the run of the newest complete checkpoint in DIR (or of FILE)\n"
             "                          where it stopped: same step numbers, samples and losses\n"
+            "  --seed S                the seed of the Dropout masks (default 0; a resumed run keeps its own)\n"
             "  -h, --help              this text\n",
             vcc_float_text(m->default_momentum, mom), m->default_weights, VCC_CKPT_EVERY_DEFAULT, VCC_KEEP_LAST_DEFAULT);
 }
@@ -187,10 +195,10 @@ static void vcc_usage(FILE *f, const VccModel *m) {
 static void vcc_train_args(int argc, char **argv, const VccModel *m, VccTrainArgs *a) {
     memset(a, 0, sizeof *a);
     a->steps = 1;
-    a->every = a->keep = -1;
+    a->every = a->keep = a->seed = -1;
     a->lr = 0.01f;
     a->momentum = m->default_momentum;
-    const char *steps = NULL, *every = NULL, *keep = NULL, *lr = NULL, *mom = NULL, *wd = NULL;
+    const char *steps = NULL, *every = NULL, *keep = NULL, *lr = NULL, *mom = NULL, *wd = NULL, *seed = NULL;
     for (int i = 1; i < argc; i++) {
         const char *x = argv[i];
         if (!strcmp(x, "-h") || !strcmp(x, "--help")) {
@@ -206,7 +214,8 @@ static void vcc_train_args(int argc, char **argv, const VccModel *m, VccTrainArg
             vcc_opt_match(argc, argv, &i, "--resume", &a->resume) || vcc_opt_match(argc, argv, &i, "--steps", &steps) ||
             vcc_opt_match(argc, argv, &i, "--checkpoint-every", &every) ||
             vcc_opt_match(argc, argv, &i, "--keep-last", &keep) || vcc_opt_match(argc, argv, &i, "--lr", &lr) ||
-            vcc_opt_match(argc, argv, &i, "--momentum", &mom) || vcc_opt_match(argc, argv, &i, "--weight-decay", &wd))
+            vcc_opt_match(argc, argv, &i, "--momentum", &mom) || vcc_opt_match(argc, argv, &i, "--weight-decay", &wd) ||
+            vcc_opt_match(argc, argv, &i, "--seed", &seed))
             continue;
         if (x[0] == '-') vcc_usage_error("unknown option '%s'", x);
         vcc_usage_error("unexpected argument '%s' (files are given with --data, --labels, ...)", x);
@@ -222,6 +231,7 @@ static void vcc_train_args(int argc, char **argv, const VccModel *m, VccTrainArg
     if (lr) vcc_option_float("--lr", lr, &a->lr);
     if (mom) vcc_option_float("--momentum", mom, &a->momentum);
     if (wd) vcc_option_float("--weight-decay", wd, &a->wd);
+    if (seed) vcc_option_count("--seed", seed, &a->seed);
     if (a->resume && a->weights)
         vcc_usage_error("--weights and --resume exclude each other (a resumed run takes its weights from the checkpoint)");
     if (!a->weights) a->weights = vcc_beside_program(argv[0], m->default_weights, a->weights_buf, sizeof a->weights_buf);
@@ -230,7 +240,7 @@ static void vcc_train_args(int argc, char **argv, const VccModel *m, VccTrainArg
 /* What a run is: the model, the data and the hyperparameters a resumed run must share with it. */
 typedef struct {
     char model[17], data[17], run[17];
-    char lr[32], momentum[32], wd[32];
+    char lr[32], momentum[32], wd[32], seed[32];
 } VccRunId;
 
 /* The metadata of a checkpoint after step `step` with the data position pos. */
@@ -252,6 +262,7 @@ static int vcc_ckpt_meta(const VccRunId *id, const VccTrainArgs *a, const VccMod
     VCC_META("lr", id->lr);
     VCC_META("momentum", id->momentum);
     VCC_META("weight_decay", id->wd);
+    VCC_META("seed", id->seed);
     VCC_META("model", id->model);
     VCC_META("data", id->data);
     VCC_META("data_file", a->data);
@@ -273,10 +284,11 @@ static const char *vcc_ckpt_need(const VccSafetensors *st, const char *path, con
     return v;
 }
 
-/* Check that the checkpoint st at path continues this run (same model, data, hyperparameters; a step
- * within --steps) and return its step and data position; dies with what differs. */
+/* Check that the checkpoint st at path continues this run (same model, data, hyperparameters, and seed
+ * when --seed is given; a step within --steps) and return its step, data position and seed; dies with
+ * what differs. */
 static void vcc_ckpt_accept(const VccSafetensors *st, const char *path, const VccRunId *id, const VccTrainArgs *a,
-                            int64_t S, int64_t N, long *step, int64_t *pos, char *run) {
+                            int64_t S, int64_t N, long *step, int64_t *pos, char *run, long *seed_out) {
     long k = -1, samples = -1, batch = -1, p = -1;
     if (strcmp(vcc_ckpt_need(st, path, "vcc_checkpoint"), "1") != 0)
         vcc_dief("%s: checkpoint format %s is not the format 1 this program reads", path, vcc_st_meta(st, "vcc_checkpoint"));
@@ -300,9 +312,17 @@ static void vcc_ckpt_accept(const VccSafetensors *st, const char *path, const Vc
             vcc_dief("%s: the run used %s %s, this command line gives %s %s: resume with the run's hyperparameters, "
                      "or start a new run from this checkpoint with --weights %s",
                      path, opts[i], vcc_st_meta(st, keys[i]), opts[i], ours[i], path);
+    long seed = 0;
+    const char *seed_text = vcc_st_meta(st, "seed");
+    if (seed_text && vcc_parse_count(seed_text, &seed)) vcc_dief("%s: damaged run metadata (seed '%s')", path, seed_text);
+    if (a->seed >= 0 && a->seed != seed)
+        vcc_dief("%s: the run used --seed %ld, this command line gives --seed %ld: resume with the run's seed (or "
+                 "without --seed), or start a new run from this checkpoint with --weights %s",
+                 path, seed, a->seed, path);
     if (k > a->steps)
         vcc_dief("%s: the run is at step %ld, past --steps %ld (--steps counts the run's steps from 1)", path, k, a->steps);
     snprintf(run, 17, "%.16s", vcc_ckpt_need(st, path, "run"));
+    *seed_out = seed;
     *step = k;
     *pos = p;
 }
@@ -448,7 +468,7 @@ static int vcc_trainer_main(int argc, char **argv, const VccModel *m) {
             snprintf(path, sizeof path, "%s", a.resume);
             if (vcc_st_load(path, &st, err, sizeof err)) vcc_die(err);
         }
-        vcc_ckpt_accept(&st, path, &id, &a, S, N, &start, &pos, id.run);
+        vcc_ckpt_accept(&st, path, &id, &a, S, N, &start, &pos, id.run, &a.seed);
         if (vcc_state_check(&st, path, m->state, m->nstate, 1, err, sizeof err)) vcc_die(err);
         vcc_state_upload(&rt, &st, m->state, m->nstate, arena);
         vcc_st_free(&st);
@@ -461,6 +481,9 @@ static int vcc_trainer_main(int argc, char **argv, const VccModel *m) {
         uint64_t r = vcc_fnv_u64(vcc_fnv_u64(vcc_fnv_u64(model_fp, (uint64_t)now.tv_sec), (uint64_t)now.tv_nsec), (uint64_t)getpid());
         snprintf(id.run, sizeof id.run, "%016llx", (unsigned long long)r);
     }
+    if (a.seed < 0) a.seed = 0;
+    rt.seed = (uint64_t)a.seed;
+    snprintf(id.seed, sizeof id.seed, "%ld", a.seed);
     if (ckpt_dir) {
         if (!claimed) vcc_ckpt_claim(ckpt_dir, a.resume ? from_dir : NULL);
         vcc_catch_stop_signals(ckpt_dir);
@@ -485,6 +508,7 @@ static int vcc_trainer_main(int argc, char **argv, const VccModel *m) {
                            (const unsigned char *)tg.data + (size_t)s * target_bytes, target_bytes);
         }
         if (labels) vcc_upload(&rt, arena + m->label_offset, batch_labels, sizeof(int64_t) * (size_t)N);
+        rt.step = (uint64_t)k;
         m->step(&rt, arena, a.lr, a.momentum, a.wd);
         float loss = vcc_read_scalar(&rt, (const float *)(arena + m->loss_offset));
         pos = (pos + N) % S;

@@ -319,7 +319,7 @@ typedef struct {
     size_t offset, bytes;
     int rank;
     int64_t dims[8];
-    int is_i64;
+    const char *npy; /* the .npy dtype code: "f4" (float32), "i8" (int64); outputs also "i4", "f8", "b1" */
 } VccIoInfo;
 
 /* vcc_clip_shape: "(S, 3, 8, 56, 56)", the compiled shape (N, C, T, H, W) with the sample count left

@@ -5,6 +5,7 @@
 #include "ops.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -100,6 +101,17 @@ void vcc_attr_drop(VccNode *n, const char *name) {
     }
 }
 
+void vcc_drop_inputs(VccGraph *g, int k, int from) {
+    VccNode *n = &g->nodes[k];
+    int nin = n->nin;
+    if (nin <= from) return;
+    n->nin = from;
+    for (int i = from; i < nin; i++) {
+        int t = n->in[i];
+        if (t >= 0 && g->tensors[t].kind == VCC_T_PARAM && !vcc_tensor_is_used(g, t)) g->tensors[t].kind = VCC_T_CONST;
+    }
+}
+
 bool vcc_tensor_is_used(const VccGraph *g, int t) {
     for (int i = 0; i < g->noutputs; i++)
         if (g->outputs[i] == t) return true;
@@ -180,6 +192,23 @@ const char *vcc_emit_f32(VccEmit *e, int t) {
     if (t < 0) return "NULL";
     char *buf = e->ptr[e->next++ % 16];
     snprintf(buf, sizeof e->ptr[0], "VCC_F(%" PRId64 ")", e->g->tensors[t].offset);
+    return buf;
+}
+
+void vcc_emit_i64s(VccEmit *e, int nlists, const int64_t *const *lists, const int *lens) {
+    for (int l = 0; l < nlists; l++) {
+        fputs(l ? ", {" : "{", e->f);
+        for (int i = 0; i < lens[l]; i++) fprintf(e->f, i ? ", %" PRId64 : "%" PRId64, lists[l][i]);
+        fputc('}', e->f);
+    }
+}
+
+const char *vcc_emit_float(VccEmit *e, float v) {
+    char *buf = e->ptr[e->next++ % 16];
+    if (isinf(v)) return v < 0 ? "-INFINITY" : "INFINITY";
+    if (isnan(v)) return "NAN";
+    int len = snprintf(buf, sizeof e->ptr[0], "%.9g", (double)v);
+    snprintf(buf + len, sizeof e->ptr[0] - (size_t)len, strpbrk(buf, ".e") ? "f" : ".0f");
     return buf;
 }
 

@@ -1,11 +1,25 @@
 /*
- * conv.c — the conv family: Conv, and its backward ops ConvGradData and ConvGradFilter.
+ * conv.c — the conv family: Conv and ConvTranspose, and their backward ops ConvGradData, ConvGradFilter,
+ * ConvTransposeGradData and ConvTransposeGradFilter.
  *
- * Kernels: runtime/{elem,proto,cpu,cuda}/conv.* (im2col + GEMM on the CPU, cuDNN on CUDA).
- * Attribute decoding (vcc_conv_params) gives VccConvParams: explicit pads, out sizes.
- * Source: ONNX Operators, "Conv" (opsets 1 and 11, no semantic change through 22): output size
+ * Kernels: runtime/{elem,proto,cpu,cuda}/conv.* (im2col + GEMM on the CPU; cuDNN on CUDA, im2col +
+ * cuBLAS there for pads cuDNN does not take). Every op computes with one convolution geometry
+ * (VccConvParams, one runtime descriptor): Conv's own, and for ConvTranspose the Conv whose adjoint it is
+ * (its Y in the role of that Conv's input, its X in the role of the output; same weight). Then
+ *   Conv                     y  = conv(x, w) + b                conv_forward
+ *   ConvGradData             dx = conv^T(dy, w)                 conv_backward_data
+ *   ConvGradFilter           dw, db                             conv_backward_filter
+ *   ConvTranspose            y  = conv^T(x, w) + b              conv_transpose_forward
+ *   ConvTransposeGradData    dx = conv(dy, w)                   conv_forward, no bias
+ *   ConvTransposeGradFilter  dw = conv's filter gradient (input dy, output gradient x), db = sum of dy
+ *                                                               conv_transpose_backward_filter
+ * so the transposed op reuses the Conv kernels. Every op's workspace is the im2col buffer of its
+ * geometry (vcc_conv_ws_bytes).
+ * Sources: ONNX Operators "Conv" (opsets 1 and 11, no semantic change through 22):
  *   out = floor((in + pad_begin + pad_end - dilation*(kernel-1) - 1) / stride) + 1,
- * auto_pad SAME_UPPER/SAME_LOWER: out = ceil(in / stride), the odd pad at the end (UPPER) or begin (LOWER).
+ * auto_pad SAME_UPPER/SAME_LOWER: out = ceil(in / stride), the odd pad at the end (UPPER) or begin (LOWER);
+ * ONNX Operators "ConvTranspose" (opsets 1 and 11; conv_transpose_geometry gives the output size and
+ * pads); gradients as PyTorch's convolution_backward.
  */
 #include "ops.h"
 
@@ -23,10 +37,25 @@ static bool has_nonzero_pads(const VccNode *node) {
     return false;
 }
 
-VccStatus vcc_conv_params(VccCtx *ctx, const VccNode *node, const VccShape *x, const VccShape *w,
-                          VccConvParams *p) {
+/* An optional INTS attribute of want values into v (dflt where it is absent). */
+static VccStatus attr_n(VccCtx *ctx, const VccNode *node, const char *name, int want, int64_t *v, int64_t dflt) {
+    int64_t tmp[6];
+    int cnt = vcc_attr_ints(node, name, tmp, 6);
+    for (int i = 0; i < want; i++) v[i] = cnt == want ? tmp[i] : dflt;
+    if (cnt < 0 || cnt == want) return VCC_OK;
+    vcc_error(ctx, "node '%s' (%s): %s has %d values, expected %d", node->name, vcc_node_op(node), name, cnt, want);
+    return VCC_ERR_SHAPE;
+}
+
+/* What Conv and ConvTranspose read alike: 1-3 spatial dims (rank 3-5), the weight's rank, group and the
+ * channels (Conv: W (K, C/group, ...); transpose: W (C, K/group, ...), C = X's channels, and p gets the
+ * transposed geometry's C = K and K = C), the kernel (the weight's spatial dims; kernel_shape, when
+ * given, must agree), strides, dilations, and auto_pad (one of the four values; explicit pads only with
+ * NOTSET). x's spatial sizes are bounded like the rest. */
+static VccStatus conv_common(VccCtx *ctx, const VccNode *node, const VccShape *x, const VccShape *w, bool transpose,
+                             VccConvParams *p, const char **auto_pad) {
     memset(p, 0, sizeof *p);
-    const char *op = node->onnx_op ? node->onnx_op : vcc_op_name(node->op);
+    const char *op = vcc_node_op(node);
     if (x->rank < 3 || x->rank > 5) {
         vcc_error(ctx, "node '%s' (%s): input has rank %d; vcc supports 1-3 spatial dims (rank 3-5)", node->name,
                   op, x->rank);
@@ -40,74 +69,84 @@ VccStatus vcc_conv_params(VccCtx *ctx, const VccNode *node, const VccShape *x, c
     int n = x->rank - 2;
     p->nsp = n;
     p->N = x->dims[0];
-    p->C = x->dims[1];
-    p->K = w->dims[0];
     p->group = vcc_attr_int(node, "group", 1);
-    if (p->group < 1 || p->C % p->group || p->K % p->group || w->dims[1] * p->group != p->C) {
+    int64_t cin = x->dims[1], g = p->group;
+    if (g < 1 || cin % g ||
+        (transpose ? w->dims[0] != cin || !vcc_mul_i64(w->dims[1], g, &p->C)
+                   : w->dims[0] % g || w->dims[1] != cin / g)) {
         vcc_error(ctx, "node '%s' (%s): group=%lld does not fit input channels %lld and weight (%lld, %lld, ...)",
-                  node->name, op, (long long)p->group, (long long)p->C, (long long)w->dims[0],
-                  (long long)w->dims[1]);
+                  node->name, op, (long long)g, (long long)cin, (long long)w->dims[0], (long long)w->dims[1]);
         return VCC_ERR_SHAPE;
     }
-    int64_t v[6] = {0};
-    int cnt;
+    if (transpose) {
+        p->K = cin;
+    } else {
+        p->C = cin;
+        p->K = w->dims[0];
+    }
+    int64_t v[3];
+    VccStatus st = attr_n(ctx, node, "kernel_shape", n, v, 0);
+    if (st) return st;
+    bool have_ks = vcc_attr_ints(node, "kernel_shape", v, 0) >= 0;
     for (int i = 0; i < n; i++) {
-        p->in[i] = x->dims[2 + i];
         p->kernel[i] = w->dims[2 + i];
-        p->stride[i] = p->dilation[i] = 1;
-    }
-    if ((cnt = vcc_attr_ints(node, "kernel_shape", v, 6)) >= 0) {
-        if (cnt != n) goto bad_len_kernel;
-        for (int i = 0; i < n; i++)
-            if (v[i] != p->kernel[i]) {
-                vcc_error(ctx, "node '%s' (%s): kernel_shape[%d]=%lld but the weight has %lld", node->name, op, i,
-                          (long long)v[i], (long long)p->kernel[i]);
-                return VCC_ERR_SHAPE;
-            }
-    }
-    if ((cnt = vcc_attr_ints(node, "strides", v, 6)) >= 0) {
-        if (cnt != n) {
-            vcc_error(ctx, "node '%s' (%s): strides has %d values, expected %d", node->name, op, cnt, n);
+        if (have_ks && v[i] != p->kernel[i]) {
+            vcc_error(ctx, "node '%s' (%s): kernel_shape[%d]=%lld but the weight has %lld", node->name, op, i,
+                      (long long)v[i], (long long)p->kernel[i]);
             return VCC_ERR_SHAPE;
         }
-        for (int i = 0; i < n; i++) p->stride[i] = v[i];
     }
-    if ((cnt = vcc_attr_ints(node, "dilations", v, 6)) >= 0) {
-        if (cnt != n) {
-            vcc_error(ctx, "node '%s' (%s): dilations has %d values, expected %d", node->name, op, cnt, n);
-            return VCC_ERR_SHAPE;
-        }
-        for (int i = 0; i < n; i++) p->dilation[i] = v[i];
-    }
+    if ((st = attr_n(ctx, node, "strides", n, p->stride, 1)) ||
+        (st = attr_n(ctx, node, "dilations", n, p->dilation, 1)))
+        return st;
     for (int i = 0; i < n; i++)
         if (p->stride[i] < 1 || p->dilation[i] < 1 || p->kernel[i] < 1 || p->stride[i] > VCC_CONV_ATTR_MAX ||
-            p->dilation[i] > VCC_CONV_ATTR_MAX || p->kernel[i] > VCC_CONV_ATTR_MAX || p->in[i] > VCC_CONV_ATTR_MAX) {
+            p->dilation[i] > VCC_CONV_ATTR_MAX || p->kernel[i] > VCC_CONV_ATTR_MAX ||
+            x->dims[2 + i] > VCC_CONV_ATTR_MAX) {
             vcc_error(ctx, "node '%s' (%s): strides, dilations, kernel and input sizes must be from 1 to 2^31-1",
                       node->name, op);
             return VCC_ERR_SHAPE;
         }
-    const char *auto_pad = vcc_attr_string(node, "auto_pad", "NOTSET");
-    if (strcmp(auto_pad, "NOTSET") == 0) {
-        if ((cnt = vcc_attr_ints(node, "pads", v, 6)) >= 0) {
-            if (cnt != 2 * n) {
-                vcc_error(ctx, "node '%s' (%s): pads has %d values, expected %d", node->name, op, cnt, 2 * n);
-                return VCC_ERR_SHAPE;
-            }
-            for (int i = 0; i < n; i++) {
-                p->pad_begin[i] = v[i];
-                p->pad_end[i] = v[n + i];
-                if (v[i] < 0 || v[n + i] < 0 || v[i] > VCC_CONV_ATTR_MAX || v[n + i] > VCC_CONV_ATTR_MAX) {
-                    vcc_error(ctx, "node '%s' (%s): pads must be from 0 to 2^31-1", node->name, op);
-                    return VCC_ERR_SHAPE;
-                }
-            }
-        }
-    } else if (has_nonzero_pads(node)) {
-        vcc_error(ctx, "node '%s' (%s): auto_pad=%s and explicit pads are given together", node->name, op, auto_pad);
+    *auto_pad = vcc_attr_string(node, "auto_pad", "NOTSET");
+    if (strcmp(*auto_pad, "NOTSET") != 0 && has_nonzero_pads(node)) {
+        vcc_error(ctx, "node '%s' (%s): auto_pad=%s and explicit pads are given together", node->name, op, *auto_pad);
         return VCC_ERR_SHAPE;
-    } else if (strcmp(auto_pad, "VALID") == 0) {
-        /* all pads zero */
-    } else if (strcmp(auto_pad, "SAME_UPPER") == 0 || strcmp(auto_pad, "SAME_LOWER") == 0) {
+    }
+    if (strcmp(*auto_pad, "NOTSET") && strcmp(*auto_pad, "VALID") && strcmp(*auto_pad, "SAME_UPPER") &&
+        strcmp(*auto_pad, "SAME_LOWER")) {
+        vcc_error(ctx, "node '%s' (%s): unknown auto_pad '%s'", node->name, op, *auto_pad);
+        return VCC_ERR_SHAPE;
+    }
+    return VCC_OK;
+}
+
+/* The explicit pads attribute (auto_pad NOTSET) into begin/end (0 where absent): 2n values from 0 to 2^31-1. */
+static VccStatus explicit_pads(VccCtx *ctx, const VccNode *node, int n, int64_t *begin, int64_t *end) {
+    int64_t v[6];
+    VccStatus st = attr_n(ctx, node, "pads", 2 * n, v, 0);
+    if (st) return st;
+    for (int i = 0; i < n; i++) {
+        begin[i] = v[i];
+        end[i] = v[n + i];
+        if (v[i] < 0 || v[n + i] < 0 || v[i] > VCC_CONV_ATTR_MAX || v[n + i] > VCC_CONV_ATTR_MAX) {
+            vcc_error(ctx, "node '%s' (%s): pads must be from 0 to 2^31-1", node->name, vcc_node_op(node));
+            return VCC_ERR_SHAPE;
+        }
+    }
+    return VCC_OK;
+}
+
+/* Conv's geometry (ONNX Operators "Conv"). */
+static VccStatus conv_geometry(VccCtx *ctx, const VccNode *node, const VccShape *x, const VccShape *w,
+                               VccConvParams *p) {
+    const char *auto_pad, *op = vcc_node_op(node);
+    VccStatus st = conv_common(ctx, node, x, w, false, p, &auto_pad);
+    if (st) return st;
+    int n = p->nsp;
+    for (int i = 0; i < n; i++) p->in[i] = x->dims[2 + i];
+    if (strcmp(auto_pad, "NOTSET") == 0) {
+        if ((st = explicit_pads(ctx, node, n, p->pad_begin, p->pad_end))) return st;
+    } else if (strncmp(auto_pad, "SAME_", 5) == 0) {
         for (int i = 0; i < n; i++) {
             int64_t out = (p->in[i] + p->stride[i] - 1) / p->stride[i];
             int64_t total = (out - 1) * p->stride[i] + (p->kernel[i] - 1) * p->dilation[i] + 1 - p->in[i];
@@ -116,24 +155,105 @@ VccStatus vcc_conv_params(VccCtx *ctx, const VccNode *node, const VccShape *x, c
             p->pad_begin[i] = auto_pad[5] == 'U' ? small : big;
             p->pad_end[i] = auto_pad[5] == 'U' ? big : small;
         }
-    } else {
-        vcc_error(ctx, "node '%s' (%s): unknown auto_pad '%s'", node->name, op, auto_pad);
-        return VCC_ERR_SHAPE;
-    }
+    } /* VALID: all pads zero */
+    /* a pooling window in ceil_mode (PyTorch, ONNX) may end up to stride-1 past the padded input */
+    bool ceil = vcc_attr_int(node, "ceil_mode", 0) != 0;
     for (int i = 0; i < n; i++) {
         int64_t span = p->in[i] + p->pad_begin[i] + p->pad_end[i] - p->dilation[i] * (p->kernel[i] - 1) - 1;
-        if (span < 0) {
+        if (span + (ceil ? p->stride[i] - 1 : 0) < 0) {
             vcc_error(ctx, "node '%s' (%s): kernel extent exceeds the padded input in spatial dim %d", node->name,
                       op, i);
             return VCC_ERR_SHAPE;
         }
-        p->out[i] = span / p->stride[i] + 1;
+        p->out[i] = span < 0 ? 1 : span / p->stride[i] + 1; /* ceil_mode: the pool family rounds up */
     }
     return VCC_OK;
+}
 
-bad_len_kernel:
-    vcc_error(ctx, "node '%s' (%s): kernel_shape has %d values, expected %d", node->name, op, cnt, n);
-    return VCC_ERR_SHAPE;
+/* floor(a / 2), also for negative a (a total padding below zero: output_shape past the input's reach). */
+static int64_t floor_half(int64_t a) { return a >= 0 ? a / 2 : -((1 - a) / 2); }
+
+/* ConvTranspose's geometry as the Conv whose adjoint it is (ONNX Operators "ConvTranspose"):
+ * X (N, C, D...), W (C, K/group, k...) -> Y (N, K, O...) with, per spatial dim,
+ *   O = stride*(D-1) + output_padding + dilation*(k-1) + 1 - pad_begin - pad_end;
+ * output_shape, when given, is O and the pads follow from it; auto_pad SAME_* makes O = D*stride. The
+ * total padding splits, as in onnx's reference implementation and onnxruntime, with floor(total/2) at
+ * the begin for SAME_UPPER and at the end otherwise (NOTSET, VALID, SAME_LOWER); a negative total (an
+ * output larger than the input reaches) leaves output elements that nothing reaches. Opset 1 states the
+ * same rule in words (the odd pad at the end for SAME_UPPER); its pads formula, which says the reverse,
+ * was corrected in opset 11, and onnxruntime follows the words in both opsets, as vcc does.
+ * The Conv: input Y (N, K, O...), weight W read as (C, K/group, k...), output X (N, C, D...); same
+ * strides, dilations, group and begin pads; its end pads are whichever of the stride's values give
+ * output D, as close to the begin pads as they can be (equal, so that cuDNN takes the geometry, where
+ * the pads are symmetric and output_padding < stride, as in PyTorch's exports). */
+static VccStatus conv_transpose_geometry(VccCtx *ctx, const VccNode *node, const VccShape *x, const VccShape *w,
+                                         VccConvParams *p) {
+    const char *auto_pad, *op = vcc_node_op(node);
+    VccStatus st = conv_common(ctx, node, x, w, true, p, &auto_pad);
+    if (st) return st;
+    int n = p->nsp;
+    int64_t opad[3], oshape[5], pb[3] = {0}, pe[3] = {0};
+    if ((st = attr_n(ctx, node, "output_padding", n, opad, 0))) return st;
+    /* output_shape: the spatial sizes (older exporters write the whole shape, N and C included) */
+    const VccAttr *os = vcc_attr_get(node, "output_shape");
+    if (os && os->type != VCC_A_INTS) os = NULL;
+    int skip = os && os->n == n + 2 ? 2 : 0;
+    if (os && (st = attr_n(ctx, node, "output_shape", n + skip, oshape, 0))) return st;
+    if (skip && (oshape[0] != p->N || oshape[1] != p->C)) {
+        vcc_error(ctx, "node '%s' (%s): output_shape begins with (%lld, %lld), but the output has batch %lld and "
+                  "%lld channels", node->name, op, (long long)oshape[0], (long long)oshape[1], (long long)p->N,
+                  (long long)p->C);
+        return VCC_ERR_SHAPE;
+    }
+    if (strcmp(auto_pad, "NOTSET") == 0 && (st = explicit_pads(ctx, node, n, pb, pe))) return st;
+    for (int i = 0; i < n; i++) {
+        int64_t s = p->stride[i], d = p->dilation[i], k = p->kernel[i], D = x->dims[2 + i], O;
+        if (opad[i] < 0 || (opad[i] >= s && opad[i] >= d)) {
+            vcc_error(ctx, "node '%s' (%s): output_padding[%d]=%lld must be from 0 to below strides[%d] or "
+                      "dilations[%d]", node->name, op, i, (long long)opad[i], i, i);
+            return VCC_ERR_SHAPE;
+        }
+        if (D < 1) {
+            vcc_error(ctx, "node '%s' (%s): input has size %lld in spatial dim %d", node->name, op, (long long)D, i);
+            return VCC_ERR_SHAPE;
+        }
+        /* each product below 2^62 (factors below 2^31): the sums fit int64 */
+        int64_t full = s * (D - 1) + opad[i] + d * (k - 1) + 1;
+        bool derived = os || strncmp(auto_pad, "SAME_", 5) == 0; /* pads follow from the output size */
+        O = !derived ? full - pb[i] - pe[i] : os ? oshape[skip + i] : D * s;
+        if (O < 1 || O > VCC_CONV_ATTR_MAX) {
+            vcc_error(ctx, "node '%s' (%s): output size %lld in spatial dim %d is not from 1 to 2^31-1", node->name,
+                      op, (long long)O, i);
+            return VCC_ERR_SHAPE;
+        }
+        if (derived) {
+            int64_t total = full - O;
+            pb[i] = strcmp(auto_pad, "SAME_UPPER") == 0 ? floor_half(total) : total - floor_half(total);
+            pe[i] = total - pb[i];
+        }
+        p->in[i] = O;
+        p->out[i] = D;
+        p->pad_begin[i] = pb[i];
+        /* the Conv's output is D for end pads in [lo, lo + s - 1] */
+        int64_t lo = s * (D - 1) + d * (k - 1) + 1 - O - pb[i];
+        p->pad_end[i] = pb[i] < lo ? lo : pb[i] > lo + s - 1 ? lo + s - 1 : pb[i];
+        if (pb[i] < -VCC_CONV_ATTR_MAX || pb[i] > VCC_CONV_ATTR_MAX || p->pad_end[i] < -VCC_CONV_ATTR_MAX ||
+            p->pad_end[i] > VCC_CONV_ATTR_MAX) {
+            vcc_error(ctx, "node '%s' (%s): its padding in spatial dim %d is beyond 2^31-1", node->name, op, i);
+            return VCC_ERR_SHAPE;
+        }
+    }
+    return VCC_OK;
+}
+
+static bool is_transpose(VccOp op) {
+    return op == VCC_OP_CONV_TRANSPOSE || op == VCC_OP_CONV_TRANSPOSE_GRAD_DATA ||
+           op == VCC_OP_CONV_TRANSPOSE_GRAD_FILTER;
+}
+
+VccStatus vcc_conv_params(VccCtx *ctx, const VccNode *node, const VccShape *x, const VccShape *w,
+                          VccConvParams *p) {
+    return is_transpose(node->op) ? conv_transpose_geometry(ctx, node, x, w, p) : conv_geometry(ctx, node, x, w, p);
 }
 
 int64_t vcc_conv_ws_bytes(const VccConvParams *p) {
@@ -162,14 +282,7 @@ VccStatus vcc_conv_add_workspace(VccCtx *ctx, VccGraph *g, int k, const VccShape
     return VCC_OK;
 }
 
-/* ------------------------------------------------------------------ Conv */
-
-static const VccAttrSpec conv_attrs[] = {
-    {"auto_pad", 1, VCC_OPSET_NOW, VCC_A_STRING}, {"dilations", 1, VCC_OPSET_NOW, VCC_A_INTS},
-    {"group", 1, VCC_OPSET_NOW, VCC_A_INT},       {"kernel_shape", 1, VCC_OPSET_NOW, VCC_A_INTS},
-    {"pads", 1, VCC_OPSET_NOW, VCC_A_INTS},       {"strides", 1, VCC_OPSET_NOW, VCC_A_INTS},
-    {NULL, 0, 0, 0},
-};
+/* ------------------------------------------------------------------ shared by the family */
 
 static void conv_check_attrs(VccCtx *ctx, const VccGraph *g, const VccNode *n) {
     (void)g;
@@ -189,7 +302,17 @@ static bool check_ws(VccCtx *ctx, VccGraph *g, const VccNode *n, int ws, const V
     return vcc_put_output(ctx, g, n, true, ws, VCC_F32, &s);
 }
 
-/* (X (N, C, D...), W (K, C/group, k...), B (K) | _) -> (Y (N, K, O...), ws) */
+/* The shape of the forward op's Y for geometry p: Conv (N, K, out...); ConvTranspose (N, C, in...), the
+ * input of the Conv it is the adjoint of. */
+static VccShape y_shape(const VccNode *n, const VccConvParams *p) {
+    bool tr = is_transpose(n->op);
+    VccShape s = {2 + p->nsp, {p->N, tr ? p->C : p->K}};
+    for (int i = 0; i < p->nsp; i++) s.dims[2 + i] = tr ? p->in[i] : p->out[i];
+    return s;
+}
+
+/* Conv:          (X (N, C, D...), W (K, C/group, k...), B (K) | _) -> (Y (N, K, O...), ws)
+ * ConvTranspose: (X (N, C, D...), W (C, K/group, k...), B (K) | _) -> (Y (N, K, O...), ws) */
 static VccStatus conv_shape(VccCtx *ctx, VccGraph *g, int k, bool check) {
     VccNode *n = &g->nodes[k];
     char s1[128];
@@ -198,19 +321,20 @@ static VccStatus conv_shape(VccCtx *ctx, VccGraph *g, int k, bool check) {
     VccConvParams p;
     VccStatus st = vcc_conv_params(ctx, n, &x->shape, &w->shape, &p);
     if (st) return st;
+    VccShape out = y_shape(n, &p);
     if (n->nin > 2 && n->in[2] >= 0) {
         const VccTensor *b = vcc_need_input(ctx, g, n, 2, VCC_F32);
         if (!b) return VCC_ERR_SHAPE;
-        if (b->shape.rank != 1 || b->shape.dims[0] != p.K) {
+        if (b->shape.rank != 1 || b->shape.dims[0] != out.dims[1]) {
             vcc_shape_str(s1, sizeof s1, &b->shape);
-            vcc_error(ctx, "node '%s' (Conv): bias has shape %s, expected (%lld)", n->name, s1, (long long)p.K);
+            vcc_error(ctx, "node '%s' (%s): bias has shape %s, expected (%lld)", n->name, vcc_op_name(n->op), s1,
+                      (long long)out.dims[1]);
             return VCC_ERR_SHAPE;
         }
     }
-    VccShape out = {x->shape.rank, {p.N, p.K}};
-    for (int i = 0; i < p.nsp; i++) out.dims[2 + i] = p.out[i];
     if (n->nout != (check ? 2 : 1) || n->out[0] < 0) {
-        vcc_error(ctx, "node '%s' (Conv): expected one output%s", n->name, check ? " and a workspace" : "");
+        vcc_error(ctx, "node '%s' (%s): expected one output%s", n->name, vcc_op_name(n->op),
+                  check ? " and a workspace" : "");
         return VCC_ERR_SHAPE;
     }
     if (!vcc_put_output(ctx, g, n, check, n->out[0], VCC_F32, &out)) return VCC_ERR_SHAPE;
@@ -218,17 +342,20 @@ static VccStatus conv_shape(VccCtx *ctx, VccGraph *g, int k, bool check) {
     return vcc_conv_add_workspace(ctx, g, k, &x->shape, &w->shape);
 }
 
-/* Conv(X, W, B) -> ConvGradData(dY, W) -> (dX, ws)       [only if X needs a gradient]
- *                  ConvGradFilter(X, dY) -> (dW, dB|_, ws) */
+/* Conv(X, W, B)          -> ConvGradData(dY, W) -> (dX, ws)       [only if X needs a gradient]
+ *                           ConvGradFilter(X, dY) -> (dW, dB|_, ws)
+ * ConvTranspose(X, W, B) -> ConvTransposeGradData(dY, W) -> (dX, ws), ConvTransposeGradFilter(X, dY) alike */
 static VccStatus conv_grad(VccDiff *d, int k) {
     VccGraph *g = d->g;
     VccNode n = g->nodes[k]; /* copy: the node array grows below */
+    bool tr = n.op == VCC_OP_CONV_TRANSPOSE;
     int x = n.in[0], dy = vcc_diff_dy(d, k, 0);
     VccShape xs = g->tensors[x].shape, ws = g->tensors[n.in[1]].shape;
     if (d->req[x]) {
         int dx = vcc_diff_new_grad(d, x);
         int in[2] = {dy, n.in[1]};
-        int kk = vcc_diff_add_node(d, VCC_OP_CONV_GRAD_DATA, k, "grad_data", in, 2, &dx, 1);
+        int kk = vcc_diff_add_node(d, tr ? VCC_OP_CONV_TRANSPOSE_GRAD_DATA : VCC_OP_CONV_GRAD_DATA, k, "grad_data",
+                                   in, 2, &dx, 1);
         VccStatus st = vcc_conv_add_workspace(d->ctx, g, kk, &xs, &ws);
         if (st) return st;
         vcc_diff_grow(d);
@@ -237,7 +364,8 @@ static VccStatus conv_grad(VccDiff *d, int k) {
     int w = n.in[1], b = n.nin > 2 ? n.in[2] : -1;
     int dw = vcc_diff_new_grad(d, w), db = b >= 0 ? vcc_diff_new_grad(d, b) : -1;
     int in[2] = {x, dy}, out[2] = {dw, db};
-    int kk = vcc_diff_add_node(d, VCC_OP_CONV_GRAD_FILTER, k, "grad_filter", in, 2, out, 2);
+    int kk = vcc_diff_add_node(d, tr ? VCC_OP_CONV_TRANSPOSE_GRAD_FILTER : VCC_OP_CONV_GRAD_FILTER, k, "grad_filter",
+                               in, 2, out, 2);
     VccStatus st = vcc_conv_add_workspace(d->ctx, g, kk, &xs, &ws);
     if (st) return st;
     vcc_diff_grow(d);
@@ -246,19 +374,37 @@ static VccStatus conv_grad(VccDiff *d, int k) {
     return VCC_OK;
 }
 
-/* The descriptor index of the geometry of node n (x, w: the forward conv's input and weight shapes),
- * registered in e->convs. The CUDA target needs symmetric pads (cuDNN). */
+/* ConvGradData, ConvTransposeGradData:     (dY, W) -> (dX, ws)
+ * ConvGradFilter, ConvTransposeGradFilter: (X, dY) -> (dW, dB | _, ws)
+ * with the geometry of the forward op of X and W; dY has the shape of its Y, dB that of its bias. */
+static VccStatus grad_shape(VccCtx *ctx, VccGraph *g, int k, bool check) {
+    (void)check;
+    const VccNode *n = &g->nodes[k];
+    bool filter = n->op == VCC_OP_CONV_GRAD_FILTER || n->op == VCC_OP_CONV_TRANSPOSE_GRAD_FILTER;
+    const VccTensor *a = vcc_need_input(ctx, g, n, 0, VCC_F32), *b;
+    if (!a || !(b = vcc_need_input(ctx, g, n, 1, VCC_F32)) || n->nout != (filter ? 3 : 2) || n->out[0] < 0)
+        return vcc_operands_missing(ctx, n);
+    const VccTensor *out = &g->tensors[n->out[0]], *dy = filter ? b : a;
+    VccConvParams p;
+    if (vcc_conv_params(ctx, n, filter ? &a->shape : &out->shape, filter ? &out->shape : &b->shape, &p))
+        return VCC_ERR_SHAPE;
+    VccShape s = y_shape(n, &p);
+    if (out->dtype != VCC_F32 || !vcc_same_shape(&dy->shape, &s)) {
+        vcc_error(ctx, "node '%s' (%s): dy does not have the shape of the conv's output", n->name, vcc_op_name(n->op));
+        return VCC_ERR_SHAPE;
+    }
+    s = (VccShape){1, {s.dims[1]}};
+    if (filter && !vcc_put_output(ctx, g, n, true, n->out[1], VCC_F32, &s)) return VCC_ERR_SHAPE;
+    return check_ws(ctx, g, n, n->out[n->nout - 1], &p) ? VCC_OK : VCC_ERR_SHAPE;
+}
+
+/* The descriptor index of the geometry of node n (x, w: the forward op's input and weight shapes),
+ * registered in e->convs. Both targets take every geometry (the CUDA target computes pads cuDNN does
+ * not take by im2col and cuBLAS, in the same planned workspace). */
 static VccStatus conv_desc(VccEmit *e, const VccNode *n, const VccShape *x, const VccShape *w, int *idx) {
     VccConvParams p;
     VccStatus st = vcc_conv_params(e->ctx, n, x, w, &p);
     if (st) return st;
-    for (int i = 0; i < p.nsp && e->target == VCC_TARGET_CUDA; i++)
-        if (p.pad_begin[i] != p.pad_end[i]) {
-            vcc_error(e->ctx, "node '%s' (%s): asymmetric pads (%lld before, %lld after in spatial dim %d) are not "
-                      "supported by the CUDA target (cuDNN pads symmetrically); the C target supports them",
-                      n->name, vcc_node_op(n), (long long)p.pad_begin[i], (long long)p.pad_end[i], i);
-            return VCC_ERR_UNSUPPORTED;
-        }
     for (int i = 0; i < e->nconv; i++)
         if (!memcmp(&e->convs[i], &p, sizeof p)) {
             *idx = i;
@@ -270,87 +416,95 @@ static VccStatus conv_desc(VccEmit *e, const VccNode *n, const VccShape *x, cons
     return VCC_OK;
 }
 
-static VccStatus conv_emit(VccEmit *e, int k) {
+/* "    fn(rt, &vcc_conv[i], t0, t1, ..., A + ws, bytes);" for node k: its tensors args (-1: NULL), its last
+ * output the workspace; x and w the forward op's X and W (tensor indices). */
+static VccStatus emit_call(VccEmit *e, int k, const char *fn, int x, int w, const int *args, int nargs) {
     const VccGraph *g = e->g;
     const VccNode *n = &g->nodes[k];
-    int ci, ws = n->out[1];
-    VccStatus st = conv_desc(e, n, &g->tensors[n->in[0]].shape, &g->tensors[n->in[1]].shape, &ci);
+    int ci, ws = n->out[n->nout - 1];
+    VccStatus st = conv_desc(e, n, &g->tensors[x].shape, &g->tensors[w].shape, &ci);
     if (st) return st;
-    fprintf(e->f, "    conv_forward(rt, &vcc_conv[%d], %s, %s, %s, %s, A + %" PRId64 ", %" PRId64 ");\n", ci,
-            vcc_emit_f32(e, n->in[0]), vcc_emit_f32(e, n->in[1]), vcc_emit_f32(e, n->nin > 2 ? n->in[2] : -1),
-            vcc_emit_f32(e, n->out[0]), g->tensors[ws].offset, vcc_tensor_bytes(&g->tensors[ws]));
+    fprintf(e->f, "    %s(rt, &vcc_conv[%d]", fn, ci);
+    for (int i = 0; i < nargs; i++) fprintf(e->f, ", %s", vcc_emit_f32(e, args[i]));
+    fprintf(e->f, ", A + %" PRId64 ", %" PRId64 ");\n", g->tensors[ws].offset, vcc_tensor_bytes(&g->tensors[ws]));
     return VCC_OK;
+}
+
+/* ------------------------------------------------------------------ Conv */
+
+static const VccAttrSpec conv_attrs[] = {
+    {"auto_pad", 1, VCC_OPSET_NOW, VCC_A_STRING}, {"dilations", 1, VCC_OPSET_NOW, VCC_A_INTS},
+    {"group", 1, VCC_OPSET_NOW, VCC_A_INT},       {"kernel_shape", 1, VCC_OPSET_NOW, VCC_A_INTS},
+    {"pads", 1, VCC_OPSET_NOW, VCC_A_INTS},       {"strides", 1, VCC_OPSET_NOW, VCC_A_INTS},
+    {NULL, 0, 0, 0},
+};
+
+/* Conv: y = conv(x, w) + b; ConvTranspose: y = conv^T(x, w) + b, the adjoint of its geometry's conv
+ * (conv_backward_data) and the bias */
+static VccStatus fwd_emit(VccEmit *e, int k) {
+    const VccNode *n = &e->g->nodes[k];
+    int a[4] = {n->in[0], n->in[1], n->nin > 2 ? n->in[2] : -1, n->out[0]};
+    return emit_call(e, k, n->op == VCC_OP_CONV ? "conv_forward" : "conv_transpose_forward", n->in[0], n->in[1],
+                     a, 4);
 }
 
 const VccOpDef vcc_def_CONV = {VCC_OPF_WORKSPACE, 1, conv_attrs, conv_check_attrs, NULL, conv_shape, conv_grad,
-                               conv_emit};
+                               fwd_emit};
 
 /* ------------------------------------------------------------------ ConvGradData */
 
-/* (dY, W) -> (dX, ws), the geometry of the forward conv of x = dX */
-static VccStatus conv_grad_data_shape(VccCtx *ctx, VccGraph *g, int k, bool check) {
-    const VccNode *n = &g->nodes[k];
-    const VccTensor *a = vcc_need_input(ctx, g, n, 0, VCC_F32), *b;
-    if (!a || !(b = vcc_need_input(ctx, g, n, 1, VCC_F32)) || n->nout != 2 || n->out[0] < 0)
-        return vcc_operands_missing(ctx, n);
-    VccConvParams p;
-    if (vcc_conv_params(ctx, n, &g->tensors[n->out[0]].shape, &b->shape, &p)) return VCC_ERR_SHAPE;
-    VccShape s = {2 + p.nsp, {p.N, p.K}};
-    for (int i = 0; i < p.nsp; i++) s.dims[2 + i] = p.out[i];
-    if (g->tensors[n->out[0]].dtype != VCC_F32 || !vcc_same_shape(&a->shape, &s)) {
-        vcc_error(ctx, "node '%s' (ConvGradData): dy does not have the shape of the conv's output", n->name);
-        return VCC_ERR_SHAPE;
-    }
-    return check_ws(ctx, g, n, n->out[1], &p) ? VCC_OK : VCC_ERR_SHAPE;
-}
-
+/* dx = conv^T(dy, w) */
 static VccStatus conv_grad_data_emit(VccEmit *e, int k) {
-    const VccGraph *g = e->g;
-    const VccNode *n = &g->nodes[k];
-    int ci, ws = n->out[1];
-    VccStatus st = conv_desc(e, n, &g->tensors[n->out[0]].shape, &g->tensors[n->in[1]].shape, &ci);
-    if (st) return st;
-    fprintf(e->f, "    conv_backward_data(rt, &vcc_conv[%d], %s, %s, %s, A + %" PRId64 ", %" PRId64 ");\n", ci,
-            vcc_emit_f32(e, n->in[0]), vcc_emit_f32(e, n->in[1]), vcc_emit_f32(e, n->out[0]), g->tensors[ws].offset,
-            vcc_tensor_bytes(&g->tensors[ws]));
-    return VCC_OK;
+    const VccNode *n = &e->g->nodes[k];
+    int a[3] = {n->in[0], n->in[1], n->out[0]};
+    return emit_call(e, k, "conv_backward_data", n->out[0], n->in[1], a, 3);
 }
 
-const VccOpDef vcc_def_CONV_GRAD_DATA = {VCC_OPF_WORKSPACE, 1, NULL, NULL, NULL, conv_grad_data_shape, NULL,
+const VccOpDef vcc_def_CONV_GRAD_DATA = {VCC_OPF_WORKSPACE, 1, NULL, NULL, NULL, grad_shape, NULL,
                                          conv_grad_data_emit};
 
 /* ------------------------------------------------------------------ ConvGradFilter */
 
-/* (X, dY) -> (dW, dB | _, ws) */
-static VccStatus conv_grad_filter_shape(VccCtx *ctx, VccGraph *g, int k, bool check) {
-    const VccNode *n = &g->nodes[k];
-    const VccTensor *a = vcc_need_input(ctx, g, n, 0, VCC_F32), *b;
-    if (!a || !(b = vcc_need_input(ctx, g, n, 1, VCC_F32)) || n->nout != 3 || n->out[0] < 0)
-        return vcc_operands_missing(ctx, n);
-    VccConvParams p;
-    if (vcc_conv_params(ctx, n, &a->shape, &g->tensors[n->out[0]].shape, &p)) return VCC_ERR_SHAPE;
-    VccShape s = {2 + p.nsp, {p.N, p.K}};
-    for (int i = 0; i < p.nsp; i++) s.dims[2 + i] = p.out[i];
-    if (g->tensors[n->out[0]].dtype != VCC_F32 || !vcc_same_shape(&b->shape, &s)) {
-        vcc_error(ctx, "node '%s' (ConvGradFilter): dy does not have the shape of the conv's output", n->name);
-        return VCC_ERR_SHAPE;
-    }
-    s = (VccShape){1, {p.K}};
-    if (!vcc_put_output(ctx, g, n, true, n->out[1], VCC_F32, &s)) return VCC_ERR_SHAPE;
-    return check_ws(ctx, g, n, n->out[2], &p) ? VCC_OK : VCC_ERR_SHAPE;
+/* ConvGradFilter: dw, db of conv(x, w) + b given dy; ConvTransposeGradFilter: dw, the conv's filter gradient
+ * with dy as its input and x as its output gradient, and db = the sum of dy */
+static VccStatus grad_filter_emit(VccEmit *e, int k) {
+    const VccNode *n = &e->g->nodes[k];
+    int a[4] = {n->in[0], n->in[1], n->out[0], n->out[1]};
+    const char *fn = n->op == VCC_OP_CONV_GRAD_FILTER ? "conv_backward_filter" : "conv_transpose_backward_filter";
+    return emit_call(e, k, fn, n->in[0], n->out[0], a, 4);
 }
 
-static VccStatus conv_grad_filter_emit(VccEmit *e, int k) {
-    const VccGraph *g = e->g;
-    const VccNode *n = &g->nodes[k];
-    int ci, ws = n->out[2];
-    VccStatus st = conv_desc(e, n, &g->tensors[n->in[0]].shape, &g->tensors[n->out[0]].shape, &ci);
-    if (st) return st;
-    fprintf(e->f, "    conv_backward_filter(rt, &vcc_conv[%d], %s, %s, %s, %s, A + %" PRId64 ", %" PRId64 ");\n", ci,
-            vcc_emit_f32(e, n->in[0]), vcc_emit_f32(e, n->in[1]), vcc_emit_f32(e, n->out[0]),
-            vcc_emit_f32(e, n->out[1]), g->tensors[ws].offset, vcc_tensor_bytes(&g->tensors[ws]));
-    return VCC_OK;
+const VccOpDef vcc_def_CONV_GRAD_FILTER = {VCC_OPF_WORKSPACE, 2, NULL, NULL, NULL, grad_shape, NULL,
+                                           grad_filter_emit};
+
+/* ------------------------------------------------------------------ ConvTranspose */
+
+/* Opsets 1 and 11 have the same attributes (22 adds types only). */
+static const VccAttrSpec conv_transpose_attrs[] = {
+    {"auto_pad", 1, VCC_OPSET_NOW, VCC_A_STRING},     {"dilations", 1, VCC_OPSET_NOW, VCC_A_INTS},
+    {"group", 1, VCC_OPSET_NOW, VCC_A_INT},           {"kernel_shape", 1, VCC_OPSET_NOW, VCC_A_INTS},
+    {"output_padding", 1, VCC_OPSET_NOW, VCC_A_INTS}, {"output_shape", 1, VCC_OPSET_NOW, VCC_A_INTS},
+    {"pads", 1, VCC_OPSET_NOW, VCC_A_INTS},           {"strides", 1, VCC_OPSET_NOW, VCC_A_INTS},
+    {NULL, 0, 0, 0},
+};
+
+const VccOpDef vcc_def_CONV_TRANSPOSE = {VCC_OPF_WORKSPACE, 1, conv_transpose_attrs, conv_check_attrs, NULL,
+                                         conv_shape, conv_grad, fwd_emit};
+
+/* ------------------------------------------------------------------ ConvTransposeGradData */
+
+/* dx = conv(dy, w): the input gradient of an adjoint is the conv itself (PyTorch: conv_transpose's
+ * grad_input is convolution(grad_output, weight)) */
+static VccStatus conv_transpose_grad_data_emit(VccEmit *e, int k) {
+    const VccNode *n = &e->g->nodes[k];
+    int a[4] = {n->in[0], n->in[1], -1, n->out[0]};
+    return emit_call(e, k, "conv_forward", n->out[0], n->in[1], a, 4);
 }
 
-const VccOpDef vcc_def_CONV_GRAD_FILTER = {VCC_OPF_WORKSPACE, 2, NULL, NULL, NULL, conv_grad_filter_shape, NULL,
-                                           conv_grad_filter_emit};
+const VccOpDef vcc_def_CONV_TRANSPOSE_GRAD_DATA = {VCC_OPF_WORKSPACE, 1, NULL, NULL, NULL, grad_shape, NULL,
+                                                   conv_transpose_grad_data_emit};
+
+/* ------------------------------------------------------------------ ConvTransposeGradFilter */
+
+const VccOpDef vcc_def_CONV_TRANSPOSE_GRAD_FILTER = {VCC_OPF_WORKSPACE, 2, NULL, NULL, NULL, grad_shape,
+                                                     NULL, grad_filter_emit};

@@ -389,7 +389,9 @@ static VccStatus reshape_canon(VccCtx *ctx, VccGraph *g, int k) {
         n->in[1] = t;
         vcc_attr_drop(n, "shape");
     }
-    if (n->nin == 2 && n->in[1] >= 0) {
+    /* a shape that nodes compute (Shape, Gather, Concat...) is folded into a CONST by passes/shape before
+     * this node's rule reads it; the rule refuses one that is not */
+    if (n->nin == 2 && n->in[1] >= 0 && g->tensors[n->in[1]].producer < 0) {
         if (!vcc_is_initializer(g, n->in[1]) || g->tensors[n->in[1]].dtype != VCC_I64) {
             vcc_error(ctx, "node '%s' (Reshape): the shape input must be a constant int64 tensor", n->name);
             return VCC_ERR_UNSUPPORTED;
@@ -977,6 +979,11 @@ static VccStatus expand_canon(VccCtx *ctx, VccGraph *g, int k) {
     VccNode *n = &g->nodes[k];
     VccStatus st = max_inputs(ctx, g, n, n->op == VCC_OP_TILE && g->opset < 6 ? 3 : 2);
     if (st) return st;
+    /* an Expand whose shape a node computes (torch's x.expand: Shape -> ... -> Where) waits for that
+     * node to fold during shapes: expand_shape converts it then */
+    if (n->op == VCC_OP_EXPAND && has_input(n, 1) && g->tensors[n->in[1]].producer >= 0 &&
+        g->tensors[n->in[1]].dtype != VCC_F32)
+        return VCC_OK;
     if (n->op == VCC_OP_EXPAND) st = const_input_to_attr(ctx, g, k, 1, "shape", VCC_I64);
     else if (g->opset >= 6) st = const_input_to_attr(ctx, g, k, 1, "repeats", VCC_I64);
     else if ((st = const_input_to_attr(ctx, g, k, 1, "tiles", VCC_I64)) == VCC_OK)
@@ -1060,6 +1067,16 @@ static VccStatus expand_tile_out(VccCtx *ctx, const VccGraph *g, const VccNode *
 }
 
 static VccStatus expand_shape(VccCtx *ctx, VccGraph *g, int k, bool check) {
+    VccNode *n = &g->nodes[k];
+    if (!check && n->op == VCC_OP_EXPAND && has_input(n, 1) && !vcc_attr_get(n, "shape")) {
+        VccTensor *shape = &g->tensors[n->in[1]];
+        if (shape->kind == VCC_T_CONST && shape->data) shape->producer = -1; /* folded: its node is going */
+        VccStatus st = expand_canon(ctx, g, k);
+        if (st) {
+            vcc_report_problems(ctx);
+            return st;
+        }
+    }
     return forward_shape(ctx, g, k, check, expand_tile_out, false);
 }
 
@@ -1166,7 +1183,12 @@ static VccDType cast_dtype(int code) { return code == ONNX_FLOAT ? VCC_F32 : cod
 
 static void cast_check_attrs(VccCtx *ctx, const VccGraph *g, const VccNode *n) {
     (void)g;
-    if (vcc_attr_get(n, "to") && !cast_to(n))
+    /* DOUBLE: a Cast of a constant to double is evaluated while compiling (ir/ops/fold.c); one of a
+     * value computed at run time is refused by the shape rule */
+    const VccAttr *a = vcc_attr_get(n, "to");
+    if (a && ((a->type == VCC_A_INT && a->i == 11) || (a->type == VCC_A_STRING && strcmp(a->s, "DOUBLE") == 0)))
+        return;
+    if (a && !cast_to(n))
         vcc_op_attr_problem(ctx, n, "%s attribute '%s'", "to",
                             "vcc's tensors are FLOAT, INT64 (INT32 is kept as int64) and BOOL constants");
 }

@@ -92,6 +92,9 @@ void vcc_op_attr_problem(VccCtx *ctx, const VccNode *n, const char *group_fmt, c
 bool vcc_is_initializer(const VccGraph *g, int t);
 /* Remove attribute name from node n (no-op when absent). */
 void vcc_attr_drop(VccNode *n, const char *name);
+/* Drop the inputs of node k from index from on (values a canonical form has read at compile time); a
+ * float initializer among them that nothing else reads becomes a constant, not a trained parameter. */
+void vcc_drop_inputs(VccGraph *g, int k, int from);
 /* True if a node reads t or t is a graph output. */
 bool vcc_tensor_is_used(const VccGraph *g, int t);
 
@@ -120,22 +123,86 @@ int vcc_diff_add_node(VccDiff *d, VccOp op, int fwd, const char *suffix, const i
 /* The gradient of node k's output i so far (-1: none reaches it). */
 int vcc_diff_dy(const VccDiff *d, int k, int i);
 
+/* ======================================================================== broadcasting (ir/ops/binary.c) */
+
+/* The operands of an elementwise op of two inputs A, B aligned to its output Y: a, b and y all have Y's
+ * rank, a and b with 1 along the dims where the operand is broadcast. axis: where B's own dims start
+ * among Y's in the legacy form (below), -1 when the operands are right-aligned (numpy). */
+typedef struct {
+    VccShape a, b, y;
+    int axis;
+} VccBroadcast;
+
+/* How node n (Add, Sub, Mul, Div, Pow, or a backward node that carries their attributes) broadcasts
+ * operands of shapes a and b, after ONNX "Broadcasting": from opset 7 multidirectional (numpy: shapes
+ * right-aligned, each dim equal or 1 in one of them, Y the larger); before opset 7 (Add, Sub, Mul, Div
+ * 1/6, Pow 1) unidirectional: broadcast=0 (the default) needs equal shapes, broadcast=1 places B's
+ * dims at A's dims axis.. (default: A's trailing dims), each equal to A's or 1, and Y has A's shape.
+ * False with an error naming the node when the shapes do not broadcast. */
+bool vcc_broadcast(VccCtx *ctx, const VccGraph *g, const VccNode *n, const VccShape *a, const VccShape *b,
+                   VccBroadcast *out);
+
+/* ======================================================================== sums to a shape (ir/ops/reduce.c) */
+
+/* For gradient rules: the gradient of tensor t from gradient gt of a value t was broadcast to (ONNX
+ * broadcasting; PyTorch's sum_to_size): scale * gt summed over the dims along which t was broadcast
+ * (its missing leading dims and its size-1 dims where gt's are larger), shaped like t. axis >= 0: t's
+ * dims sit at gt's dims axis.. (the legacy unidirectional broadcast before opset 7); -1: right-aligned.
+ * Gives gt itself when the shapes are equal and scale is 1; a view of gt (a backward Reshape) when they
+ * differ only in size-1 dims and scale is 1; else the output of a ReduceToShape
+ * node "<node fwd>.<suffix>" (runtime reduce_forward, sum in double). The caller hands the result to
+ * vcc_diff_accum. Example: y = x * s, x (N, C, T, H, W), s (N, C, 1, 1, 1): ds = vcc_diff_sum_to(dy * x)
+ * sums each (n, c)'s T*H*W elements. */
+int vcc_diff_sum_to(VccDiff *d, int fwd, const char *suffix, int gt, int t, int axis, float scale);
+/* ======================================================================== compile-time evaluation (ir/ops/fold.c) */
+
+/* Evaluate forward node k while compiling, when every input it has is a compile-time value (a CONST
+ * tensor with data) or, for Shape and Size, its input's shape is known: on the host, in ONNX semantics of
+ * g->opset, for the ops the evaluator has (looked up by ONNX op name, so any family's row and ops that
+ * have none). Its outputs become CONST tensors with data and *folded is set; vcc_fold_sweep removes the
+ * node. Otherwise *folded is false and nothing changes, except for a fold-only op (the const family's,
+ * or one vcc has no row for), which is then refused naming the node, the input that is not known
+ * while compiling and where it comes from (or why the evaluator cannot: a result over 2^20 elements, an
+ * element type vcc does not have). Errors of the model (an index out of range, an integer division by
+ * zero, shapes that do not broadcast) name the node: VCC_ERR_SHAPE; refusals: VCC_ERR_UNSUPPORTED. */
+VccStatus vcc_fold_node(VccCtx *ctx, VccGraph *g, int k, bool *folded);
+
+/* After every node had its chance to fold: remove folded nodes (their outputs stay as CONST tensors while
+ * something reads them), then dead forward nodes (no output read by a node or the graph's outputs, none
+ * writing another tensor's bytes), then the constants that only removed nodes read. Indices of the
+ * remaining nodes and tensors are renumbered in order; nothing changes in a graph without such nodes. */
+void vcc_fold_sweep(VccGraph *g);
+
+/* Per node of a forward graph in canonical form (before shapes are known), whether it will fold: the
+ * evaluator has its op and every input is a constant or the output of a node that will fold (Shape and
+ * Size: whatever their input). passes/support.c accepts nodes of ops vcc has no row for when they fold.
+ * A malloc'd array of g->nnodes flags; the caller frees it. */
+bool *vcc_fold_plan(const VccGraph *g);
+
+/* The refusal of fold-only node k that was not folded (its inputs are not all known while compiling):
+ * the const family's shape rule. Returns VCC_ERR_UNSUPPORTED. */
+VccStatus vcc_fold_refuse(VccCtx *ctx, const VccGraph *g, int k);
+
 /* ======================================================================== conv geometry (ir/ops/conv.c) */
 
 /* Convolution geometry decoded from an ONNX Conv node (ONNX Operators "Conv", opset 11+):
- * X (N, C, D1..Dn), W (K, C/group, k1..kn), n = nsp spatial dims (1..3).
- * pads are explicit begin/end per spatial dim (auto_pad resolved against the input shape). */
+ * X (N, C, D1..Dn), W (K, C/group, k1..kn), n = nsp spatial dims (1..3), Y (N, K, out...).
+ * pads are explicit begin/end per spatial dim (auto_pad resolved against the input shape). A ConvTranspose
+ * node's geometry is the Conv whose adjoint it is: in = its output's spatial sizes, out = its input's,
+ * C = its output channels, K = its input channels; its pads may then be negative (a crop: output_shape
+ * past what the input reaches) and asymmetric. */
 typedef struct {
     int nsp;
     int64_t group;
     int64_t kernel[3], stride[3], dilation[3], pad_begin[3], pad_end[3];
-    int64_t in[3], out[3];  /* spatial sizes of X and Y */
+    int64_t in[3], out[3];  /* spatial sizes of the conv's input and output */
     int64_t N, C, K;
 } VccConvParams;
 
-/* Decode and validate conv attributes of node (Conv, ConvGradData or ConvGradFilter: all carry the
- * forward conv's attributes) given X's shape x and W's shape w. Errors name the node and the attribute.
- * Returns VCC_OK, VCC_ERR_SHAPE or VCC_ERR_UNSUPPORTED. */
+/* Decode and validate the attributes of a conv-family node given the forward op's X shape x and W shape
+ * w (Conv, ConvGradData, ConvGradFilter: Conv's geometry; ConvTranspose and its backward ops: the
+ * transposed geometry above; backward ops carry their forward op's attributes). Errors name the node and
+ * the attribute. Returns VCC_OK, VCC_ERR_SHAPE or VCC_ERR_UNSUPPORTED. */
 VccStatus vcc_conv_params(VccCtx *ctx, const VccNode *node, const VccShape *x, const VccShape *w,
                           VccConvParams *p);
 
@@ -145,8 +212,8 @@ VccStatus vcc_conv_params(VccCtx *ctx, const VccNode *node, const VccShape *x, c
  * algorithm choice. */
 int64_t vcc_conv_ws_bytes(const VccConvParams *p);
 
-/* Add a workspace tensor "<node>.ws" of vcc_conv_ws_bytes as the last output of conv node k
- * (Conv, ConvGradData, ConvGradFilter); x and w are the forward conv's input and weight shapes. */
+/* Add a workspace tensor "<node>.ws" of vcc_conv_ws_bytes as the last output of conv-family node k; x and
+ * w are the forward op's input and weight shapes. */
 VccStatus vcc_conv_add_workspace(VccCtx *ctx, VccGraph *g, int k, const VccShape *x, const VccShape *w);
 
 /* ======================================================================== shared by emission (ir/ops/common.c) */
@@ -165,6 +232,11 @@ struct VccEmit {
 
 /* "VCC_F(off)" for float tensor t, "NULL" for an absent one (t < 0). */
 const char *vcc_emit_f32(VccEmit *e, int t);
+/* "{a0, a1, ...}, {b0, ...}, ...": nlists lists of int64 values (list l: lens[l] values) as C initializer
+ * lists (the arrays of a kernel descriptor). */
+void vcc_emit_i64s(VccEmit *e, int nlists, const int64_t *const *lists, const int *lens);
+/* A C/CUDA float literal of v that reads back as v ("0.200000003f", "1.0f", "-INFINITY"). */
+const char *vcc_emit_float(VccEmit *e, float v);
 /* Elements of tensor t. */
 int64_t vcc_emit_numel(const VccEmit *e, int t);
 /* N, C, S of an (N, C, spatial...) tensor. */
@@ -175,5 +247,13 @@ void vcc_emit_ncs(const VccEmit *e, int t, int64_t *N, int64_t *C, int64_t *S);
 /* The form of a BatchNormalization node in the model's opset: 1 = training form (normalizes with batch
  * statistics), 0 = inference form, -1 = a form vcc does not support (*what and *why say which and why). */
 int vcc_batchnorm_form(const VccGraph *g, const VccNode *n, const char **what, const char **why);
+
+/* ======================================================================== dropout (ir/ops/dropout.c) */
+
+/* The mode a Dropout node states in the model's opset: 1 = training (opsets 1/6 is_test=0, 12+
+ * training_mode true), 0 = inference (is_test=1, training_mode absent or false), 2 = the node does not
+ * say (opsets 7-11: a trainer trains, other programs copy), -1 = a training_mode input that is not a
+ * constant bool scalar. */
+int vcc_dropout_mode(const VccGraph *g, const VccNode *n);
 
 #endif /* VCC_OPS_H */

@@ -73,16 +73,20 @@ static const char *vcc_program VCC_UNUSED = VCC_PROGRAM;
         }                                                                     \
     } while (0)
 
-/* VccRt: per-trainer runtime state. The CPU target needs none. */
-typedef struct VccRt { int unused; } VccRt;
+/* VccRt: per-trainer runtime state. The CPU target needs only the position of dropout's counter-based
+ * draws (elem/dropout.h), which the program's main() sets: seed, the run's --seed; step, the training
+ * step being computed (1, 2, ...; a forward program computes step 1). */
+typedef struct VccRt {
+    uint64_t seed, step;
+} VccRt;
 
 #define VCC_KERNEL VCC_KERNEL_DECLARE
 #include "../proto/base.h"
 #undef VCC_KERNEL
 
 /* vcc_rt_init / vcc_rt_destroy / vcc_rt_sync: no-ops on the CPU (kernels are
- * synchronous); present so call sites match the CUDA target. */
-VCC_CPU_FN void vcc_rt_init(VccRt *rt) { if (rt) rt->unused = 0; }
+ * synchronous) but for zeroing rt; present so call sites match the CUDA target. */
+VCC_CPU_FN void vcc_rt_init(VccRt *rt) { if (rt) memset(rt, 0, sizeof *rt); }
 VCC_CPU_FN void vcc_rt_destroy(VccRt *rt) { (void)rt; }
 VCC_CPU_FN void vcc_rt_sync(VccRt *rt) { (void)rt; }
 

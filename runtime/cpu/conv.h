@@ -1,5 +1,6 @@
 /*
- * cpu/conv.h - the conv family's CPU kernels: Conv, ConvGradData, ConvGradFilter.
+ * cpu/conv.h - the conv family's CPU kernels: Conv, ConvGradData, ConvGradFilter, ConvTranspose and its
+ * gradients (ConvTransposeGradData is conv_forward of the same descriptor).
  * Signatures: proto/conv.h; per-element bodies shared with the CUDA target: elem/conv.h. Part of the C target's runtime (cpu/base.h).
  */
 #ifndef VCC_CPU_CONV_H
@@ -12,55 +13,13 @@
 #include "../proto/conv.h"
 #undef VCC_KERNEL
 
-/* Internal 3-D view of a descriptor: an nsp-D conv is the 3-D conv whose
- * leading 3-nsp spatial dims have size 1, kernel 1, stride 1, pad 0. */
-typedef struct {
-    int64_t in[3], out[3], k[3], s[3], dl[3], pb[3];
-    int64_t Cg, Kg;      /* channels and filters per group */
-    int64_t IN, OUT, KK; /* prod(in), prod(out), prod(kernel) */
-    int pointwise;       /* kernel 1, stride 1, no padding: col == x */
-} VccConvGeo;
-
-/* vcc_conv_geo: validate d and build its 3-D view; aborts on an inconsistent
- * descriptor (out size not the ONNX formula, channels not divisible by G). */
+/* vcc_conv_geo: validate d and build its 3-D view (vcc_conv_geo_make, elem/conv.h);
+ * aborts on an inconsistent descriptor. */
 VCC_CPU_FN void vcc_conv_geo(const VccConvDesc *d, VccConvGeo *g)
 {
-    int i, j;
-    VCC_CPU_CHECK(d->nsp >= 1 && d->nsp <= 3, "conv: spatial rank %d not in 1..3", d->nsp);
-    VCC_CPU_CHECK(d->G >= 1 && d->C % d->G == 0 && d->K % d->G == 0,
-                  "conv: C=%lld, K=%lld not divisible by groups %lld",
-                  (long long)d->C, (long long)d->K, (long long)d->G);
-    for (i = 0; i < 3; i++) {
-        g->in[i] = g->out[i] = g->k[i] = g->s[i] = g->dl[i] = 1;
-        g->pb[i] = 0;
-    }
-    g->pointwise = 1;
-    for (i = 0; i < d->nsp; i++) {
-        int64_t span, o;
-        j = 3 - d->nsp + i;
-        VCC_CPU_CHECK(d->kernel[i] >= 1 && d->stride[i] >= 1 && d->dilation[i] >= 1 &&
-                      d->pad_begin[i] >= 0 && d->pad_end[i] >= 0,
-                      "conv: bad kernel/stride/dilation/pad in dim %d", i);
-        span = d->in[i] + d->pad_begin[i] + d->pad_end[i] - d->dilation[i] * (d->kernel[i] - 1) - 1;
-        o = span >= 0 ? span / d->stride[i] + 1 : 0;
-        VCC_CPU_CHECK(o == d->out[i] && o >= 1, "conv: out[%d]=%lld but ONNX gives %lld",
-                      i, (long long)d->out[i], (long long)o);
-        g->in[j] = d->in[i];
-        g->out[j] = d->out[i];
-        g->k[j] = d->kernel[i];
-        g->s[j] = d->stride[i];
-        g->dl[j] = d->dilation[i];
-        g->pb[j] = d->pad_begin[i];
-        if (d->kernel[i] != 1 || d->stride[i] != 1 || d->pad_begin[i] != 0 || d->pad_end[i] != 0)
-            g->pointwise = 0;
-    }
-    g->Cg = d->C / d->G;
-    g->Kg = d->K / d->G;
-    g->IN = g->in[0] * g->in[1] * g->in[2];
-    g->OUT = g->out[0] * g->out[1] * g->out[2];
-    g->KK = g->k[0] * g->k[1] * g->k[2];
-    VCC_CPU_CHECK(g->Kg <= INT_MAX && g->OUT <= INT_MAX && g->Cg * g->KK <= INT_MAX,
-                  "conv: GEMM dimension exceeds the BLAS int range");
+    const char *bad = vcc_conv_geo_make(d, g);
+    VCC_CPU_CHECK(bad == NULL, "conv (N=%lld C=%lld K=%lld G=%lld nsp=%d): %s", (long long)d->N, (long long)d->C,
+                  (long long)d->K, (long long)d->G, d->nsp, bad);
 }
 
 /* vcc_conv_range: [*lo, *hi) = output positions o in [0, O) whose input index
@@ -185,6 +144,22 @@ VCC_CPU_FN float *vcc_conv_ws(const VccConvDesc *d, void *ws, size_t ws_bytes)
     return (float *)ws;
 }
 
+/* vcc_conv_bias_backward: db (K) = sum over n and s of dy (N, K, S), OVERWRITTEN; each row summed in
+ * double (vcc_sum_f64), the rows added in double. */
+VCC_CPU_FN void vcc_conv_bias_backward(int64_t N, int64_t K, int64_t S, const float *dy, float *db)
+{
+    int64_t k;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+    for (k = 0; k < K; k++) {
+        double acc = 0.0;
+        int64_t n;
+        for (n = 0; n < N; n++) acc += vcc_sum_f64(dy + (n * K + k) * S, S);
+        db[k] = (float)acc;
+    }
+}
+
 /* conv_forward: y = conv(x, w) + b, ONNX Conv / PyTorch F.conv{1,2,3}d
  * (cross-correlation, zero padding pad_begin/pad_end per dim, groups,
  * strides, dilations).
@@ -272,7 +247,7 @@ VCC_CPU_FN void conv_backward_filter(VccRt *rt, VccConvDesc *d, const float *x, 
 {
     VccConvGeo g;
     float *col;
-    int64_t n, gi, k;
+    int64_t n, gi;
     (void)rt;
     vcc_conv_geo(d, &g);
     col = vcc_conv_ws(d, ws, ws_bytes);
@@ -291,19 +266,49 @@ VCC_CPU_FN void conv_backward_filter(VccRt *rt, VccConvDesc *d, const float *x, 
                         1.0f, dyg, (int)g.OUT, B, (int)g.OUT, n == 0 ? 0.0f : 1.0f, dwg, (int)(g.Cg * g.KK));
         }
     }
-    if (db) {
+    if (db) vcc_conv_bias_backward(d->N, d->K, g.OUT, dy, db);
+}
+
+/* conv_transpose_forward: ONNX ConvTranspose / PyTorch F.conv_transpose{1,2,3}d, the adjoint of the
+ * convolution d (same strides, dilations, groups, begin pads) plus a bias:
+ *   x (N, K, *out)   w (K, C/G, *kernel)   b (C) or NULL   y (N, C, *in), OVERWRITTEN
+ * (d's output plays the transposed conv's input: ONNX's X (N, C_in, ...) is d's (N, K, *out), ONNX's
+ * W (C_in, C_out/group, k...) is d's (K, C/G, *kernel), ONNX's Y d's (N, C, *in)).
+ *   ws: ws_bytes >= 4*vcc_conv_col_elems(d).
+ * y = conv_backward_data(x), then y[n, c, :] += b[c]. */
+VCC_CPU_FN void conv_transpose_forward(VccRt *rt, VccConvDesc *d, const float *x, const float *w, const float *b,
+                                       float *y, void *ws, size_t ws_bytes)
+{
+    int64_t S = 1, nc;
+    int i;
+    conv_backward_data(rt, d, x, w, y, ws, ws_bytes);
+    if (!b) return;
+    for (i = 0; i < d->nsp; i++) S *= d->in[i];
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static)
 #endif
-        for (k = 0; k < d->K; k++) {
-            double acc = 0.0;
-            int64_t nn;
-            for (nn = 0; nn < d->N; nn++) {
-                acc += vcc_sum_f64(dy + (nn * d->K + k) * g.OUT, g.OUT);
-            }
-            db[k] = (float)acc;
-        }
+    for (nc = 0; nc < d->N * d->C; nc++) {
+        const float bv = b[nc % d->C];
+        float *yr = y + nc * S;
+        int64_t s;
+        for (s = 0; s < S; s++) yr[s] += bv;
     }
+}
+
+/* conv_transpose_backward_filter: weight and bias gradients of conv_transpose_forward (ONNX
+ * ConvTranspose / torch conv_transpose weight.grad, bias.grad).
+ *   x (N, K, *out)   dy (N, C, *in)
+ *   dw (K, C/G, *kernel), OVERWRITTEN: the filter gradient of d with input dy and output gradient x
+ *   db (C) or NULL, OVERWRITTEN: sum of dy over N and spatial (double accumulation)
+ *   ws: ws_bytes >= 4*vcc_conv_col_elems(d). */
+VCC_CPU_FN void conv_transpose_backward_filter(VccRt *rt, VccConvDesc *d, const float *x, const float *dy,
+                                               float *dw, float *db, void *ws, size_t ws_bytes)
+{
+    int64_t S = 1;
+    int i;
+    conv_backward_filter(rt, d, dy, x, dw, NULL, ws, ws_bytes);
+    for (i = 0; i < d->nsp; i++) S *= d->in[i];
+    if (db) vcc_conv_bias_backward(d->N, d->C, S, dy, db);
 }
 
 #define VCC_KERNEL VCC_KERNEL_CHECK

@@ -1,5 +1,7 @@
 /*
- * cpu/norm.h - the norm family's CPU kernels: BatchNormalization (training and inference forms) and its gradient.
+ * cpu/norm.h - the norm family's CPU kernels: BatchNormalization (training and inference forms) and its
+ * gradients; the row normalizations (InstanceNormalization, GroupNormalization, LayerNormalization:
+ * statistics over each of R contiguous rows of D elements) and their gradient.
  * Signatures: proto/norm.h; per-element bodies shared with the CUDA target: elem/norm.h. Part of the C target's runtime (cpu/base.h).
  */
 #ifndef VCC_CPU_NORM_H
@@ -108,6 +110,33 @@ VCC_CPU_FN void batchnorm_forward_infer(VccRt *rt, int64_t N, int64_t C, int64_t
     }
 }
 
+/* vcc__bn_channel_sums: for channel c of x, dy (N, C, S), *sdy = sum dy and *sdyx = sum dy*(x - mean)
+ * over its N*S elements, in double, in a fixed order (the batch norm gradients' reductions). */
+VCC_CPU_FN void vcc__bn_channel_sums(int64_t N, int64_t C, int64_t S, int64_t c, const float *x, const float *dy,
+                                     float mean, double *sdy_out, double *sdyx_out)
+{
+    double sdy = 0.0, sdyx = 0.0;
+    int64_t n, i;
+    for (n = 0; n < N; n++) {
+        const float *xr = x + (n * C + c) * S;
+        const float *gr = dy + (n * C + c) * S;
+        double a0 = 0.0, a1 = 0.0, b0 = 0.0, b1 = 0.0;
+        for (i = 0; i + 2 <= S; i += 2) {
+            double g0 = gr[i], g1 = gr[i + 1];
+            a0 += g0; b0 += g0 * ((double)xr[i] - (double)mean);
+            a1 += g1; b1 += g1 * ((double)xr[i + 1] - (double)mean);
+        }
+        for (; i < S; i++) {
+            double g0 = gr[i];
+            a0 += g0; b0 += g0 * ((double)xr[i] - (double)mean);
+        }
+        sdy += a0 + a1;
+        sdyx += b0 + b1;
+    }
+    *sdy_out = sdy;
+    *sdyx_out = sdyx;
+}
+
 /* batchnorm_backward: gradients of batchnorm_forward_train (batch statistics,
  * as PyTorch's training-mode batch_norm backward).
  *   x, dy, dx (N, C, S); dx OVERWRITTEN (may == dy)
@@ -127,25 +156,10 @@ VCC_CPU_FN void batchnorm_backward(VccRt *rt, int64_t N, int64_t C, int64_t S, c
 #endif
     for (c = 0; c < C; c++) {
         const float mean = save_mean[c], invstd = save_invstd[c], gm = gamma[c];
-        double sdy = 0.0, sdyx = 0.0;
+        double sdy, sdyx;
         float sum_dy, sum_dy_xhat;
         int64_t n, i;
-        for (n = 0; n < N; n++) {
-            const float *xr = x + (n * C + c) * S;
-            const float *gr = dy + (n * C + c) * S;
-            double a0 = 0.0, a1 = 0.0, b0 = 0.0, b1 = 0.0;
-            for (i = 0; i + 2 <= S; i += 2) {
-                double g0 = gr[i], g1 = gr[i + 1];
-                a0 += g0; b0 += g0 * ((double)xr[i] - (double)mean);
-                a1 += g1; b1 += g1 * ((double)xr[i + 1] - (double)mean);
-            }
-            for (; i < S; i++) {
-                double g0 = gr[i];
-                a0 += g0; b0 += g0 * ((double)xr[i] - (double)mean);
-            }
-            sdy += a0 + a1;
-            sdyx += b0 + b1;
-        }
+        vcc__bn_channel_sums(N, C, S, c, x, dy, mean, &sdy, &sdyx);
         sum_dy = (float)sdy;
         sum_dy_xhat = (float)(sdyx * (double)invstd);
         if (dgamma) dgamma[c] = sum_dy_xhat;
@@ -156,6 +170,159 @@ VCC_CPU_FN void batchnorm_backward(VccRt *rt, int64_t N, int64_t C, int64_t S, c
             float *dr = dx + (n * C + c) * S;
             for (i = 0; i < S; i++)
                 dr[i] = vcc_bn_dx(xr[i], gr[i], mean, invstd, gm, sum_dy, sum_dy_xhat, inv_m);
+        }
+    }
+}
+
+/* batchnorm_backward_infer: gradients of batchnorm_forward_infer (statistics given and frozen, as
+ * PyTorch's batch_norm(training=False) backward: mean and var get no gradient).
+ *   x, dy, dx (N, C, S); dx OVERWRITTEN, may be NULL (not wanted)
+ *   gamma, mean, var (C); invstd = 1/sqrt(var + eps) as the forward computes it
+ *   dx = gamma*invstd*dy; dgamma (C) = invstd * sum dy*(x - mean), dbeta (C) = sum dy (double sums;
+ *   either may be NULL). */
+VCC_CPU_FN void batchnorm_backward_infer(VccRt *rt, int64_t N, int64_t C, int64_t S, const float *x,
+                                          const float *dy, const float *gamma, const float *mean,
+                                          const float *var, float eps, float *dx, float *dgamma, float *dbeta)
+{
+    int64_t c;
+    (void)rt;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+    for (c = 0; c < C; c++) {
+        const float invstd = vcc_bn_invstd(var[c], eps), gm = gamma[c];
+        int64_t n, i;
+        if (dgamma || dbeta) {
+            double sdy, sdyx;
+            vcc__bn_channel_sums(N, C, S, c, x, dy, mean[c], &sdy, &sdyx);
+            if (dgamma) dgamma[c] = (float)(sdyx * (double)invstd);
+            if (dbeta) dbeta[c] = (float)sdy;
+        }
+        for (n = 0; dx && n < N; n++) {
+            const float *gr = dy + (n * C + c) * S;
+            float *dr = dx + (n * C + c) * S;
+            for (i = 0; i < S; i++) dr[i] = vcc_bn_dx_frozen(gr[i], invstd, gm);
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ row normalizations
+ * x (R, D): R rows of D contiguous elements, each normalized with its own mean and biased variance
+ * (PyTorch's instance_norm, group_norm, layer_norm; ONNX InstanceNormalization, GroupNormalization,
+ * LayerNormalization). InstanceNormalization: R = N*C, D = S; GroupNormalization: R = N*G,
+ * D = (C/G)*S; LayerNormalization: R = prod(X.shape[:axis]), D = prod(X.shape[axis:]).
+ * The scale and bias are indexed per element by vcc_norm_pidx(i, m, s) (elem/norm.h). */
+
+/* vcc__sumsq_dev_f64: sum of (r[i] - mu)^2 over n elements in double, four interleaved accumulators
+ * (a fixed order). */
+VCC_CPU_FN double vcc__sumsq_dev_f64(const float *r, int64_t n, double mu)
+{
+    double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
+    const int64_t n4 = n - n % 4;
+    int64_t i;
+    for (i = 0; i < n4; i += 4) {
+        double d0 = (double)r[i] - mu, d1 = (double)r[i + 1] - mu, d2 = (double)r[i + 2] - mu,
+               d3 = (double)r[i + 3] - mu;
+        a0 += d0 * d0; a1 += d1 * d1; a2 += d2 * d2; a3 += d3 * d3;
+    }
+    for (i = n4; i < n; i++) {
+        double d0 = (double)r[i] - mu;
+        a0 += d0 * d0;
+    }
+    return (a0 + a1) + (a2 + a3);
+}
+
+/* rownorm_forward: y = scale[p] * (x - mean) * invstd + bias[p] per row, p = vcc_norm_pidx(i, m, s) of
+ * the element's flat index i, with the row's mean and invstd = 1/sqrt(var + eps) (biased variance;
+ * two passes in double, rounded to float once).
+ *   x, y (R, D), y may == x; scale (scale_m), bias (bias_m) or NULL (no bias)
+ *   mean, invstd (R): the row statistics (LayerNormalization's Mean and InvStdDev); either may be NULL */
+VCC_CPU_FN void rownorm_forward(VccRt *rt, int64_t R, int64_t D, const float *x, const float *scale,
+                                int64_t scale_m, int64_t scale_s, const float *bias, int64_t bias_m,
+                                int64_t bias_s, float eps, float *y, float *mean, float *invstd)
+{
+    int64_t r;
+    (void)rt;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+    for (r = 0; r < R; r++) {
+        const float *xr = x + r * D;
+        float *yr = y + r * D;
+        const double mu = D > 0 ? vcc_sum_f64(xr, D) / (double)D : 0.0;
+        const double var = D > 0 ? vcc__sumsq_dev_f64(xr, D, mu) / (double)D : 0.0;
+        const float mf = (float)mu, sf = vcc_norm_invstd(var, eps);
+        int64_t j;
+        if (mean) mean[r] = mf;
+        if (invstd) invstd[r] = sf;
+        for (j = 0; j < D; j++) {
+            const int64_t i = r * D + j;
+            yr[j] = vcc_bn_norm(xr[j], mf, sf, scale[vcc_norm_pidx(i, scale_m, scale_s)],
+                                bias ? bias[vcc_norm_pidx(i, bias_m, bias_s)] : 0.0f);
+        }
+    }
+}
+
+/* vcc__rownorm_param_grad: out[p] (p < m) = sum, over the elements i of x, dy (R, D) that read parameter
+ * p (vcc_norm_pidx(i, m, s) == p), of dy*xhat (with_xhat: the scale's gradient) or dy (the bias's), in
+ * double; mean, invstd (R) from the forward. The elements of p are i = (q*m + p)*s + t, t < s. */
+VCC_CPU_FN void vcc__rownorm_param_grad(int64_t R, int64_t D, const float *x, const float *dy, const float *mean,
+                                        const float *invstd, int64_t m, int64_t s, int with_xhat, float *out)
+{
+    const int64_t nq = R * D / (m * s);
+    int64_t p;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+    for (p = 0; p < m; p++) {
+        double acc = 0.0;
+        int64_t q, t;
+        for (q = 0; q < nq; q++)
+            for (t = 0; t < s; t++) {
+                const int64_t i = (q * m + p) * s + t, r = i / D;
+                acc += vcc_norm_pgrad(x[i], dy[i], mean[r], invstd[r], with_xhat);
+            }
+        out[p] = (float)acc;
+    }
+}
+
+/* rownorm_backward: gradients of rownorm_forward (the row statistics depend on x: PyTorch's
+ * layer_norm / group_norm backward).
+ *   x, dy, dx (R, D); dx OVERWRITTEN, may be NULL (not wanted); scale (scale_m); mean, invstd (R)
+ *   dx = vcc_norm_dx(...) = invstd*(g - mean_row(g) - xhat*mean_row(g*xhat)), g = dy*scale[p]
+ *   dscale (scale_m) = sum dy*xhat, dbias (bias_m) = sum dy over the elements reading each entry
+ *   (double sums; either may be NULL). Reads all of dy before writing dx. */
+VCC_CPU_FN void rownorm_backward(VccRt *rt, int64_t R, int64_t D, const float *x, const float *dy,
+                                 const float *scale, int64_t scale_m, int64_t scale_s, const float *mean,
+                                 const float *invstd, float *dx, float *dscale, int64_t bias_m, int64_t bias_s,
+                                 float *dbias)
+{
+    const float inv_d = D > 0 ? (float)(1.0 / (double)D) : 0.0f;
+    int64_t r;
+    (void)rt;
+    if (dscale) vcc__rownorm_param_grad(R, D, x, dy, mean, invstd, scale_m, scale_s, 1, dscale);
+    if (dbias) vcc__rownorm_param_grad(R, D, x, dy, mean, invstd, bias_m, bias_s, 0, dbias);
+    if (!dx) return;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+    for (r = 0; r < R; r++) {
+        const float mu = mean[r], is = invstd[r];
+        double sg = 0.0, sgx = 0.0;
+        float sum_g, sum_g_xhat;
+        int64_t j;
+        for (j = 0; j < D; j++) {
+            const int64_t i = r * D + j;
+            const float g = dy[i] * scale[vcc_norm_pidx(i, scale_m, scale_s)];
+            sg += (double)g;
+            sgx += (double)g * ((double)x[i] - (double)mu);
+        }
+        sum_g = (float)sg;
+        sum_g_xhat = (float)(sgx * (double)is);
+        for (j = 0; j < D; j++) {
+            const int64_t i = r * D + j;
+            dx[i] = vcc_norm_dx(x[i], dy[i], scale[vcc_norm_pidx(i, scale_m, scale_s)], mu, is, sum_g, sum_g_xhat,
+                                inv_d);
         }
     }
 }

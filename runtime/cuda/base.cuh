@@ -33,8 +33,8 @@
  * pooling, the loss mean) accumulate in double with a fixed-order tree, so
  * they are run-to-run deterministic.
  *
- * State: VccRt holds the handles and the list of per-convolution caches
- * (VccConvDesc.backend); nothing else is mutable.
+ * State: VccRt holds the handles, the list of per-convolution caches
+ * (VccConvDesc.backend) and the position of dropout's draws (seed, step); nothing else is mutable.
  */
 #ifndef VCC_CUDA_BASE_CUH
 #define VCC_CUDA_BASE_CUH
@@ -130,6 +130,8 @@ typedef struct VccRt {
     cudnnHandle_t cudnn;
     cublasHandle_t cublas;
     VccCudnnConv *convs;                    /* every backend created, for destroy */
+    uint64_t seed, step;                    /* dropout's draws (elem/dropout.h): the run's --seed and the
+                                               training step being computed, set by main() */
 } VccRt;
 
 #define VCC_KERNEL VCC_KERNEL_DECLARE

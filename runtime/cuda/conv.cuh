@@ -1,11 +1,22 @@
 /*
- * cuda/conv.cuh - the conv family's CUDA kernels: Conv, ConvGradData, ConvGradFilter.
+ * cuda/conv.cuh - the conv family's CUDA kernels: Conv, ConvGradData, ConvGradFilter, ConvTranspose and its
+ * gradients (ConvTransposeGradData is conv_forward of the same descriptor).
  * Signatures: proto/conv.h; per-element bodies shared with the C target: elem/conv.h. Part of the CUDA target's runtime (cuda/base.cuh).
+ *
+ * Two paths compute a descriptor's convolutions, chosen per descriptor:
+ *   cuDNN           pads symmetric and not negative (cuDNN's padding model): cudnnConvolution* with the
+ *                   planned workspace as its limit (the algorithm choice below);
+ *   im2col + cuBLAS any other pads (asymmetric: auto_pad SAME_* with an odd total, explicit pads; negative:
+ *                   a ConvTranspose's output_shape past its input's reach): the CPU target's algorithm, per
+ *                   sample and group an im2col into the planned workspace (exactly the bytes the plan
+ *                   reserves for every conv: vcc_conv_col_elems floats) and one cublasSgemm; the column
+ *                   entries are elem/conv.h's vcc_conv_im2col_at / vcc_conv_col2im_at.
  */
 #ifndef VCC_CUDA_CONV_CUH
 #define VCC_CUDA_CONV_CUH
 
 #include "base.cuh"
+#include "matmul.cuh" /* vcc__sgemm_rm: row-major cublasSgemm */
 #include "../elem/conv.h"
 
 #define VCC_KERNEL VCC_KERNEL_DECLARE
@@ -25,7 +36,16 @@ static inline void vcc__conv_fail(const VccConvDesc *d, const char *what)
     exit(1);
 }
 
-/* vcc__conv_backend: the cuDNN descriptors of d, created on first use. */
+/* vcc__conv_cudnn_fits: d's pads are cuDNN's kind (symmetric, not negative); else the im2col path runs. */
+static inline int vcc__conv_cudnn_fits(const VccConvDesc *d)
+{
+    int i;
+    for (i = 0; i < d->nsp; i++)
+        if (d->pad_begin[i] != d->pad_end[i] || d->pad_begin[i] < 0) return 0;
+    return 1;
+}
+
+/* vcc__conv_backend: the cuDNN descriptors of d, created on first use (d must fit cuDNN). */
 static inline VccCudnnConv *vcc__conv_backend(VccRt *rt, VccConvDesc *d)
 {
     VccCudnnConv *b;
@@ -39,7 +59,7 @@ static inline VccCudnnConv *vcc__conv_backend(VccRt *rt, VccConvDesc *d)
         vcc__conv_fail(d, "bad N/C/K/G (groups must divide C and K)");
     for (i = 0; i < d->nsp; i++) {
         if (d->pad_begin[i] != d->pad_end[i])
-            vcc__conv_fail(d, "asymmetric padding unsupported on CUDA");
+            vcc__conv_fail(d, "internal error: asymmetric padding reached the cuDNN path");
         if (d->in[i] < 1 || d->out[i] < 1 || d->kernel[i] < 1 || d->stride[i] < 1 ||
             d->dilation[i] < 1 || d->pad_begin[i] < 0)
             vcc__conv_fail(d, "bad spatial size, kernel, stride, dilation or padding");
@@ -284,12 +304,87 @@ static __global__ void conv_bias_backward_kernel(int64_t N, int64_t K, int64_t S
     }
 }
 
-static inline int64_t vcc__conv_out_spatial(const VccConvDesc *d)
+/* ---- the im2col path (pads cuDNN does not take) */
+
+/* col (Cg*KK, OUT) = im2col of one sample's group xg (Cg, *in); one thread per column entry */
+static __global__ void conv_im2col_kernel(VccConvGeo g, const float *xg, float *col)
+{
+    VCC_GRID_STRIDE(i, g.Cg * g.KK * g.OUT) col[i] = vcc_conv_im2col_at(&g, xg, i / g.OUT, i % g.OUT);
+}
+
+/* xg (Cg, *in) = col2im of col (Cg*KK, OUT), OVERWRITTEN; one thread per element of xg */
+static __global__ void conv_col2im_kernel(VccConvGeo g, const float *col, float *xg)
+{
+    VCC_GRID_STRIDE(i, g.Cg * g.IN) xg[i] = vcc_conv_col2im_at(&g, col, i / g.IN, i % g.IN);
+}
+
+/* d's 3-D view into g and the column buffer in ws; exits on an inconsistent descriptor or a workspace
+ * smaller than the column buffer (the plan reserves exactly that) */
+static inline float *vcc__conv_gemm_setup(const VccConvDesc *d, VccConvGeo *g, void *ws, size_t ws_bytes)
+{
+    const char *bad = vcc_conv_geo_make(d, g);
+    if (bad) vcc__conv_fail(d, bad);
+    if (d->N < 1) vcc__conv_fail(d, "bad N");
+    if (!ws || (uint64_t)vcc_conv_col_elems(d) > (uint64_t)(ws_bytes / sizeof(float)))
+        vcc__conv_fail(d, "the workspace is smaller than the im2col buffer");
+    return (float *)ws;
+}
+
+enum { VCC_CONV_FWD, VCC_CONV_BWD_DATA, VCC_CONV_BWD_FILTER };
+
+/* One direction of d by im2col + cuBLAS, per sample and group (the operands a direction does not read
+ * are NULL; out is OVERWRITTEN):
+ *   VCC_CONV_FWD         out = y (N, K, *out):        col = im2col(x_g); y_g (Kg, OUT) = w_g (Kg, Cg*KK) col
+ *   VCC_CONV_BWD_DATA    out = dx (N, C, *in):        col = w_g^T dy_g; dx_g = col2im(col)
+ *   VCC_CONV_BWD_FILTER  out = dw (K, C/G, *kernel):  col = im2col(x_g); dw_g += dy_g (Kg, OUT) col^T */
+static inline void vcc__conv_gemm(VccRt *rt, const VccConvDesc *d, int dir, const float *x, const float *w,
+                                  const float *dy, float *out, void *ws, size_t ws_bytes)
+{
+    VccConvGeo g;
+    float *col = vcc__conv_gemm_setup(d, &g, ws, ws_bytes);
+    const int64_t ckk = g.Cg * g.KK, wg = g.Kg * ckk;
+    int64_t n, gi;
+    for (n = 0; n < d->N; n++)
+        for (gi = 0; gi < d->G; gi++) {
+            const int64_t xo = (n * d->C + gi * g.Cg) * g.IN, yo = (n * d->K + gi * g.Kg) * g.OUT;
+            if (dir == VCC_CONV_BWD_DATA) {
+                vcc__sgemm_rm(rt, 1, 0, ckk, g.OUT, g.Kg, 1.0f, w + gi * wg, ckk, dy + yo, g.OUT, 0.0f, col, g.OUT);
+                conv_col2im_kernel<<<vcc__grid(g.Cg * g.IN), VCC_CUDA_THREADS>>>(g, col, out + xo);
+                VCC_CUDA_LAUNCHED();
+                continue;
+            }
+            conv_im2col_kernel<<<vcc__grid(ckk * g.OUT), VCC_CUDA_THREADS>>>(g, x + xo, col);
+            VCC_CUDA_LAUNCHED();
+            if (dir == VCC_CONV_FWD)
+                vcc__sgemm_rm(rt, 0, 0, g.Kg, g.OUT, ckk, 1.0f, w + gi * wg, ckk, col, g.OUT, 0.0f, out + yo, g.OUT);
+            else
+                vcc__sgemm_rm(rt, 0, 1, g.Kg, ckk, g.OUT, 1.0f, dy + yo, g.OUT, col, g.OUT, n == 0 ? 0.0f : 1.0f,
+                              out + gi * wg, ckk);
+        }
+}
+
+/* ---- the kernels */
+
+static inline int64_t vcc__conv_spatial(int nsp, const int64_t *dims)
 {
     int64_t s = 1;
     int i;
-    for (i = 0; i < d->nsp; i++) s *= d->out[i];
+    for (i = 0; i < nsp; i++) s *= dims[i];
     return s;
+}
+
+/* y (N, K, S) += b[k] */
+static inline void vcc__conv_bias_forward(int64_t N, int64_t K, int64_t S, const float *b, float *y)
+{
+    conv_bias_forward_kernel<<<vcc__grid(N * K * S), VCC_CUDA_THREADS>>>(N * K * S, K, S, b, y);
+    VCC_CUDA_LAUNCHED();
+}
+
+/* db (K) = sum over n, s of dy (N, K, S), OVERWRITTEN */
+static inline void vcc__conv_bias_backward(int64_t N, int64_t K, int64_t S, const float *dy, float *db)
+{
+    conv_bias_backward_kernel<<<vcc__blocks(K), VCC_CUDA_THREADS>>>(N, K, S, dy, db);
+    VCC_CUDA_LAUNCHED();
 }
 
 /* conv_forward: y (N, K, *out) = conv(x (N, C, *in), w (K, C/G, *kernel)) + b (K) */
@@ -297,16 +392,16 @@ static inline void conv_forward(VccRt *rt, VccConvDesc *d, const float *x, const
                                 float *y, void *ws, size_t ws_bytes)
 {
     const float one = 1.0f, zero = 0.0f;
-    VccCudnnConv *c = vcc__conv_backend(rt, d);
-    if (!ws) ws_bytes = 0;
-    if (!c->have_fwd || c->fwd_ws > ws_bytes) vcc__conv_pick_fwd(rt, d, c, ws_bytes);
-    VCC_CUDNN_CHECK(cudnnConvolutionForward(rt->cudnn, &one, c->x, x, c->w, w, c->conv, c->fwd_algo,
-                                            ws, ws_bytes, &zero, c->y, y));
-    if (b) {
-        int64_t S = vcc__conv_out_spatial(d), n = d->N * d->K * S;
-        conv_bias_forward_kernel<<<vcc__grid(n), VCC_CUDA_THREADS>>>(n, d->K, S, b, y);
-        VCC_CUDA_LAUNCHED();
+    if (!vcc__conv_cudnn_fits(d)) {
+        vcc__conv_gemm(rt, d, VCC_CONV_FWD, x, w, NULL, y, ws, ws_bytes);
+    } else {
+        VccCudnnConv *c = vcc__conv_backend(rt, d);
+        if (!ws) ws_bytes = 0;
+        if (!c->have_fwd || c->fwd_ws > ws_bytes) vcc__conv_pick_fwd(rt, d, c, ws_bytes);
+        VCC_CUDNN_CHECK(cudnnConvolutionForward(rt->cudnn, &one, c->x, x, c->w, w, c->conv, c->fwd_algo,
+                                                ws, ws_bytes, &zero, c->y, y));
     }
+    if (b) vcc__conv_bias_forward(d->N, d->K, vcc__conv_spatial(d->nsp, d->out), b, y);
 }
 
 /* conv_backward_data: dx (N, C, *in) = conv^T(dy (N, K, *out), w); overwritten */
@@ -314,7 +409,12 @@ static inline void conv_backward_data(VccRt *rt, VccConvDesc *d, const float *dy
                                       void *ws, size_t ws_bytes)
 {
     const float one = 1.0f, zero = 0.0f;
-    VccCudnnConv *c = vcc__conv_backend(rt, d);
+    VccCudnnConv *c;
+    if (!vcc__conv_cudnn_fits(d)) {
+        vcc__conv_gemm(rt, d, VCC_CONV_BWD_DATA, NULL, w, dy, dx, ws, ws_bytes);
+        return;
+    }
+    c = vcc__conv_backend(rt, d);
     if (!ws) ws_bytes = 0;
     if (!c->have_bwd_data || c->bwd_data_ws > ws_bytes) vcc__conv_pick_bwd_data(rt, d, c, ws_bytes);
     VCC_CUDNN_CHECK(cudnnConvolutionBackwardData(rt->cudnn, &one, c->w, w, c->y, dy, c->conv, c->bwd_data_algo,
@@ -326,16 +426,34 @@ static inline void conv_backward_filter(VccRt *rt, VccConvDesc *d, const float *
                                         float *db, void *ws, size_t ws_bytes)
 {
     const float one = 1.0f, zero = 0.0f;
-    VccCudnnConv *c = vcc__conv_backend(rt, d);
-    if (!ws) ws_bytes = 0;
-    if (!c->have_bwd_filter || c->bwd_filter_ws > ws_bytes) vcc__conv_pick_bwd_filter(rt, d, c, ws_bytes);
-    VCC_CUDNN_CHECK(cudnnConvolutionBackwardFilter(rt->cudnn, &one, c->x, x, c->y, dy, c->conv,
-                                                   c->bwd_filter_algo, ws, ws_bytes, &zero, c->w, dw));
-    if (db) {
-        int64_t S = vcc__conv_out_spatial(d);
-        conv_bias_backward_kernel<<<vcc__blocks(d->K), VCC_CUDA_THREADS>>>(d->N, d->K, S, dy, db);
-        VCC_CUDA_LAUNCHED();
+    if (!vcc__conv_cudnn_fits(d)) {
+        vcc__conv_gemm(rt, d, VCC_CONV_BWD_FILTER, x, NULL, dy, dw, ws, ws_bytes);
+    } else {
+        VccCudnnConv *c = vcc__conv_backend(rt, d);
+        if (!ws) ws_bytes = 0;
+        if (!c->have_bwd_filter || c->bwd_filter_ws > ws_bytes) vcc__conv_pick_bwd_filter(rt, d, c, ws_bytes);
+        VCC_CUDNN_CHECK(cudnnConvolutionBackwardFilter(rt->cudnn, &one, c->x, x, c->y, dy, c->conv,
+                                                       c->bwd_filter_algo, ws, ws_bytes, &zero, c->w, dw));
     }
+    if (db) vcc__conv_bias_backward(d->N, d->K, vcc__conv_spatial(d->nsp, d->out), dy, db);
+}
+
+/* conv_transpose_forward: ONNX ConvTranspose, y (N, C, *in) = conv^T(x (N, K, *out), w (K, C/G, *kernel))
+ * + b (C): the adjoint of the convolution d (cpu/conv.h says how ONNX's shapes map onto d's) */
+static inline void conv_transpose_forward(VccRt *rt, VccConvDesc *d, const float *x, const float *w, const float *b,
+                                          float *y, void *ws, size_t ws_bytes)
+{
+    conv_backward_data(rt, d, x, w, y, ws, ws_bytes);
+    if (b) vcc__conv_bias_forward(d->N, d->C, vcc__conv_spatial(d->nsp, d->in), b, y);
+}
+
+/* conv_transpose_backward_filter: dw (K, C/G, *kernel) = d's filter gradient with input dy (N, C, *in) and
+ * output gradient x (N, K, *out); db (C) = sum of dy over N and space, or NULL; overwritten */
+static inline void conv_transpose_backward_filter(VccRt *rt, VccConvDesc *d, const float *x, const float *dy,
+                                                  float *dw, float *db, void *ws, size_t ws_bytes)
+{
+    conv_backward_filter(rt, d, dy, x, dw, NULL, ws, ws_bytes);
+    if (db) vcc__conv_bias_backward(d->N, d->C, vcc__conv_spatial(d->nsp, d->in), dy, db);
 }
 
 #define VCC_KERNEL VCC_KERNEL_CHECK

@@ -37,4 +37,52 @@ VCC_HD float vcc_bn_dx(float x, float dy, float mean, float invstd, float gamma,
     return gamma * invstd * (dy - sum_dy * inv_m - xhat * sum_dy_xhat * inv_m);
 }
 
+/* vcc_bn_dx_frozen: input gradient of inference-mode batch norm (statistics
+ * given, not computed from the batch: torch.nn.functional.batch_norm with
+ * training=False): dx = gamma * invstd * dy. */
+VCC_HD float vcc_bn_dx_frozen(float dy, float invstd, float gamma)
+{
+    return gamma * invstd * dy;
+}
+
+/* vcc_norm_invstd: 1/sqrt(var + eps) of a variance computed in double,
+ * rounded to float once (the row normalizations' saved InvStdDev). */
+VCC_HD float vcc_norm_invstd(double var, float eps)
+{
+    return (float)(1.0 / sqrt(var + (double)eps));
+}
+
+/* vcc_norm_pidx: which element of a scale or bias an element of x reads in
+ * the row normalizations (InstanceNormalization, GroupNormalization,
+ * LayerNormalization). i is the element's flat (row-major) index in x; the
+ * parameter has m elements laid along consecutive dims of x, and s is the
+ * product of x's dims after them: p = (i / s) % m. InstanceNormalization and
+ * opset-21 GroupNormalization: m = C, s = S; opset-18 GroupNormalization:
+ * m = G, s = (C/G)*S; LayerNormalization: m = the product of Scale's dims,
+ * s = the product of X's dims after them (1 for a Scale of the normalized
+ * shape). */
+VCC_HD int64_t vcc_norm_pidx(int64_t i, int64_t m, int64_t s)
+{
+    return (i / s) % m;
+}
+
+/* vcc_norm_dx: input gradient of a row normalization for one element, with a
+ * per-element scale gamma (PyTorch's layer_norm / group_norm backward):
+ *   g = dy * gamma, xhat = (x - mean) * invstd
+ *   dx = invstd * (g - sum_g * inv_d - xhat * sum_g_xhat * inv_d)
+ * sum_g = sum of g over the row's d elements, sum_g_xhat = sum of g*xhat over
+ * them, inv_d = 1/d. vcc_bn_dx with gamma folded into dy. */
+VCC_HD float vcc_norm_dx(float x, float dy, float gamma, float mean, float invstd,
+                         float sum_g, float sum_g_xhat, float inv_d)
+{
+    return vcc_bn_dx(x, dy * gamma, mean, invstd, 1.0f, sum_g, sum_g_xhat, inv_d);
+}
+
+/* vcc_norm_pgrad: one element's term of a row normalization's parameter
+ * gradient, in double: dy * xhat for the scale (with_xhat), dy for the bias. */
+VCC_HD double vcc_norm_pgrad(float x, float dy, float mean, float invstd, int with_xhat)
+{
+    return with_xhat ? (double)dy * (((double)x - (double)mean) * (double)invstd) : (double)dy;
+}
+
 #endif /* VCC_ELEM_NORM_H */

@@ -1,7 +1,9 @@
 /*
- * elem/unary.h - the unary family's per-element (and per-row) arithmetic, written once for both
- * targets: the CPU loops (cpu/unary.h) call these directly, the CUDA kernels (cuda/unary.cuh) from device
- * code. Pure C99, no I/O, no state.
+ * elem/unary.h - the unary family's per-element arithmetic (Relu, Sigmoid, HardSigmoid, HardSwish,
+ * Tanh, LeakyRelu, Clip, Softplus, Elu, Neg, Exp, Log, Sqrt, Sin, Cos, Abs, Reciprocal, Erf and their
+ * gradients), written once for both targets: the CPU loops (cpu/unary.h) call these directly, the
+ * CUDA kernels (cuda/unary.cuh) from device code. Pure C99, no I/O, no state. Every tensor of the
+ * family is elementwise: x, y, dy, dx have n elements of any shape (N, C, T, H, W).
  */
 #ifndef VCC_ELEM_UNARY_H
 #define VCC_ELEM_UNARY_H
@@ -21,6 +23,242 @@ VCC_HD float vcc_relu_fwd(float x)
 VCC_HD float vcc_relu_bwd(float y, float dy)
 {
     return (y <= 0.0f) ? 0.0f : dy;
+}
+
+/* The other ops of the family, one forward and one backward body each, all of one form so that the
+ * loops of both targets are written once (cpu/unary.h, cuda/unary.cuh):
+ *
+ *   float vcc_<op>_fwd(float x, float a, float b)            y of x
+ *   float vcc_<op>_bwd(float v, float dy, float a, float b)  dx of the value the gradient reads and dy
+ *
+ * a and b are the op's attributes (HardSigmoid alpha, beta; LeakyRelu and Elu alpha; Clip min, max),
+ * ignored by the others. v is the forward OUTPUT y where the gradient can be written with it (the
+ * input's bytes may then be reused by the output), else the INPUT x: ir/ops/unary.c says which.
+ * Formulas and special values (NaN, 0, infinities) follow PyTorch's kernels and derivatives.yaml;
+ * the forward ones also ONNX Operators. */
+
+/* Sigmoid: 1 / (1 + exp(-x)). Gradient from y: dy * (1 - y) * y (sigmoid_backward). */
+VCC_HD float vcc_sigmoid_fwd(float x, float a, float b)
+{
+    (void)a; (void)b;
+    return 1.0f / (1.0f + expf(-x));
+}
+
+VCC_HD float vcc_sigmoid_bwd(float y, float dy, float a, float b)
+{
+    (void)a; (void)b;
+    return dy * (1.0f - y) * y;
+}
+
+/* HardSigmoid(alpha a, beta b): max(0, min(1, a*x + b)), NaN propagating (ONNX HardSigmoid;
+ * torch.nn.functional.hardsigmoid is a = 1/6, b = 1/2). Gradient from y: dy * a where 0 < y < 1, i.e.
+ * where 0 < a*x + b < 1 (hardsigmoid_backward: -3 < x < 3), else 0. */
+VCC_HD float vcc_hardsigmoid_fwd(float x, float a, float b)
+{
+    float v = a * x + b;
+    return v < 0.0f ? 0.0f : v > 1.0f ? 1.0f : v;
+}
+
+VCC_HD float vcc_hardsigmoid_bwd(float y, float dy, float a, float b)
+{
+    (void)b;
+    return (y > 0.0f && y < 1.0f) ? dy * a : 0.0f;
+}
+
+/* HardSwish: x * min(max(x + 3, 0), 6) / 6 (torch hardswish; ONNX HardSwish, alpha 1/6, beta 1/2).
+ * Gradient from x (hardswish_backward): 0 below -3, dy * (x / 3 + 1/2) up to 3, dy above. */
+VCC_HD float vcc_hardswish_fwd(float x, float a, float b)
+{
+    (void)a; (void)b;
+    return x * fminf(fmaxf(x + 3.0f, 0.0f), 6.0f) / 6.0f;
+}
+
+VCC_HD float vcc_hardswish_bwd(float x, float dy, float a, float b)
+{
+    (void)a; (void)b;
+    if (x < -3.0f) return 0.0f;
+    if (x <= 3.0f) return dy * (x / 3.0f + 0.5f);
+    return dy;
+}
+
+/* Tanh. Gradient from y: dy * (1 - y * y) (tanh_backward). */
+VCC_HD float vcc_tanh_fwd(float x, float a, float b)
+{
+    (void)a; (void)b;
+    return tanhf(x);
+}
+
+VCC_HD float vcc_tanh_bwd(float y, float dy, float a, float b)
+{
+    (void)a; (void)b;
+    return dy * (1.0f - y * y);
+}
+
+/* LeakyRelu(alpha a): x > 0 ? x : a * x. Gradient (leaky_relu_backward): v > 0 ? dy : dy * a, from y
+ * when a >= 0 (then y > 0 exactly where x > 0), from x otherwise. */
+VCC_HD float vcc_leakyrelu_fwd(float x, float a, float b)
+{
+    (void)b;
+    return x > 0.0f ? x : x * a;
+}
+
+VCC_HD float vcc_leakyrelu_bwd(float v, float dy, float a, float b)
+{
+    (void)b;
+    return v > 0.0f ? dy : dy * a;
+}
+
+/* Clip(min a, max b): min(max(x, a), b) (torch.clamp; ONNX Clip: every value is b when a > b); NaN
+ * propagates. Gradient from x (clamp_backward): dy where a <= x <= b, else 0. */
+VCC_HD float vcc_clip_fwd(float x, float a, float b)
+{
+    float v = x < a ? a : x;
+    return v > b ? b : v;
+}
+
+VCC_HD float vcc_clip_bwd(float x, float dy, float a, float b)
+{
+    return (x >= a && x <= b) ? dy : 0.0f;
+}
+
+/* Softplus: log(1 + exp(x)), computed as max(x, 0) + log1p(exp(-|x|)) (no overflow; ONNX Softplus,
+ * torch softplus with beta 1). Gradient from y: dy * sigmoid(x) = dy * (1 - exp(-y)), written
+ * -expm1(-y), accurate for small y too (softplus_backward computes dy * z / (z + 1), z = exp(x)). */
+VCC_HD float vcc_softplus_fwd(float x, float a, float b)
+{
+    (void)a; (void)b;
+    return fmaxf(x, 0.0f) + log1pf(expf(-fabsf(x)));
+}
+
+VCC_HD float vcc_softplus_bwd(float y, float dy, float a, float b)
+{
+    (void)a; (void)b;
+    return dy * -expm1f(-y);
+}
+
+/* Elu(alpha a): x > 0 ? x : a * (exp(x) - 1) (expm1, as torch elu). Gradient from x (elu_backward
+ * with is_result false): x <= 0 ? dy * a * exp(x) : dy. */
+VCC_HD float vcc_elu_fwd(float x, float a, float b)
+{
+    (void)b;
+    return x > 0.0f ? x : a * expm1f(x);
+}
+
+VCC_HD float vcc_elu_bwd(float x, float dy, float a, float b)
+{
+    (void)b;
+    return x <= 0.0f ? dy * a * expf(x) : dy;
+}
+
+/* Neg: -x. Its gradient is Neg of dy: no backward body. */
+VCC_HD float vcc_neg_fwd(float x, float a, float b)
+{
+    (void)a; (void)b;
+    return -x;
+}
+
+/* Exp. Gradient from y: dy * y. */
+VCC_HD float vcc_exp_fwd(float x, float a, float b)
+{
+    (void)a; (void)b;
+    return expf(x);
+}
+
+VCC_HD float vcc_exp_bwd(float y, float dy, float a, float b)
+{
+    (void)a; (void)b;
+    return dy * y;
+}
+
+/* Log (natural). Gradient from x: dy / x. */
+VCC_HD float vcc_log_fwd(float x, float a, float b)
+{
+    (void)a; (void)b;
+    return logf(x);
+}
+
+VCC_HD float vcc_log_bwd(float x, float dy, float a, float b)
+{
+    (void)a; (void)b;
+    return dy / x;
+}
+
+/* Sqrt. Gradient from y: dy / (2 * y). */
+VCC_HD float vcc_sqrt_fwd(float x, float a, float b)
+{
+    (void)a; (void)b;
+    return sqrtf(x);
+}
+
+VCC_HD float vcc_sqrt_bwd(float y, float dy, float a, float b)
+{
+    (void)a; (void)b;
+    return dy / (2.0f * y);
+}
+
+/* Sin (radians). Gradient from x: dy * cos(x). */
+VCC_HD float vcc_sin_fwd(float x, float a, float b)
+{
+    (void)a; (void)b;
+    return sinf(x);
+}
+
+VCC_HD float vcc_sin_bwd(float x, float dy, float a, float b)
+{
+    (void)a; (void)b;
+    return dy * cosf(x);
+}
+
+/* Cos (radians). Gradient from x: dy * -sin(x). */
+VCC_HD float vcc_cos_fwd(float x, float a, float b)
+{
+    (void)a; (void)b;
+    return cosf(x);
+}
+
+VCC_HD float vcc_cos_bwd(float x, float dy, float a, float b)
+{
+    (void)a; (void)b;
+    return dy * -sinf(x);
+}
+
+/* Abs. Gradient from x: dy * sgn(x), sgn(0) = 0 (abs_backward); a NaN x gives 0. */
+VCC_HD float vcc_abs_fwd(float x, float a, float b)
+{
+    (void)a; (void)b;
+    return fabsf(x);
+}
+
+VCC_HD float vcc_abs_bwd(float x, float dy, float a, float b)
+{
+    (void)a; (void)b;
+    return x > 0.0f ? dy : x < 0.0f ? -dy : 0.0f;
+}
+
+/* Reciprocal: 1 / x. Gradient from y: -dy * (y * y). */
+VCC_HD float vcc_reciprocal_fwd(float x, float a, float b)
+{
+    (void)a; (void)b;
+    return 1.0f / x;
+}
+
+VCC_HD float vcc_reciprocal_bwd(float y, float dy, float a, float b)
+{
+    (void)a; (void)b;
+    return -dy * (y * y);
+}
+
+/* Erf. Gradient from x: 2 / sqrt(pi) * exp(-x * x) * dy. */
+VCC_HD float vcc_erf_fwd(float x, float a, float b)
+{
+    (void)a; (void)b;
+    return erff(x);
+}
+
+VCC_HD float vcc_erf_bwd(float x, float dy, float a, float b)
+{
+    (void)a; (void)b;
+    return 1.12837916709551257f * expf(-x * x) * dy;
 }
 
 #endif /* VCC_ELEM_UNARY_H */

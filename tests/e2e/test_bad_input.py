@@ -70,7 +70,7 @@ def main():
     open(os.path.join(inputs, "text.onnx"), "w").write("not a model\njust text\n")
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4, 8, 8])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
-    nodes = [helper.make_node("MaxPool", ["x"], ["p"], name="/pool/MaxPool", kernel_shape=[2, 2, 2]),
+    nodes = [helper.make_node("LpPool", ["x"], ["p"], name="/pool/LpPool", kernel_shape=[2, 2, 2]),
              helper.make_node("GlobalAveragePool", ["p"], ["g"], name="/gap"),
              helper.make_node("Flatten", ["g"], ["f"], name="/flat"),
              helper.make_node("Softmax", ["f"], ["y"], name="/head/Softmax")]
@@ -164,7 +164,7 @@ def main():
              ("a FIFO for a model", "fifo.onnx", ["fifo.onnx", "not a regular file"]),
              ("not an ONNX file", "text.onnx", ["text.onnx"]),
              ("missing file", "missing.onnx", ["missing.onnx"]),
-             ("unsupported ops", "unsupported.onnx", ["unsupported.onnx", "/pool/MaxPool", "MaxPool",
+             ("unsupported ops", "unsupported.onnx", ["unsupported.onnx", "/pool/LpPool", "LpPool",
                                                       "/head/Softmax", "Softmax"]),
              ("unbound symbolic dim", "symbolic.onnx", ["symbolic.onnx", "input", "batch", "--shape"]),
              ("dims past 2^47 bytes", "huge_batch.onnx", ["huge_batch.onnx", "input", "2^47"]),

@@ -8,7 +8,7 @@ Under OUTDIR:
     ext/                   models with external data, their side files, and a symlink pointing out
     outside.bin            a data file outside ext/ (what the refused locations point at)
     ref/<model>/<name>.bin each initializer / Constant value as the loader must hold it: the numpy
-                           array's little-endian bytes (float32 or int64; int32 values widened)
+                           array's little-endian bytes (float32, int64, int32, float64)
 
 Letters: N batch, C channels, T frames, H height, W width, K classes.
 """
@@ -161,15 +161,17 @@ def main():
     ref(out, "unpacked", "w", wu)
     ref(out, "unpacked", "k", ku)
 
-    # conv_raw: every initializer in raw_data, plus an int32 initializer (widened to int64)
+    # conv_raw: every initializer in raw_data, plus an int32 and a float64 initializer (kept as they are)
     i32 = np.array([-5, 7, 2147483647], dtype=np.int32)
-    inits = [raw_tensor(k, v) for k, v in w.items()] + [raw_tensor("i32raw", i32)]
+    f64 = np.array([0.1, -2.5e300], dtype=np.float64)
+    inits = [raw_tensor(k, v) for k, v in w.items()] + [raw_tensor("i32raw", i32), raw_tensor("f64raw", f64)]
     save(os.path.join(out, "conv_raw.onnx"), model(conv_nodes(), inits, [conv_input()]))
     for k, v in w.items():
         ref(out, "conv_raw", k, v)
-    ref(out, "conv_raw", "i32raw", i32.astype(np.int64))
+    ref(out, "conv_raw", "i32raw", i32)
+    ref(out, "conv_raw", "f64raw", f64)
 
-    # conv_typed: float_data / int64_data / int32_data, Conv without bias (absent optional input),
+    # conv_typed: float_data / int64_data / int32_data / double_data, Conv without bias (absent optional input),
     # a Reshape whose shape is an int64 initializer
     wt = {k: v for k, v in w.items() if k != "conv.bias"}
     shape = np.array([N, F], dtype=np.int64)
@@ -180,12 +182,14 @@ def main():
                          axis=1),
         helper.make_node("Reshape", ["/Flatten_output_0a", "shape"], ["/Flatten_output_0"], name="/Reshape"),
     ]
-    inits = [typed_tensor(k, v) for k, v in wt.items()] + [typed_tensor("shape", shape), typed_tensor("i32", i32t)]
+    inits = [typed_tensor(k, v) for k, v in wt.items()] + [typed_tensor("shape", shape), typed_tensor("i32", i32t),
+                                                           typed_tensor("f64", f64)]
     save(os.path.join(out, "conv_typed.onnx"), model(nodes, inits, [conv_input()]))
     for k, v in wt.items():
         ref(out, "conv_typed", k, v)
     ref(out, "conv_typed", "shape", shape)
-    ref(out, "conv_typed", "i32", i32t.astype(np.int64))
+    ref(out, "conv_typed", "i32", i32t)
+    ref(out, "conv_typed", "f64", f64)
 
     # conv_initin: initializers also listed as graph inputs (IR version 3 exporters)
     inits = [raw_tensor(k, v) for k, v in w.items()]
@@ -212,6 +216,32 @@ def main():
     ref(out, "constant", "cf", np.array(2.5, dtype=np.float32))
     ref(out, "constant", "ci", np.array(-7, dtype=np.int64))
     ref(out, "constant", "cfs", np.array([1, 2, 3], dtype=np.float32))
+
+    # constant_forms: the Constant forms vcc refuses (sparse_value, value_string) and one the model's opset
+    # does not have yet (value_float in opset 11), all in one report
+    sp = helper.make_sparse_tensor(numpy_helper.from_array(np.array([1.0], np.float32), "v"),
+                                   numpy_helper.from_array(np.array([0], np.int64), "i"), [4])
+    nodes = [
+        helper.make_node("Constant", [], ["sp"], name="/sparse", sparse_value=sp),
+        helper.make_node("Constant", [], ["st"], name="/string", value_string="a"),
+        helper.make_node("Add", ["x", "sp"], ["y"], name="/Add"),
+    ]
+    m = model(nodes, [], [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])])
+    save(os.path.join(out, "constant_forms.onnx"), m, check=False)
+    nodes = [helper.make_node("Constant", [], ["c"], name="/c", value_float=1.0),
+             helper.make_node("Add", ["x", "c"], ["y"], name="/Add")]
+    m = model(nodes, [], [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])], opset=11)
+    save(os.path.join(out, "constant_opset11.onnx"), m, check=False)
+
+    # constantofshape: its value attribute (a tensor) becomes a second input holding the value
+    nodes = [helper.make_node("ConstantOfShape", ["shp"], ["y"], name="cos",
+                              value=numpy_helper.from_array(np.array([7], np.int32), "value"))]
+    m = model(nodes, [typed_tensor("shp", np.array([2, 3], np.int64))], [], [
+        helper.make_tensor_value_info("y", TensorProto.INT32, [2, 3])])
+    save(os.path.join(out, "constantofshape.onnx"), m)
+    ref(out, "constantofshape", "cos.value", np.array([7], np.int32))
 
     # ext/conv_ext: conv.weight and fc.weight in weights.bin at offsets (junk around them),
     # bn.weight alone in bn_weight.bin (no offset, no length); the rest raw
@@ -272,9 +302,9 @@ def main():
     xin = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 4, 4])]
     yout = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 4, 4, 4])]
     nodes = [
-        helper.make_node("MaxPool", ["x"], ["p"], name="/maxpool/MaxPool", kernel_shape=[2, 2, 2]),
+        helper.make_node("LpPool", ["x"], ["p"], name="/lppool/LpPool", kernel_shape=[2, 2, 2]),
         helper.make_node("Relu", ["p"], ["r"], name="/relu/Relu"),
-        helper.make_node("Sigmoid", ["r"], ["y"], name="/Sigmoid_1"),
+        helper.make_node("Hardmax", ["r"], ["y"], name="/Hardmax_1"),
     ]
     save(os.path.join(out, "unsupported.onnx"), model(nodes, [], xin, yout))
 
@@ -324,7 +354,7 @@ def main():
     bad = typed_tensor("w", np.zeros([2, 3], np.float32))
     del bad.float_data[-1]
     save(os.path.join(out, "typed_len.onnx"), one_init_model(bad), check=False)
-    save(os.path.join(out, "double_init.onnx"), one_init_model(raw_tensor("w", np.zeros([3], np.float64))), check=False)
+    save(os.path.join(out, "float16_init.onnx"), one_init_model(raw_tensor("w", np.zeros([3], np.float16))), check=False)
 
     m = one_init_model(raw_tensor("w", np.zeros([3], np.float32)))
     m.graph.initializer.append(raw_tensor("w", np.ones([3], np.float32)))

@@ -10,15 +10,29 @@ simple/, and light/'s whole networks):
     line on stderr naming the model file (or indented under one: the lines of a report of unsupported
     constructs), no output left behind, never a crash.
   - What vcc compiles is built with the command vcc printed and run on every test_data_set; each output
-    must match the expected one: |got - want| <= 1e-5 + 1e-4 * |want| (shapes and dtypes exact).
+    must match the expected one: |got - want| <= 1e-5 + 1e-4 * |want|, NaN where it is NaN (shapes and
+    dtypes exact).
   - The tests in SUPPORTED must compile: they are the ONNX forms of the ops vcc trains.
 
-Harness adaptations, each stated here: vcc needs static shapes, so an input vcc takes as a constant
-(CONST_INPUTS: Reshape's shape, Slice's starts/ends/axes/steps, Split's split, Squeeze's and Unsqueeze's
-axes, Expand's shape, Tile's repeats, Resize's roi/scales/sizes) that a test feeds as a graph input is
-baked into the model as an initializer (its value is the test's input). Every output
-is compared with the expected one as it is: forward-only programs follow the ONNX spec (for example,
-BatchNormalization's training mode updates running_var with the biased batch variance there, while
+Harness adaptations, each stated here: vcc needs static shapes, so a Reshape shape that a test feeds as
+a graph input is baked into the model as an initializer (its value is the test's input); so are the
+inputs vcc reads at compile time: Clip's min and max, Dropout's ratio and training_mode, a reduction's
+axes (ReduceSum/Mean/Max/Min input 1), a Pad's pads, constant_value and axes, Slice's
+starts/ends/axes/steps, Split's split, Squeeze's and Unsqueeze's axes, Expand's shape, Tile's repeats,
+Resize's roi/scales/sizes (all in CONST_INPUTS). A test whose expected
+outputs are written with fewer digits than the comparison needs has its own tolerance in LOOSE, with the
+reason. A model made only of ops that vcc evaluates while compiling (FOLDED_OPS: shape arithmetic,
+comparisons, masks, index lists) gets every graph input that a node reads for its values baked in as a
+Constant node holding the test's values (Constants are compile-time values; float initializers would be
+trained parameters), so that vcc folds the whole graph and the program only writes the constant outputs;
+inputs that only Shape or Size read stay inputs (their shape is what those ops take). A NaN output matches a NaN expected there (Pow of a negative base
+to a fractional exponent). A Dropout in
+training mode with a ratio above 0 draws its masks from vcc's own generator (Philox, not numpy's), so its
+outputs are checked by what they must be: every y is 0 or x / (1 - ratio) (to float rounding), the mask
+output (when there is one) is bool and says which, and about ratio of the elements are dropped (within
+five standard deviations). Every other output is compared with the expected one as it is: forward-only
+programs follow the ONNX spec (for example, BatchNormalization's training mode updates running_var with
+the biased batch variance there, while
 vcc's trainers follow PyTorch's unbiased one).
 Exits 77 (skipped) when DIR does not exist, except under CI=true, where that is a failure.
 """
@@ -32,18 +46,78 @@ import sys
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
+from onnx import helper, numpy_helper
 
 # ONNX node tests of the forms vcc supports; each must compile, run and match.
 SUPPORTED = [
     "test_basic_conv_with_padding", "test_basic_conv_without_padding", "test_conv_with_autopad_same",
     "test_conv_with_strides_and_asymmetric_padding", "test_conv_with_strides_no_padding",
     "test_conv_with_strides_padding",
+    "test_Conv1d", "test_Conv1d_dilated", "test_Conv1d_groups", "test_Conv1d_pad1", "test_Conv1d_pad1size1",
+    "test_Conv1d_pad2", "test_Conv1d_pad2size1", "test_Conv1d_stride", "test_Conv2d", "test_Conv2d_depthwise",
+    "test_Conv2d_depthwise_padded", "test_Conv2d_depthwise_strided", "test_Conv2d_depthwise_with_multiplier",
+    "test_Conv2d_dilated", "test_Conv2d_groups", "test_Conv2d_groups_thnn", "test_Conv2d_no_bias",
+    "test_Conv2d_padding", "test_Conv2d_strided", "test_Conv3d", "test_Conv3d_dilated",
+    "test_Conv3d_dilated_strided", "test_Conv3d_groups", "test_Conv3d_no_bias", "test_Conv3d_stride",
+    "test_Conv3d_stride_padding",
+    "test_convtranspose", "test_convtranspose_1d", "test_convtranspose_3d", "test_convtranspose_autopad_same",
+    "test_convtranspose_dilations", "test_convtranspose_group_2", "test_convtranspose_group_2_image_3",
+    "test_convtranspose_kernel_shape", "test_convtranspose_output_shape", "test_convtranspose_pad",
+    "test_convtranspose_pads", "test_ConvTranspose2d", "test_ConvTranspose2d_no_bias",
+    "test_operator_convtranspose",
     "test_batchnorm_epsilon_training_mode", "test_batchnorm_example_training_mode",
     "test_batchnorm_epsilon", "test_batchnorm_example", "test_BatchNorm1d_3d_input_eval", "test_BatchNorm2d_eval",
     "test_BatchNorm2d_momentum_eval", "test_BatchNorm3d_eval", "test_BatchNorm3d_momentum_eval",
-    "test_relu", "test_add",
+    "test_relu",
+    "test_add", "test_add_bcast", "test_sub", "test_sub_bcast", "test_sub_example", "test_mul", "test_mul_bcast",
+    "test_mul_example", "test_div", "test_div_bcast", "test_div_example", "test_pow", "test_pow_bcast_array",
+    "test_pow_bcast_scalar", "test_pow_example", "test_operator_pow",
+    "test_reduce_mean_default_axes_keepdims_example", "test_reduce_mean_default_axes_keepdims_random",
+    "test_reduce_mean_do_not_keepdims_example", "test_reduce_mean_do_not_keepdims_random",
+    "test_reduce_mean_keepdims_example", "test_reduce_mean_keepdims_random",
+    "test_reduce_mean_negative_axes_keepdims_example", "test_reduce_mean_negative_axes_keepdims_random",
+    "test_reduce_sum_default_axes_keepdims_example", "test_reduce_sum_default_axes_keepdims_random",
+    "test_reduce_sum_do_not_keepdims_example", "test_reduce_sum_do_not_keepdims_random",
+    "test_reduce_sum_empty_axes_input_noop", "test_reduce_sum_empty_axes_input_noop_example",
+    "test_reduce_sum_keepdims_example", "test_reduce_sum_keepdims_random",
+    "test_reduce_sum_negative_axes_keepdims_example", "test_reduce_sum_negative_axes_keepdims_random",
+    "test_operator_reduced_mean", "test_operator_reduced_mean_keepdim",
+    "test_instancenorm_epsilon", "test_instancenorm_example",
+    "test_group_normalization_epsilon", "test_group_normalization_example",
+    "test_layer_normalization_2d_axis0", "test_layer_normalization_2d_axis1",
+    "test_layer_normalization_2d_axis_negative_1", "test_layer_normalization_2d_axis_negative_2",
+    "test_layer_normalization_3d_axis0_epsilon", "test_layer_normalization_3d_axis1_epsilon",
+    "test_layer_normalization_3d_axis2_epsilon", "test_layer_normalization_3d_axis_negative_1_epsilon",
+    "test_layer_normalization_3d_axis_negative_2_epsilon", "test_layer_normalization_3d_axis_negative_3_epsilon",
+    "test_layer_normalization_4d_axis0", "test_layer_normalization_4d_axis1", "test_layer_normalization_4d_axis2",
+    "test_layer_normalization_4d_axis3", "test_layer_normalization_4d_axis_negative_1",
+    "test_layer_normalization_4d_axis_negative_2", "test_layer_normalization_4d_axis_negative_3",
+    "test_layer_normalization_4d_axis_negative_4", "test_layer_normalization_default_axis",
     "test_globalaveragepool", "test_globalaveragepool_precomputed",
+    "test_globalmaxpool", "test_globalmaxpool_precomputed",
+    "test_maxpool_1d_default", "test_maxpool_2d_ceil", "test_maxpool_2d_ceil_output_size_reduce_by_one",
+    "test_maxpool_2d_default", "test_maxpool_2d_dilations", "test_maxpool_2d_pads", "test_maxpool_2d_precomputed_pads",
+    "test_maxpool_2d_precomputed_same_upper", "test_maxpool_2d_precomputed_strides", "test_maxpool_2d_same_lower",
+    "test_maxpool_2d_same_upper", "test_maxpool_2d_strides", "test_maxpool_3d_default", "test_maxpool_3d_dilations",
+    "test_maxpool_3d_dilations_use_ref_impl", "test_maxpool_3d_dilations_use_ref_impl_large",
+    "test_maxpool_with_argmax_2d_precomputed_pads", "test_maxpool_with_argmax_2d_precomputed_strides",
+    "test_MaxPool1d", "test_MaxPool1d_stride", "test_MaxPool1d_stride_padding_dilation", "test_MaxPool2d",
+    "test_MaxPool3d", "test_MaxPool3d_stride", "test_MaxPool3d_stride_padding", "test_operator_maxpool",
+    "test_averagepool_1d_default", "test_averagepool_2d_ceil", "test_averagepool_2d_ceil_last_window_starts_on_pad",
+    "test_averagepool_2d_default", "test_averagepool_2d_dilations", "test_averagepool_2d_pads",
+    "test_averagepool_2d_pads_count_include_pad", "test_averagepool_2d_precomputed_pads",
+    "test_averagepool_2d_precomputed_pads_count_include_pad", "test_averagepool_2d_precomputed_same_upper",
+    "test_averagepool_2d_precomputed_strides", "test_averagepool_2d_same_lower", "test_averagepool_2d_same_upper",
+    "test_averagepool_2d_strides", "test_averagepool_3d_default",
+    "test_averagepool_3d_dilations_large_count_include_pad_is_0_ceil_mode_is_False",
+    "test_averagepool_3d_dilations_large_count_include_pad_is_0_ceil_mode_is_True",
+    "test_averagepool_3d_dilations_large_count_include_pad_is_1_ceil_mode_is_False",
+    "test_averagepool_3d_dilations_large_count_include_pad_is_1_ceil_mode_is_True",
+    "test_averagepool_3d_dilations_small",
+    "test_AvgPool2d", "test_AvgPool2d_stride", "test_AvgPool3d", "test_AvgPool3d_stride",
+    "test_AvgPool3d_stride1_pad0_gpu_input",
+    "test_constant_pad", "test_constant_pad_axes", "test_constant_pad_negative_axes", "test_ConstantPad2d",
+    "test_ReflectionPad2d", "test_ReplicationPad2d", "test_ZeroPad2d", "test_operator_pad",
     "test_flatten_axis0", "test_flatten_axis1", "test_flatten_axis2", "test_flatten_axis3",
     "test_flatten_default_axis", "test_flatten_negative_axis1", "test_flatten_negative_axis2",
     "test_flatten_negative_axis3", "test_flatten_negative_axis4",
@@ -54,6 +128,15 @@ SUPPORTED = [
     "test_reshape_extended_dims", "test_reshape_negative_dim", "test_reshape_negative_extended_dims",
     "test_reshape_one_dim", "test_reshape_reduced_dims", "test_reshape_reordered_all_dims",
     "test_reshape_reordered_last_dims", "test_reshape_zero_and_negative_dim", "test_reshape_zero_dim",
+    # const: evaluated while compiling (inputs baked as Constants where FOLDED_OPS says)
+    "test_constant", "test_constantofshape_float_ones", "test_constantofshape_int_shape_zero",
+    "test_constantofshape_int_zeros",
+    "test_shape", "test_shape_clip_end", "test_shape_clip_start", "test_shape_end_1", "test_shape_end_negative_1",
+    "test_shape_example", "test_shape_start_1", "test_shape_start_1_end_2", "test_shape_start_1_end_negative_1",
+    "test_shape_start_negative_1", "test_size", "test_size_example",
+    "test_range_float_type_positive_delta", "test_range_int32_type_negative_delta",
+    "test_gather_0", "test_gather_1", "test_gather_2d_indices", "test_gather_negative_indices",
+    "test_where_example", "test_where_long_example", "test_equal", "test_equal_bcast",
     # layout: Concat, Split, Slice, Transpose, Squeeze, Unsqueeze, Expand, Resize (nearest, linear). Not here:
     # test_split_zero_size_splits_* (an input of 0 elements), Resize's cubic, antialias and tf_crop_and_resize
     # tests, and test_resize_downsample_scales_linear_align_corners (a scale that gives no whole length with
@@ -91,17 +174,71 @@ SUPPORTED = [
     "test_resize_upsample_sizes_nearest_not_larger", "test_resize_upsample_sizes_nearest_not_smaller",
     "test_resize_upsample_sizes_nearest_round_prefer_ceil_asymmetric",
 ]
+# the unary family (elementwise activations and math functions)
+SUPPORTED += [
+    "test_sigmoid", "test_sigmoid_example", "test_hardsigmoid", "test_hardsigmoid_default", "test_hardsigmoid_example",
+    "test_hardswish", "test_tanh", "test_tanh_example", "test_leakyrelu", "test_leakyrelu_default",
+    "test_leakyrelu_example", "test_clip", "test_clip_default_inbounds", "test_clip_default_max",
+    "test_clip_default_min", "test_clip_example", "test_clip_inbounds", "test_clip_min_greater_than_max",
+    "test_clip_outbounds", "test_clip_splitbounds", "test_neg", "test_neg_example", "test_exp", "test_exp_example",
+    "test_sqrt", "test_sqrt_example", "test_abs", "test_reciprocal", "test_reciprocal_example", "test_erf",
+    "test_ELU", "test_LeakyReLU", "test_LeakyReLU_with_negval", "test_Sigmoid", "test_Tanh",
+    "test_operator_clip", "test_operator_exp", "test_operator_sqrt",
+]
+# the dropout family (test_training_dropout* with a ratio above 0 are checked by property: see above)
+SUPPORTED += [
+    "test_dropout_default", "test_dropout_default_mask", "test_dropout_default_mask_ratio", "test_dropout_default_old",
+    "test_dropout_default_ratio", "test_dropout_random_old", "test_training_dropout", "test_training_dropout_default",
+    "test_training_dropout_default_mask", "test_training_dropout_mask", "test_training_dropout_zero_ratio",
+    "test_training_dropout_zero_ratio_mask",
+]
 
 
-# op type -> the positions of the inputs vcc needs as constants (they fix shapes)
-CONST_INPUTS = {"Reshape": (1,), "Slice": (1, 2, 3, 4), "Split": (1,), "Squeeze": (1,), "Unsqueeze": (1,),
-                "Expand": (1,), "Tile": (1, 2), "Resize": (1, 2, 3)}
+# (op type, input index): the inputs vcc reads at compile time, baked into the model when a test feeds them
+CONST_INPUTS = {("Reshape", 1), ("Clip", 1), ("Clip", 2), ("Dropout", 1), ("Dropout", 2), ("ReduceSum", 1),
+                ("ReduceMean", 1), ("ReduceMax", 1), ("ReduceMin", 1), ("Pad", 1), ("Pad", 2), ("Pad", 3),
+                ("Slice", 1), ("Slice", 2), ("Slice", 3), ("Slice", 4), ("Split", 1), ("Squeeze", 1),
+                ("Unsqueeze", 1), ("Expand", 1), ("Tile", 1), ("Tile", 2), ("Resize", 1), ("Resize", 2),
+                ("Resize", 3)}
+
+# Tests compared with a looser tolerance (rtol, atol), and why.
+LOOSE = {
+    # the expected means are rounded by hand (0.2841 where the inputs give 0.284044): 4 decimals
+    "test_averagepool_2d_ceil_last_window_starts_on_pad": (0.0, 1e-4),
+}
+
+
+# Ops of the models whose inputs are baked as Constants (the const family, and Gather over constants).
+FOLDED_OPS = {"Shape", "Size", "ConstantOfShape", "Range", "Equal", "Less", "LessOrEqual", "Greater",
+              "GreaterOrEqual", "Not", "And", "Or", "Xor", "Where", "Gather"}
+
+
+def bake_folded_inputs(model, inputs):
+    """Turn the graph inputs of a FOLDED_OPS-only model that a node reads for its values into Constant
+    nodes holding the test's values; returns the inputs left to feed."""
+    shape_only = {i for i in (x.name for x in model.graph.input)
+                  if all(n.op_type in ("Shape", "Size") for n in model.graph.node if i in n.input)}
+    names = [i.name for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}]
+    kept, consts = [], []
+    for name, arr in zip(names, inputs):
+        if name in shape_only:
+            kept.append(arr)
+            continue
+        consts.append(onnx.helper.make_node("Constant", [], [name], value=numpy_helper.from_array(arr, name)))
+        for i, vi in enumerate(model.graph.input):
+            if vi.name == name:
+                del model.graph.input[i]
+                break
+    nodes = consts + list(model.graph.node)
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    return kept
 
 
 def bake_shape_inputs(model, inputs):
-    """Turn graph inputs that feed an input of CONST_INPUTS into initializers holding the test's values."""
-    shape_inputs = {n.input[i] for n in model.graph.node for i in CONST_INPUTS.get(n.op_type, ())
-                    if i < len(n.input) and n.input[i]}
+    """Turn graph inputs in CONST_INPUTS into initializers holding the test's values."""
+    shape_inputs = {n.input[i] for n in model.graph.node for i in range(1, len(n.input))
+                    if (n.op_type, i) in CONST_INPUTS and n.input[i]}
     names = [i.name for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}]
     kept = []
     for name, arr in zip(names, inputs):
@@ -114,6 +251,41 @@ def bake_shape_inputs(model, inputs):
         else:
             kept.append(arr)
     return kept
+
+
+def dropout_training(model):
+    """The ratio of a one-node model's Dropout that draws masks (training mode, ratio > 0), else None."""
+    nodes = model.graph.node
+    if len(nodes) != 1 or nodes[0].op_type != "Dropout":
+        return None
+    inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    n, opset = nodes[0], max(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))
+    attrs = {a.name: helper.get_attribute_value(a) for a in n.attribute}
+    if opset < 12:  # opsets 7-11 state no mode: a forward program copies, as onnxruntime does
+        ratio, train = attrs.get("ratio", 0.5), opset < 7 and not attrs.get("is_test", 0)
+    else:
+        ratio = float(inits[n.input[1]]) if len(n.input) > 1 and n.input[1] else 0.5
+        train = bool(inits[n.input[2]]) if len(n.input) > 2 and n.input[2] else False
+    return ratio if train and ratio > 0 else None
+
+
+def check_dropout(x, got, want, ratio):
+    """What a training-mode Dropout's outputs must be whatever its generator: '' when they are."""
+    y = got[0]
+    if y.shape != x.shape or y.dtype != np.float32:
+        return "output 0 is %s %s, expected float32 %s" % (y.dtype, y.shape, x.shape)
+    kept = y != 0
+    if len(want) > 1:
+        if got[1].dtype != np.bool_ or got[1].shape != x.shape:
+            return "mask is %s %s, expected bool %s" % (got[1].dtype, got[1].shape, x.shape)
+        kept = got[1]
+    scaled = x.astype(np.float64) / (1 - ratio)
+    if not (np.allclose(y[kept], scaled[kept], rtol=1e-6, atol=0) and np.all(y[~kept] == 0)):
+        return "y is not x / (1 - ratio) where kept and 0 where dropped"
+    n, dropped = x.size, float((~kept).sum())
+    if abs(dropped - ratio * n) > 5 * np.sqrt(n * ratio * (1 - ratio)):
+        return "%d of %d elements dropped at ratio %g" % (dropped, n, ratio)
+    return ""
 
 
 def main():
@@ -151,9 +323,16 @@ def main():
             feeds = [[numpy_helper.to_array(onnx.load_tensor(p))
                       for p in sorted(glob.glob(os.path.join(s, "input_*.pb")),
                                       key=lambda p: int(p.rsplit("_", 1)[1][:-3]))] for s in sets]
-            if any(n.op_type in CONST_INPUTS for n in model.graph.node):
-                feeds = [bake_shape_inputs(onnx.load(path), f) for f in feeds]
-                bake_shape_inputs(model, [numpy_helper.to_array(onnx.load_tensor(p)) for p in sorted(
+            bake = None
+            if model.graph.node and all(n.op_type in FOLDED_OPS for n in model.graph.node):
+                bake = bake_folded_inputs
+            elif any((n.op_type, i) in CONST_INPUTS for n in model.graph.node for i in range(1, len(n.input))):
+                bake = bake_shape_inputs
+            if bake and len(sets) > 1 and bake is bake_folded_inputs:
+                sets, feeds = sets[:1], feeds[:1]  # the baked values are those of the first data set
+            if bake:
+                feeds = [bake(onnx.load(path), f) for f in feeds]
+                bake(model, [numpy_helper.to_array(onnx.load_tensor(p)) for p in sorted(
                     glob.glob(os.path.join(sets[0], "input_*.pb")), key=lambda p: int(p.rsplit("_", 1)[1][:-3]))])
                 src = os.path.join(work, "model.onnx")
                 onnx.save(model, src)
@@ -194,13 +373,20 @@ def main():
                 failures.append("%s: run failed: %s" % (name, r.stderr.strip()[:300]))
                 ok = False
                 break
+            drop = dropout_training(model)
+            if drop is not None:
+                err = check_dropout(inputs[0], [np.load(o) for o in outs], want, drop)
+                if err:
+                    failures.append("%s: %s" % (name, err))
+                    ok = False
+                continue
             for i, w in enumerate(want):
                 got = np.load(outs[i])
                 if got.shape != w.shape or got.dtype != w.dtype:
                     failures.append("%s: output %d is %s %s, expected %s %s" % (name, i, got.dtype, got.shape,
                                                                                 w.dtype, w.shape))
                     ok = False
-                elif not np.allclose(got, w, rtol=1e-4, atol=1e-5):
+                elif not np.allclose(got, w, *LOOSE.get(name, (1e-4, 1e-5)), equal_nan=True):
                     failures.append("%s: output %d differs by up to %.3e" % (
                         name, i, float(np.abs(got.astype(np.float64) - w).max())))
                     ok = False

@@ -18,7 +18,9 @@ and the constants of `consts` (name -> numpy array, written as initializers: int
 vcc, float ones would be trained, so give float constants only when the op treats them as constants);
 `order` gives the input order when it is not inputs then consts ("" for an absent optional input).
 `ref(**tensors)` computes the output(s) in PyTorch from float64 tensors (constants as torch tensors too).
-`outputs` is the number of node outputs (all are compared in the forward check).
+`outputs` is the number of node outputs (all are compared in the forward check; an int64 reference
+output is declared INT64, e.g. MaxPool's Indices). `flags` are extra vcc options for every program of
+the case (e.g. ["--allow-inference-export"] for an op's inference form).
 
 Each case is checked three ways:
   forward   `vcc --forward-only`, built with the printed command, run on the case's inputs (float32);
@@ -61,7 +63,7 @@ torch.set_default_dtype(torch.float64)
 class Case:
     def __init__(self, name, op, inputs, ref, attrs=None, consts=None, order=None, opset=17, outputs=1,
                  grad=True, init=None, lo=-1.0, hi=1.0, fwd_tol=1e-6, grad_tol=1e-6, fd_points=24,
-                 cuda_tol=1e-5, seed=0, domain=""):
+                 cuda_tol=1e-5, seed=0, domain="", flags=None):
         self.name, self.op, self.inputs, self.ref = name, op, dict(inputs), ref
         self.attrs, self.consts = dict(attrs or {}), dict(consts or {})
         self.order = list(order) if order is not None else list(self.inputs) + list(self.consts)
@@ -69,6 +71,7 @@ class Case:
         self.grad = list(self.inputs) if grad is True else (list(grad) if grad else [])
         self.lo, self.hi, self.fwd_tol, self.grad_tol = lo, hi, fwd_tol, grad_tol
         self.fd_points, self.cuda_tol, self.seed, self.domain = fd_points, cuda_tol, seed, domain
+        self.flags = list(flags or [])
 
     def values(self):
         rng = np.random.default_rng(self.seed)
@@ -93,8 +96,9 @@ def _ref_outputs(case, vals):
     return list(out) if isinstance(out, (tuple, list)) else [out]
 
 
-def _model(case, vals, out_shapes, trainable):
-    """The case's node; float inputs are graph inputs (forward) or initializers (trainer)."""
+def _model(case, vals, out_shapes, trainable, out_types=None):
+    """The case's node; float inputs are graph inputs (forward) or initializers (trainer). out_types: the
+    ONNX element type of each output (FLOAT when not given)."""
     outs = ["y%d" % i for i in range(case.outputs)]
     node = helper.make_node(case.op, case.order, outs, name="node", domain=case.domain, **case.attrs)
     inits = [numpy_helper.from_array(np.asarray(c), n) for n, c in case.consts.items()]
@@ -106,7 +110,8 @@ def _model(case, vals, out_shapes, trainable):
     else:
         g_in += [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(v.shape)) for n, v in vals.items()]
     nodes = [node]
-    g_out = [helper.make_tensor_value_info(o, TensorProto.FLOAT, list(s)) for o, s in zip(outs, out_shapes)]
+    types = out_types or [TensorProto.FLOAT] * len(outs)
+    g_out = [helper.make_tensor_value_info(o, t, list(s)) for o, t, s in zip(outs, types, out_shapes)]
     if trainable:
         g_out = g_out[:1]
         if len(out_shapes[0]) == 0:  # mse needs a batch dimension
@@ -191,10 +196,11 @@ def check_case(case, vcc, work, cuda=False, cuda_train_only=False):
     vals = case.values()
     refs = _ref_outputs(case, vals)
     out_shapes = [tuple(r.shape) for r in refs]
+    out_types = [TensorProto.INT64 if r.dtype == torch.int64 else TensorProto.FLOAT for r in refs]
     rows = []
     # forward
-    onnx.save(_model(case, vals, out_shapes, trainable=False), os.path.join(d, "fwd.onnx"))
-    fwd = _build(vcc, "fwd.onnx", "fwd.c", d, ["--forward-only"])
+    onnx.save(_model(case, vals, out_shapes, trainable=False, out_types=out_types), os.path.join(d, "fwd.onnx"))
+    fwd = _build(vcc, "fwd.onnx", "fwd.c", d, ["--forward-only"] + case.flags)
     ins = []
     for n, v in vals.items():
         np.save(os.path.join(d, n + ".npy"), v)
@@ -208,7 +214,7 @@ def check_case(case, vcc, work, cuda=False, cuda_train_only=False):
     if case.grad:
         T = np.random.default_rng(case.seed + 1).uniform(-1, 1, size=out_shapes[0] or (1,)).astype(np.float32)
         onnx.save(_model(case, vals, out_shapes, trainable=True), os.path.join(d, "train.onnx"))
-        train = _build(vcc, "train.onnx", "train.c", d, ["--loss", "mse"])
+        train = _build(vcc, "train.onnx", "train.c", d, ["--loss", "mse"] + case.flags)
         np.save(os.path.join(d, "data.npy"), np.zeros((T.shape[0],), np.float32))
         np.save(os.path.join(d, "targets.npy"), T)
         _run([train, "--data", "data.npy", "--targets", "targets.npy", "--lr", "0", "--save-grads", "grads.safetensors"], d)
@@ -234,7 +240,7 @@ def check_case(case, vcc, work, cuda=False, cuda_train_only=False):
             if (name == "train" and not case.grad) or (name == "fwd" and cuda_train_only and case.grad):
                 continue
             try:
-                exe = _build(vcc, name + ".onnx", target, d, extra, fast=False)
+                exe = _build(vcc, name + ".onnx", target, d, extra + case.flags, fast=False)
                 rows.append(("cuda build " + name, 0.0, True, "nvcc, no warnings"))
             except RuntimeError as x:
                 rows.append(("cuda build " + name, float("inf"), False, str(x)[:300]))

@@ -1,0 +1,175 @@
+"""The conv family (ir/ops/conv.c): Conv and ConvTranspose, forward and gradients, every attribute variant
+ONNX defines, checked with tests/ops/op_check.py against PyTorch float64 and central finite differences.
+
+The references compute from ONNX's definitions, not from vcc's code:
+  Conv           ONNX Operators "Conv": explicit pads [b1..bn, e1..en] applied with F.pad (so asymmetric
+                 pads are exact), auto_pad SAME_UPPER/SAME_LOWER: output ceil(D / stride), total padding
+                 (out-1)*stride + dilation*(k-1) + 1 - D split with the odd one at the end (UPPER) or the
+                 begin (LOWER); VALID: none; then F.conv{1,2,3}d with strides, dilations, groups, bias.
+  ConvTranspose  ONNX Operators "ConvTranspose": F.conv_transpose{1,2,3}d with no padding gives the full
+                 output of length L = stride*(D-1) + dilation*(k-1) + 1; output element o is full[o + pb]
+                 (0 outside [0, L)), o in [0, O) with
+                   O = stride*(D-1) + output_padding + dilation*(k-1) + 1 - pb - pe   (explicit pads), or
+                   O = output_shape, or D*stride (auto_pad SAME_*), the total padding
+                       stride*(D-1) + output_padding + dilation*(k-1) + 1 - O split as
+                       pb = floor(total/2) for SAME_UPPER, total - floor(total/2) otherwise;
+                 then the bias. A negative total (output_shape past the input's reach) leaves elements
+                 only the bias reaches.
+Cases cover 1-3 spatial dims, bias or not, strides, dilations, groups and depthwise (group = C, as X3D),
+every auto_pad, explicit asymmetric pads, kernel_shape, and for ConvTranspose output_padding,
+output_shape (spatial and whole-shape forms, smaller and larger than the natural size), at opsets 1, 11
+and 17.
+
+    test_conv.py --vcc BUILD/vcc --work DIR [--only NAME] [--cuda | --cuda-one]
+(--cuda without a GPU exits 77: the CUDA programs are only worth building one by one where they run.)
+"""
+
+import os
+import sys
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import op_check as oc  # noqa: E402
+
+CONV = [None, F.conv1d, F.conv2d, F.conv3d]
+CONVT = [None, F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d]
+
+
+def _ints(a, key, n, dflt):
+    return list(a.get(key, [dflt] * n))
+
+
+def conv_ref(attrs):
+    """ONNX Conv with attrs, as a function of X, W[, B]."""
+    def f(X, W, B=None):
+        n = X.dim() - 2
+        s, d = _ints(attrs, "strides", n, 1), _ints(attrs, "dilations", n, 1)
+        k = list(W.shape[2:])
+        auto = attrs.get("auto_pad", "NOTSET")
+        if auto in ("SAME_UPPER", "SAME_LOWER"):
+            pb, pe = [], []
+            for i in range(n):
+                D = X.shape[2 + i]
+                out = -(-D // s[i])
+                total = max(0, (out - 1) * s[i] + d[i] * (k[i] - 1) + 1 - D)
+                small, big = total // 2, total - total // 2
+                pb.append(small if auto == "SAME_UPPER" else big)
+                pe.append(big if auto == "SAME_UPPER" else small)
+        elif auto == "VALID":
+            pb, pe = [0] * n, [0] * n
+        else:
+            p = _ints(attrs, "pads", 2 * n, 0)
+            pb, pe = p[:n], p[n:]
+        spec = []
+        for i in reversed(range(n)):  # F.pad lists the last dim first
+            spec += [pb[i], pe[i]]
+        return CONV[n](F.pad(X, spec), W, B, stride=s, dilation=d, groups=attrs.get("group", 1))
+    return f
+
+
+def convt_ref(attrs):
+    """ONNX ConvTranspose with attrs, as a function of X, W[, B]."""
+    def f(X, W, B=None):
+        n = X.dim() - 2
+        s, d = _ints(attrs, "strides", n, 1), _ints(attrs, "dilations", n, 1)
+        op = _ints(attrs, "output_padding", n, 0)
+        k = list(W.shape[2:])
+        auto = attrs.get("auto_pad", "NOTSET")
+        full = CONVT[n](X, W, None, stride=s, dilation=d, groups=attrs.get("group", 1))
+        out_shape = attrs.get("output_shape")
+        if out_shape is not None and len(out_shape) == n + 2:
+            out_shape = out_shape[2:]
+        y = full
+        for i in range(n):
+            D, L = X.shape[2 + i], full.shape[2 + i]
+            natural = s[i] * (D - 1) + op[i] + d[i] * (k[i] - 1) + 1
+            if out_shape is not None or auto in ("SAME_UPPER", "SAME_LOWER"):
+                O = out_shape[i] if out_shape is not None else D * s[i]
+                total = natural - O
+                pb = total // 2 if auto == "SAME_UPPER" else total - total // 2
+            else:
+                p = _ints(attrs, "pads", 2 * n, 0) if auto == "NOTSET" else [0] * (2 * n)
+                pb, O = p[i], natural - p[i] - p[n + i]
+            # element o of the output is full[o + pb], zero outside [0, L)
+            idx = torch.arange(O) + pb
+            ok = (idx >= 0) & (idx < L)
+            sel = torch.index_select(y, 2 + i, idx.clamp(0, L - 1))
+            mask = ok.to(sel.dtype).reshape([1] * (2 + i) + [O] + [1] * (n - 1 - i))
+            y = sel * mask
+        if B is not None:
+            y = y + B.reshape([1, -1] + [1] * n)
+        return y
+    return f
+
+
+def conv(name, x, w, bias=True, opset=17, **attrs):
+    inputs = {"X": x, "W": w}
+    if bias:
+        inputs["B"] = (w[0],)
+    return oc.Case(name, "Conv", inputs=inputs, attrs=attrs, opset=opset, ref=conv_ref(attrs))
+
+
+def convt(name, x, w, bias=True, opset=17, **attrs):
+    inputs = {"X": x, "W": w}
+    if bias:
+        inputs["B"] = (w[1] * attrs.get("group", 1),)
+    return oc.Case(name, "ConvTranspose", inputs=inputs, attrs=attrs, opset=opset, ref=convt_ref(attrs))
+
+
+CASES = [
+    # ---- Conv
+    conv("conv1d_pads", (2, 3, 9), (4, 3, 3), pads=[1, 1]),
+    conv("conv1d_stride_dilation_nobias", (2, 3, 11), (4, 3, 3), bias=False, strides=[2], dilations=[2]),
+    conv("conv1d_same_upper_opset1", (2, 2, 9), (3, 2, 4), opset=1, auto_pad="SAME_UPPER", strides=[3]),
+    conv("conv2d_kernel_shape", (2, 3, 6, 5), (4, 3, 3, 2), kernel_shape=[3, 2]),
+    conv("conv2d_pads_asymmetric", (2, 3, 7, 6), (4, 3, 3, 3), pads=[2, 0, 1, 2], strides=[2, 1]),
+    conv("conv2d_same_upper_odd", (2, 3, 8, 7), (4, 3, 3, 4), auto_pad="SAME_UPPER", strides=[2, 2]),
+    conv("conv2d_same_lower_odd", (2, 3, 8, 7), (4, 3, 3, 4), auto_pad="SAME_LOWER", strides=[2, 2]),
+    conv("conv2d_same_upper_dilated_opset11", (2, 2, 9, 7), (3, 2, 3, 2), opset=11, auto_pad="SAME_UPPER",
+         dilations=[2, 3]),
+    conv("conv2d_valid", (2, 3, 7, 6), (4, 3, 3, 3), auto_pad="VALID", strides=[2, 2]),
+    conv("conv2d_groups", (2, 4, 6, 5), (6, 2, 3, 2), group=2, pads=[1, 0, 1, 1]),
+    conv("conv2d_depthwise_multiplier", (2, 4, 6, 6), (8, 1, 3, 3), group=4, pads=[1, 1, 1, 1], strides=[2, 1]),
+    conv("conv3d_stride_pads", (2, 3, 4, 5, 5), (4, 3, 2, 3, 3), pads=[1, 1, 1, 0, 1, 1], strides=[1, 2, 2]),
+    conv("conv3d_depthwise_x3d", (2, 6, 4, 6, 6), (6, 1, 3, 3, 3), bias=False, group=6, pads=[1, 1, 1, 1, 1, 1],
+         strides=[1, 2, 2]),
+    conv("conv3d_same_lower_groups", (2, 4, 5, 5, 6), (4, 2, 2, 3, 2), auto_pad="SAME_LOWER", group=2,
+         strides=[2, 2, 3]),
+    conv("conv3d_dilated_pointwise", (2, 4, 3, 4, 4), (5, 4, 1, 1, 1), dilations=[2, 2, 2]),
+    # ---- ConvTranspose
+    convt("convt1d_default", (2, 3, 5), (3, 2, 3)),
+    convt("convt1d_same_upper_opset1", (2, 2, 4), (2, 3, 4), opset=1, auto_pad="SAME_UPPER", strides=[2]),
+    convt("convt2d_torch_style", (2, 3, 4, 5), (3, 4, 3, 3), strides=[2, 2], pads=[1, 1, 1, 1],
+          output_padding=[1, 1]),
+    convt("convt2d_pads_asymmetric", (2, 3, 4, 4), (3, 2, 3, 3), strides=[3, 2], pads=[2, 0, 1, 1]),
+    convt("convt2d_same_upper_odd", (2, 2, 3, 4), (2, 3, 3, 3), auto_pad="SAME_UPPER", strides=[2, 2]),
+    convt("convt2d_same_lower_odd_opset11", (2, 2, 3, 4), (2, 3, 3, 3), opset=11, auto_pad="SAME_LOWER",
+          strides=[2, 2]),
+    convt("convt2d_valid", (2, 2, 3, 4), (2, 3, 2, 3), auto_pad="VALID", strides=[2, 1]),
+    convt("convt2d_output_shape_smaller", (2, 2, 3, 3), (2, 2, 3, 3), strides=[3, 2], output_shape=[8, 6]),
+    convt("convt2d_output_shape_larger", (2, 2, 3, 3), (2, 2, 3, 3), strides=[3, 2], output_shape=[12, 9]),
+    convt("convt2d_output_shape_same_upper", (2, 2, 3, 3), (2, 2, 3, 3), auto_pad="SAME_UPPER", strides=[2, 2],
+          output_shape=[5, 8]),
+    convt("convt2d_output_shape_padding", (1, 1, 3, 3), (1, 2, 3, 3), strides=[3, 2], output_padding=[1, 1],
+          output_shape=[10, 8]),
+    convt("convt2d_groups_dilations_nobias", (2, 4, 4, 3), (4, 3, 2, 3), bias=False, group=2, dilations=[2, 1],
+          strides=[1, 2], pads=[0, 1, 1, 0]),
+    convt("convt2d_outpad_below_dilation", (2, 2, 4, 4), (2, 3, 2, 2), dilations=[2, 2], output_padding=[1, 1]),
+    convt("convt2d_depthwise", (2, 4, 5, 4), (4, 1, 3, 3), group=4, strides=[2, 2], pads=[1, 1, 1, 1]),
+    convt("convt3d_stride_outpad", (2, 3, 3, 3, 4), (3, 2, 2, 3, 3), strides=[2, 2, 1], pads=[0, 1, 1, 0, 1, 1],
+          output_padding=[1, 1, 0]),
+    convt("convt3d_unet_up", (2, 4, 2, 4, 4), (4, 4, 1, 4, 4), strides=[1, 2, 2], pads=[0, 1, 1, 0, 1, 1],
+          dilations=[1, 1, 1], group=1, kernel_shape=[1, 4, 4]),
+    convt("convt3d_output_shape_whole", (1, 2, 2, 3, 3), (2, 2, 2, 2, 3), strides=[2, 2, 2],
+          output_shape=[1, 2, 5, 7, 8], kernel_shape=[2, 2, 3]),
+]
+
+if __name__ == "__main__":
+    # ops_conv_cuda runs every case's CUDA programs against the C ones: on a GPU only (without one,
+    # ops_conv_test_conv_cuda_build already builds the family's whole CUDA runtime)
+    if "--cuda" in sys.argv and not oc._gpu():
+        print("skip: no GPU, nothing to run the CUDA programs on")
+        sys.exit(77)
+    sys.exit(oc.main(CASES))
