@@ -225,6 +225,12 @@ CASES = [
             ref=lambda X: X),
     oc.Case("cast_float_string_opset1", "Cast", inputs={"X": (3, 4)}, attrs={"to": "FLOAT"}, opset=1,
             ref=lambda X: X),
+    # Cast between float and int64 at run time (no gradient: integers do not require one); INT32 is
+    # kept as int64, its values wrapped to 32 bits
+    oc.Case("cast_to_int64_opset13", "Cast", inputs={"X": (3, 4)}, attrs={"to": TensorProto.INT64}, opset=13,
+            lo=-1e3, hi=1e3, grad=False, ref=lambda X: torch.trunc(X).to(torch.int64)),
+    oc.Case("cast_to_int64_string_opset1", "Cast", inputs={"X": (5,)}, attrs={"to": "INT64"}, opset=1,
+            lo=-9.0, hi=9.0, grad=False, ref=lambda X: torch.trunc(X).to(torch.int64)),
     oc.Case("cast_float_saturate_opset19", "Cast", inputs={"X": (2, 5)}, attrs={"to": TensorProto.FLOAT, "saturate": 1},
             opset=19, ref=lambda X: X),
 ]
