@@ -269,7 +269,9 @@ static void emit_io_tables(FILE *f, const VccGraph *g) {
             const VccTensor *x = &g->tensors[lists[l][i]];
             fputs("    {", f);
             emit_c_string(f, x->name);
-            fprintf(f, ", %" PRId64 ", %" PRId64 ", %d, ", x->offset, vcc_tensor_bytes(x), x->shape.rank);
+            /* an empty output (a Slice of nothing) has no bytes and no offset: 0 there, as size_t wants */
+            fprintf(f, ", %" PRId64 ", %" PRId64 ", %d, ", x->offset < 0 ? 0 : x->offset, vcc_tensor_bytes(x),
+                    x->shape.rank);
             emit_dims(f, x);
             fprintf(f, ", \"%s\"},\n", npy_code(x->dtype));
         }
