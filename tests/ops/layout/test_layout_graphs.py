@@ -55,11 +55,11 @@ class GraphCase(oc.Case):
 _single_node_model = oc._model
 
 
-def _model(case, vals, out_shapes, trainable):
-    """op_check's model builder, with GraphCase's graphs."""
+def _model(case, vals, out_shapes, trainable, out_types=None):
+    """op_check's model builder, with GraphCase's graphs (whose outputs are all float)."""
     if isinstance(case, GraphCase):
         return case.model(vals, out_shapes, trainable)
-    return _single_node_model(case, vals, out_shapes, trainable)
+    return _single_node_model(case, vals, out_shapes, trainable, out_types=out_types)
 
 
 oc._model = _model
