@@ -32,10 +32,11 @@ in the file's metadata (see export_for_training).
 
 Shapes computed from sizes: `x.view(x.size(0), -1)` traces x.size(0) as a value. The exporter writes
 it as Shape -> Gather -> Unsqueeze -> Concat feeding the Reshape (with a static batch, torch 1.13
-already turns Shape -> Gather into a Constant, leaving Constant -> Unsqueeze -> Concat), and vcc does
-not evaluate such shape arithmetic. With a static batch (the default) export_for_training evaluates
-these subgraphs with onnx's reference evaluator and replaces them by int64 initializers (see
-fold_shape_subgraphs); `torch.flatten(x, 1)` exports as one Flatten node and needs none of this.
+already turns Shape -> Gather into a Constant, leaving Constant -> Unsqueeze -> Concat). vcc evaluates
+such shape arithmetic itself while compiling (the const family, ir/ops/fold.c). With a static batch (the
+default) export_for_training also evaluates these subgraphs with onnx's reference evaluator and
+replaces them by int64 initializers (see fold_shape_subgraphs), so the file is smaller and any ONNX tool
+sees static shapes; `torch.flatten(x, 1)` exports as one Flatten node and needs none of this.
 """
 
 import dataclasses
