@@ -1193,58 +1193,15 @@ static void cast_check_attrs(VccCtx *ctx, const VccGraph *g, const VccNode *n) {
                             "vcc's tensors are FLOAT, INT64 (INT32 is kept as int64) and BOOL constants");
 }
 
-/* Element i of constant x (of dtype dt) as a double and as an int64. */
-static void const_elem(const VccTensor *x, size_t i, double *f, int64_t *v) {
-    if (x->dtype == VCC_F32) {
-        float a;
-        memcpy(&a, (const char *)x->data + 4 * i, 4);
-        *f = a;
-        *v = vcc_cast_f32_int(a, INT64_MIN, INT64_MAX);
-    } else if (x->dtype == VCC_I64) {
-        memcpy(v, (const char *)x->data + 8 * i, 8);
-        *f = (double)*v;
-    } else {
-        *v = ((const unsigned char *)x->data)[i] != 0;
-        *f = (double)*v;
-    }
-}
-
-/* Cast of a constant (an int64 or bool initializer, a Constant's output) is folded: the node becomes an
- * Identity of a new constant holding the converted values (float: rounded to nearest; integers from
- * float: truncated toward zero, saturated; INT32: wrapped to 32 bits; BOOL: nonzero). Cast-1's string to
- * becomes its type code. */
+/* Canonical form of Cast: Cast-1's string `to` becomes its type code. A Cast of a constant is folded
+ * before this, by passes/canonical.c with ir/ops/fold.c (the one evaluator of ONNX Cast on constants);
+ * one fold.c declines (a result over its size limit) runs as the kernel, as any Cast does. */
 static VccStatus cast_canon(VccCtx *ctx, VccGraph *g, int k) {
     VccNode *n = &g->nodes[k];
     int to = cast_to(n);
     if (vcc_attr_get(n, "to") && vcc_attr_get(n, "to")->type == VCC_A_STRING) vcc_attr_set_int(n, "to", to);
     if (n->nin != 1 || n->in[0] < 0 || n->nout != 1 || n->out[0] < 0) return vcc_operands_missing(ctx, n);
-    int t = n->in[0];
-    if (!vcc_is_initializer(g, t) || !g->tensors[t].data || g->tensors[t].kind != VCC_T_CONST) return VCC_OK;
-    VccShape s = g->tensors[t].shape;
-    VccDType dt = cast_dtype(to);
-    size_t count = g->tensors[t].data_bytes / vcc_dtype_size(g->tensors[t].dtype), es = vcc_dtype_size(dt);
-    int c = vcc_tensor_add_unique(g, dt, &s, VCC_T_CONST, "%s.value", g->tensors[n->out[0]].name);
-    const VccTensor *x = &g->tensors[t];
-    unsigned char *out = vcc_malloc(es * (count ? count : 1));
-    for (size_t i = 0; i < count; i++) {
-        double f;
-        int64_t v;
-        const_elem(x, i, &f, &v);
-        float vf = x->dtype == VCC_I64 ? vcc_cast_i64_f32(v) : (float)f;
-        if (to == ONNX_INT32) v = x->dtype == VCC_F32 ? vcc_cast_f32_int((float)f, INT32_MIN, INT32_MAX)
-                                                     : vcc_cast_i64_i32(v);
-        if (dt == VCC_F32) memcpy(out + 4 * i, &vf, 4);
-        else if (dt == VCC_I64) memcpy(out + 8 * i, &v, 8);
-        else out[i] = f != 0.0 || f != f;
-    }
-    g->tensors[c].data = out;
-    g->tensors[c].data_bytes = es * count;
-    n = &g->nodes[k];
-    n->op = VCC_OP_IDENTITY;
-    n->in[0] = c;
-    vcc_attr_drop(n, "to");
-    vcc_attr_drop(n, "saturate");
-    return view_canon(ctx, g, k);
+    return VCC_OK;
 }
 
 /* X -> Y of the to type, X's shape. Cast to X's own type (INT32 from int64 excepted: it wraps) is an
