@@ -5,9 +5,11 @@
  *     Squeeze, Unsqueeze, and Cast to the input's own element type;
  *   copies (one strided copy per part, runtime/elem/layout.h VccStrided): Concat, Split, Slice,
  *     Transpose, Expand, Tile; Cast between float and int64;
- *   Resize (nearest, n-linear);
+ *   Resize (nearest, n-linear); Gather along an axis with constant indices (an int64 constant input the
+ *     program uploads, int32 ones converted);
  *   backward ops: SliceGrad (dy scattered into zeros), ExpandGrad (the sum over the copies of each
- *     element: the gradient of Expand and Tile), ResizeGrad (Resize's adjoint).
+ *     element: the gradient of Expand and Tile), ResizeGrad (Resize's adjoint), GatherGrad (each dy
+ *     row added at its index into zeros).
  *
  * Source: ONNX Operators: Flatten 1 (axis >= 0), 11 (negative axis); Reshape 1 (shape attribute), 5
  * (shape input), 14 (allowzero); Identity 1; Concat 1 (axis default 1), 4 (axis required), 11 (negative
@@ -17,8 +19,8 @@
  * Unsqueeze 1, 11, 13, 21 (likewise); Expand 8, 13; Tile 1 (tiles and axis inputs), 6 (repeats input),
  * 13; Cast 1 (to as a string), 6, 9, 13, 19 (saturate: float8 only, nothing to do), 21; Resize 10
  * (scales input; onnxruntime's asymmetric mapping), 11 (roi, scales, sizes; coordinate modes, nearest
- * modes), 13, 18 (axes, keep_aspect_ratio_policy), 19 (half_pixel_symmetric); Resize follows the ONNX
- * reference implementation (onnx/reference/ops/op_resize.py). Gradients as PyTorch autograd: cat ->
+ * modes), 13, 18 (axes, keep_aspect_ratio_policy), 19 (half_pixel_symmetric); Gather 1, 11 (negative
+ * indices), 13; Resize follows the ONNX reference implementation (onnx/reference/ops/op_resize.py). Gradients as PyTorch autograd: cat ->
  * narrow of the gradient, split -> cat, slice -> slice_backward (zeros, then the gradient at the slice),
  * permute -> the inverse permute, squeeze/unsqueeze -> a reshape, expand -> sum_to_size, repeat -> the
  * sum over the repeats, upsample_nearest/linear -> their backward (the adjoint of the sampling).
@@ -1491,3 +1493,149 @@ static VccStatus resize_grad_emit(VccEmit *e, int k) {
 }
 
 const VccOpDef vcc_def_RESIZE_GRAD = {0, 0, NULL, NULL, NULL, resize_grad_shape, NULL, resize_grad_emit};
+
+/* ------------------------------------------------------------------ Gather, GatherGrad */
+
+static const VccAttrSpec gather_attrs[] = {{"axis", 1, VCC_OPSET_NOW, VCC_A_INT}, {NULL, 0, 0, 0}};
+
+/* Canonical form of Gather: int32 indices become an int64 constant of their values (the kernels read
+ * int64); indices stay an input, a constant uploaded into the arena with the program. */
+static VccStatus gather_canon(VccCtx *ctx, VccGraph *g, int k) {
+    VccNode *n = &g->nodes[k];
+    if (n->nin != 2 || n->in[0] < 0 || n->in[1] < 0 || n->nout != 1 || n->out[0] < 0)
+        return vcc_operands_missing(ctx, n);
+    const VccTensor *ix = &g->tensors[n->in[1]];
+    if (ix->kind != VCC_T_CONST || !ix->data || ix->dtype != VCC_I32) return VCC_OK;
+    VccShape s = ix->shape;
+    size_t cnt = ix->data_bytes / 4;
+    int64_t *v = malloc((cnt ? cnt : 1) * sizeof *v);
+    if (!v) {
+        vcc_error(ctx, "node '%s' (Gather): out of memory", n->name);
+        return VCC_ERR_SHAPE;
+    }
+    for (size_t i = 0; i < cnt; i++) {
+        int32_t w;
+        memcpy(&w, (const unsigned char *)ix->data + 4 * i, 4);
+        v[i] = w;
+    }
+    int t = vcc_tensor_add_unique(g, VCC_I64, &s, VCC_T_CONST, "%s.indices", n->name);
+    g->tensors[t].data = v;
+    g->tensors[t].data_bytes = cnt * sizeof *v;
+    g->nodes[k].in[1] = t;
+    return VCC_OK;
+}
+
+/* Gather's geometry for data shape x and indices shape ix (ONNX Gather 1, 11, 13): the axis in [0, r),
+ * outer = prod(x[:axis]), len = x[axis], inner = prod(x[axis+1:]), and the output shape
+ * x[:axis] + ix + x[axis+1:]. Errors name the node. */
+static VccStatus gather_geom(VccCtx *ctx, const VccNode *n, const VccShape *x, const VccShape *ix, int *axis,
+                             int64_t *outer, int64_t *len, int64_t *inner, VccShape *y) {
+    if (x->rank < 1 || !norm_axis(ctx, n, "axis", vcc_attr_int(n, "axis", 0), x->rank, axis)) {
+        if (x->rank < 1) vcc_error(ctx, "node '%s' (%s): data must have rank >= 1", n->name, vcc_node_op(n));
+        return VCC_ERR_SHAPE;
+    }
+    if (x->rank - 1 + ix->rank > VCC_MAX_RANK) {
+        vcc_error(ctx, "node '%s' (%s): output rank %d exceeds %d", n->name, vcc_node_op(n), x->rank - 1 + ix->rank,
+                  VCC_MAX_RANK);
+        return VCC_ERR_SHAPE;
+    }
+    *outer = *inner = 1;
+    y->rank = 0;
+    for (int d = 0; d < *axis; d++) *outer *= x->dims[d], y->dims[y->rank++] = x->dims[d];
+    for (int d = 0; d < ix->rank; d++) y->dims[y->rank++] = ix->dims[d];
+    for (int d = *axis + 1; d < x->rank; d++) *inner *= x->dims[d], y->dims[y->rank++] = x->dims[d];
+    *len = x->dims[*axis];
+    return VCC_OK;
+}
+
+/* The indices of Gather(-Grad) node n: an int64 constant (read while compiling when its values are known:
+ * each must lie in [-len, len-1]); indices computed at run time are refused, naming the node. */
+static const VccTensor *gather_indices(VccCtx *ctx, const VccGraph *g, const VccNode *n, int64_t len) {
+    const VccTensor *ix = data_input(ctx, g, n, 1);
+    if (!ix) return NULL;
+    if (ix->kind != VCC_T_CONST || ix->dtype != VCC_I64) {
+        vcc_error(ctx, "node '%s' (%s): indices '%s' (%s) are %s; vcc gathers with constant int64 or int32 indices",
+                  n->name, vcc_node_op(n), ix->name, vcc_dtype_name(ix->dtype),
+                  ix->kind != VCC_T_CONST ? "computed at run time" : "of another type");
+        return NULL;
+    }
+    for (size_t i = 0; ix->data && i < ix->data_bytes / 8; i++) {
+        int64_t v;
+        memcpy(&v, (const unsigned char *)ix->data + 8 * i, 8);
+        if (v < -len || v >= len) {
+            vcc_error(ctx, "node '%s' (%s): index %lld at position %zu is out of range for an axis of %lld", n->name,
+                      vcc_node_op(n), (long long)v, i, (long long)len);
+            return NULL;
+        }
+    }
+    return ix;
+}
+
+/* Gather(X, indices) -> Y = X[..., indices, ...] along axis (float X; the output's shape by gather_geom) */
+static VccStatus gather_shape(VccCtx *ctx, VccGraph *g, int k, bool check) {
+    const VccNode *n = &g->nodes[k];
+    const VccTensor *x = vcc_need_input(ctx, g, n, 0, VCC_F32);
+    const VccTensor *ix = data_input(ctx, g, n, 1);
+    int axis;
+    int64_t outer, len, inner;
+    VccShape y;
+    if (!x || !ix || gather_geom(ctx, n, &x->shape, &ix->shape, &axis, &outer, &len, &inner, &y) ||
+        !gather_indices(ctx, g, n, len))
+        return VCC_ERR_SHAPE;
+    return vcc_put_output(ctx, g, n, check, n->out[0], VCC_F32, &y) ? VCC_OK : VCC_ERR_SHAPE;
+}
+
+/* Gather(X, I) -> GatherGrad(dY, I) -> dX: zeros, each dY slice added at its index (torch's
+ * index_select / gather backward: index_add into zeros, repeated indices summed) */
+static VccStatus gather_grad(VccDiff *d, int k) {
+    VccNode n = d->g->nodes[k];
+    int dx = vcc_diff_new_grad(d, n.in[0]);
+    int in[2] = {vcc_diff_dy(d, k, 0), n.in[1]};
+    vcc_diff_add_node(d, VCC_OP_GATHER_GRAD, k, "grad", in, 2, &dx, 1);
+    vcc_diff_accum(d, n.in[0], dx);
+    return VCC_OK;
+}
+
+/* The kernel call of Gather (forward) or GatherGrad: x_shape is the data's (dX's) shape. */
+static VccStatus gather_emit_call(VccEmit *e, int k, const VccShape *x_shape, const char *fn, int src, int dst) {
+    const VccNode *n = &e->g->nodes[k];
+    const VccTensor *ix = &e->g->tensors[n->in[1]];
+    int axis;
+    int64_t outer, len, inner;
+    VccShape y;
+    VccStatus st = gather_geom(e->ctx, n, x_shape, &ix->shape, &axis, &outer, &len, &inner, &y);
+    if (st) return st;
+    fprintf(e->f, "    %s(rt, %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", (const int64_t *)(A + %" PRId64 "), %s, %s);\n",
+            fn, outer, len, inner, vcc_shape_numel(&ix->shape), ix->offset, vcc_emit_f32(e, src), vcc_emit_f32(e, dst));
+    return VCC_OK;
+}
+
+static VccStatus gather_emit(VccEmit *e, int k) {
+    const VccNode *n = &e->g->nodes[k];
+    return gather_emit_call(e, k, &e->g->tensors[n->in[0]].shape, "gather_forward", n->in[0], n->out[0]);
+}
+
+const VccOpDef vcc_def_GATHER = {0, 0, gather_attrs, NULL, gather_canon, gather_shape, gather_grad, gather_emit};
+
+/* (dY, indices) -> dX of the forward's data shape (dX's stored shape), with the forward's axis */
+static VccStatus gather_grad_shape(VccCtx *ctx, VccGraph *g, int k, bool check) {
+    const VccNode *n = &g->nodes[k];
+    const VccTensor *dy = vcc_need_input(ctx, g, n, 0, VCC_F32), *ix = data_input(ctx, g, n, 1);
+    if (!dy || !ix || n->nout != 1 || n->out[0] < 0) return vcc_operands_missing(ctx, n);
+    const VccTensor *dx = &g->tensors[n->out[0]];
+    int axis;
+    int64_t outer, len, inner;
+    VccShape want;
+    if (gather_geom(ctx, n, &dx->shape, &ix->shape, &axis, &outer, &len, &inner, &want) ||
+        !gather_indices(ctx, g, n, len))
+        return VCC_ERR_SHAPE;
+    if (dx->dtype != VCC_F32 || !vcc_same_shape(&want, &dy->shape)) return vcc_shape_mismatch(ctx, n);
+    return vcc_put_output(ctx, g, n, check, n->out[0], VCC_F32, &dx->shape) ? VCC_OK : VCC_ERR_SHAPE;
+}
+
+static VccStatus gather_grad_emit(VccEmit *e, int k) {
+    const VccNode *n = &e->g->nodes[k];
+    return gather_emit_call(e, k, &e->g->tensors[n->out[0]].shape, "gather_backward", n->in[0], n->out[0]);
+}
+
+const VccOpDef vcc_def_GATHER_GRAD = {0, 0, NULL, NULL, NULL, gather_grad_shape, NULL, gather_grad_emit};

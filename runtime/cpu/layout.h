@@ -1,6 +1,7 @@
 /*
  * cpu/layout.h - the layout family's CPU kernels: the strided copy (Concat, Split, Slice, Transpose,
- * Expand, Tile, SliceGrad's scatter), ExpandGrad's sum over copies, Resize and ResizeGrad, Cast.
+ * Expand, Tile, SliceGrad's scatter), ExpandGrad's sum over copies, Resize and ResizeGrad, Cast,
+ * Gather and GatherGrad.
  * Signatures: proto/layout.h; per-element bodies and descriptors shared with the CUDA target:
  * elem/layout.h. Part of the C target's runtime (cpu/base.h).
  */
@@ -110,6 +111,51 @@ VCC_CPU_FN void cast_i64_i32_forward(VccRt *rt, int64_t n, const int64_t *x, int
     int64_t i;
     (void)rt;
     for (i = 0; i < n; i++) y[i] = vcc_cast_i64_i32(x[i]);
+}
+
+/* gather_forward: y (outer, nidx, inner) = x (outer, len, inner) at index idx[j] of its middle axis
+ * (ONNX Gather along axis: outer = prod of the dims before it, inner = prod after; negative indices
+ * count from the back; an index outside the axis gives zeros). */
+VCC_CPU_FN void gather_forward(VccRt *rt, int64_t outer, int64_t len, int64_t inner, int64_t nidx, const int64_t *idx,
+                               const float *x, float *y)
+{
+    int64_t o;
+    (void)rt;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+    for (o = 0; o < outer; o++) {
+        int64_t j, i;
+        for (j = 0; j < nidx; j++) {
+            const int64_t a = vcc_gather_index(idx[j], len);
+            float *yr = y + (o * nidx + j) * inner;
+            for (i = 0; i < inner; i++) yr[i] = a < 0 ? 0.0f : x[(o * len + a) * inner + i];
+        }
+    }
+}
+
+/* gather_backward: dx (outer, len, inner) = zeros, then dy (outer, nidx, inner) row j added at index
+ * idx[j], j ascending (OVERWRITTEN; torch index_select's backward, index_add: a repeated index sums its
+ * rows in order). */
+VCC_CPU_FN void gather_backward(VccRt *rt, int64_t outer, int64_t len, int64_t inner, int64_t nidx, const int64_t *idx,
+                                const float *dy, float *dx)
+{
+    int64_t o;
+    (void)rt;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+    for (o = 0; o < outer; o++) {
+        int64_t j, i;
+        float *dr = dx + o * len * inner;
+        for (i = 0; i < len * inner; i++) dr[i] = 0.0f;
+        for (j = 0; j < nidx; j++) {
+            const int64_t a = vcc_gather_index(idx[j], len);
+            const float *g = dy + (o * nidx + j) * inner;
+            if (a < 0) continue;
+            for (i = 0; i < inner; i++) dr[a * inner + i] += g[i];
+        }
+    }
 }
 
 #define VCC_KERNEL VCC_KERNEL_CHECK

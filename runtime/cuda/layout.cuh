@@ -123,6 +123,51 @@ static inline void cast_i64_i32_forward(VccRt *rt, int64_t n, const int64_t *x, 
     VCC_CUDA_LAUNCHED();
 }
 
+static __global__ void gather_forward_kernel(int64_t outer, int64_t len, int64_t inner, int64_t nidx,
+                                             const int64_t *idx, const float *x, float *y)
+{
+    VCC_GRID_STRIDE(k, outer * nidx * inner) {
+        const int64_t i = k % inner, j = (k / inner) % nidx, o = k / (inner * nidx);
+        const int64_t a = vcc_gather_index(idx[j], len);
+        y[k] = a < 0 ? 0.0f : x[(o * len + a) * inner + i];
+    }
+}
+
+/* one thread per (o, i) column: zeros, then the rows of dy in j order (the CPU kernel's sums) */
+static __global__ void gather_backward_kernel(int64_t outer, int64_t len, int64_t inner, int64_t nidx,
+                                              const int64_t *idx, const float *dy, float *dx)
+{
+    VCC_GRID_STRIDE(k, outer * inner) {
+        const int64_t i = k % inner, o = k / inner;
+        float *dr = dx + o * len * inner + i;
+        int64_t a, j;
+        for (a = 0; a < len; a++) dr[a * inner] = 0.0f;
+        for (j = 0; j < nidx; j++) {
+            const int64_t t = vcc_gather_index(idx[j], len);
+            if (t >= 0) dr[t * inner] += dy[(o * nidx + j) * inner + i];
+        }
+    }
+}
+
+/* gather_forward, gather_backward: as the CPU kernels (cpu/layout.h) */
+static inline void gather_forward(VccRt *rt, int64_t outer, int64_t len, int64_t inner, int64_t nidx, const int64_t *idx,
+                                  const float *x, float *y)
+{
+    (void)rt;
+    if (outer * nidx * inner <= 0) return;
+    gather_forward_kernel<<<vcc__grid(outer * nidx * inner), VCC_CUDA_THREADS>>>(outer, len, inner, nidx, idx, x, y);
+    VCC_CUDA_LAUNCHED();
+}
+
+static inline void gather_backward(VccRt *rt, int64_t outer, int64_t len, int64_t inner, int64_t nidx, const int64_t *idx,
+                                   const float *dy, float *dx)
+{
+    (void)rt;
+    if (outer * len * inner <= 0) return;
+    gather_backward_kernel<<<vcc__grid(outer * inner), VCC_CUDA_THREADS>>>(outer, len, inner, nidx, idx, dy, dx);
+    VCC_CUDA_LAUNCHED();
+}
+
 #define VCC_KERNEL VCC_KERNEL_CHECK
 #include "../proto/layout.h"
 #undef VCC_KERNEL

@@ -288,4 +288,13 @@ VCC_HD int64_t vcc_cast_i64_i32(int64_t x)
     return (int64_t)(int32_t)(uint32_t)(uint64_t)x;
 }
 
+/* vcc_gather_index: Gather's index v on an axis of len elements, negative counting from the back
+ * (ONNX Gather 11); -1 when it lies outside the axis (vcc refuses such constants while compiling; the
+ * kernels skip them, so indices read from a weights file cannot address outside the tensor). */
+VCC_HD int64_t vcc_gather_index(int64_t v, int64_t len)
+{
+    if (v < 0) v += len;
+    return v >= 0 && v < len ? v : -1;
+}
+
 #endif /* VCC_ELEM_LAYOUT_H */

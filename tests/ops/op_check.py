@@ -85,7 +85,7 @@ class Case:
 
 def _tensor_type(arr):
     return {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.int64): TensorProto.INT64,
-            np.dtype(np.bool_): TensorProto.BOOL}[arr.dtype]
+            np.dtype(np.int32): TensorProto.INT32, np.dtype(np.bool_): TensorProto.BOOL}[arr.dtype]
 
 
 def _ref_outputs(case, vals):

@@ -1,10 +1,10 @@
 """The layout family (ir/ops/layout.c): Concat, Split, Slice, Transpose, Squeeze, Unsqueeze, Expand, Tile,
-Cast and Resize, one case per attribute variant and opset form, checked by tests/ops/op_check.py (forward
+Cast, Resize and Gather, one case per attribute variant and opset form, checked by tests/ops/op_check.py (forward
 against PyTorch float64, gradients against PyTorch float64 autograd and central finite differences).
 
 References: PyTorch's own ops where one computes the ONNX op (torch.cat, split, permute, squeeze,
-unsqueeze, expand, repeat, F.interpolate for nearest/asymmetric/floor, nearest-exact, bilinear and
-trilinear); elsewhere (Slice's index sets, the Resize coordinate modes and roundings PyTorch has no mode
+unsqueeze, expand, repeat, index_select for Gather, F.interpolate for nearest/asymmetric/floor,
+nearest-exact, bilinear and trilinear); elsewhere (Slice's index sets, the Resize coordinate modes and roundings PyTorch has no mode
 for) the ONNX spec's formulas written here in NumPy, applied in PyTorch (index_select, one interpolation
 matrix per axis: autograd gives the adjoint). Those references are themselves checked first against
 onnxruntime (or ONNX's reference implementation where onnxruntime lacks the form) on the case's values;
@@ -35,6 +35,16 @@ def i64(*v):
 
 def f32(*v):
     return np.array(v, dtype=np.float32)
+
+
+# ---------------------------------------------------------------- Gather: index_select along the axis
+
+def gather_ref(X, indices, axis=0):
+    """ONNX Gather: out = X[:axis] + indices.shape + X[axis+1:], negative indices counting from the back."""
+    a = axis % X.dim()
+    idx = torch.as_tensor(indices).to(torch.int64)
+    flat = torch.remainder(idx.reshape(-1), X.shape[a])
+    return torch.index_select(X, a, flat).reshape(X.shape[:a] + idx.shape + X.shape[a + 1:])
 
 
 # ---------------------------------------------------------------- Slice: the spec's index sets
@@ -152,6 +162,21 @@ CASES = [
     oc.Case("split_second_part_opset18", "Split", inputs={"X": (2, 8)}, consts={"split": i64(5, 3)},
             order=["X", "split"], attrs={"axis": 1}, outputs=2, opset=18,
             ref=lambda X, split: torch.split(X, [5, 3], 1)),
+    # Gather with constant indices: default axis 0 (repeated indices sum in the gradient), a scalar index
+    # (a class token, x[:, 0]), negative axis and indices (opset 11), int32 indices, the time axis
+    oc.Case("gather_axis0_repeated_opset1", "Gather", inputs={"X": (5, 4)}, consts={"indices": i64(3, 0, 3)},
+            opset=1, ref=lambda X, indices: gather_ref(X, indices)),
+    oc.Case("gather_scalar_index_token_opset13", "Gather", inputs={"X": (2, 5, 3)},
+            consts={"indices": np.array(0, dtype=I64)}, attrs={"axis": 1}, opset=13,
+            ref=lambda X, indices: gather_ref(X, indices, 1)),
+    oc.Case("gather_negative_opset11", "Gather", inputs={"X": (3, 4, 5)},
+            consts={"indices": np.array([[-1, 0], [2, -4]], dtype=I64)}, attrs={"axis": -1}, opset=11,
+            ref=lambda X, indices: gather_ref(X, indices, -1)),
+    oc.Case("gather_int32_indices_opset13", "Gather", inputs={"X": (4, 6)},
+            consts={"indices": np.array([5, 1, 1], dtype=np.int32)}, attrs={"axis": 1}, opset=13,
+            ref=lambda X, indices: gather_ref(X, indices, 1)),
+    oc.Case("gather_5d_time_opset13", "Gather", inputs={"X": X5}, consts={"indices": i64(0, 2, 2)},
+            attrs={"axis": 2}, opset=13, ref=lambda X, indices: gather_ref(X, indices, 2)),
     # Slice: attributes (opset 1), constant inputs (10+), steps, negative steps, negative axes, clamping
     oc.Case("slice_attrs_opset1", "Slice", inputs={"X": (4, 6, 5)}, opset=1,
             attrs={"starts": [1, -4], "ends": [1000, -1], "axes": [0, 2]},
