@@ -1,5 +1,6 @@
 /*
- * dropout.c — the dropout family: Dropout in training mode and its gradient, with a counter-based RNG.
+ * dropout.c — the dropout family: Dropout in training mode and its gradient, with a counter-based RNG, and
+ * the random ops RandomUniformLike and RandomNormalLike on the same draws (at the end of the file).
  *
  * Kernels: runtime/{elem,proto,cpu,cuda}/dropout.* (the draw, Philox4x32-10, in runtime/elem/dropout.h).
  * X, Y, mask, dY, dX are elementwise: one shape, any rank (N, C, T, H, W for a clip).
@@ -192,3 +193,70 @@ static VccStatus dropout_grad_emit(VccEmit *e, int k) {
 
 const VccOpDef vcc_def_DROPOUT_GRAD = {VCC_OPF_INPLACE, 0, NULL, NULL, NULL, dropout_grad_shape, NULL,
                                        dropout_grad_emit};
+
+/* ------------------------------------------------------------------ RandomUniformLike, RandomNormalLike */
+
+/* ONNX RandomUniformLike 1, 22 (dtype, high 1, low 0, seed) and RandomNormalLike 1, 22 (dtype, mean 0,
+ * scale 1, seed): a tensor of the input's shape drawn afresh at every training step (stochastic depth in
+ * transformer exports: Floor(keep_prob + RandomUniformLike(x))). The canonical form adds stream (the
+ * node's index in the model's graph, the j of its draws, as a Dropout's); the draws are Dropout's
+ * Philox4x32-10 counter (runtime/elem/dropout.h vcc_random_value), keyed by the node's seed when it has
+ * one (its integer part) and by the run's --seed otherwise. The output is float; no gradient flows to
+ * the input, whose values it does not read (PyTorch: rand_like/randn_like are not differentiable). */
+static const VccAttrSpec random_uniform_attrs[] = {
+    {"dtype", 1, VCC_OPSET_NOW, VCC_A_INT}, {"high", 1, VCC_OPSET_NOW, VCC_A_FLOAT},
+    {"low", 1, VCC_OPSET_NOW, VCC_A_FLOAT}, {"seed", 1, VCC_OPSET_NOW, VCC_A_FLOAT}, {NULL, 0, 0, 0},
+};
+static const VccAttrSpec random_normal_attrs[] = {
+    {"dtype", 1, VCC_OPSET_NOW, VCC_A_INT}, {"mean", 1, VCC_OPSET_NOW, VCC_A_FLOAT},
+    {"scale", 1, VCC_OPSET_NOW, VCC_A_FLOAT}, {"seed", 1, VCC_OPSET_NOW, VCC_A_FLOAT}, {NULL, 0, 0, 0},
+};
+
+static void random_check_attrs(VccCtx *ctx, const VccGraph *g, const VccNode *n) {
+    (void)g;
+    const VccAttr *dt = vcc_attr_get(n, "dtype");
+    if (dt && dt->type == VCC_A_INT && dt->i != 1)
+        vcc_op_attr_problem(ctx, n, "%s attribute '%s'", "dtype", "vcc draws FLOAT (1) values only");
+}
+
+static VccStatus random_canon(VccCtx *ctx, VccGraph *g, int k) {
+    VccNode *n = &g->nodes[k];
+    if (n->nin != 1 || n->in[0] < 0 || n->nout != 1 || n->out[0] < 0) return vcc_operands_missing(ctx, n);
+    vcc_attr_set_int(n, "stream", k);
+    return VCC_OK;
+}
+
+/* X (any shape; float unless dtype says FLOAT) -> Y, float, of X's shape */
+static VccStatus random_shape(VccCtx *ctx, VccGraph *g, int k, bool check) {
+    const VccNode *n = &g->nodes[k];
+    if (n->nin != 1 || n->in[0] < 0 || n->nout != 1 || n->out[0] < 0) return vcc_operands_missing(ctx, n);
+    const VccTensor *x = vcc_attr_get(n, "dtype") ? &g->tensors[n->in[0]] : vcc_need_input(ctx, g, n, 0, VCC_F32);
+    if (!x || x->dtype == VCC_DT_UNDEF) return vcc_operands_missing(ctx, n);
+    return vcc_put_output(ctx, g, n, check, n->out[0], VCC_F32, &x->shape) ? VCC_OK : VCC_ERR_SHAPE;
+}
+
+static VccStatus random_grad(VccDiff *d, int k) {
+    (void)d;
+    (void)k;
+    return VCC_OK;
+}
+
+static VccStatus random_emit(VccEmit *e, int k) {
+    const VccNode *n = &e->g->nodes[k];
+    const bool normal = n->op == VCC_OP_RANDOM_NORMAL_LIKE;
+    const float a = normal ? vcc_attr_float(n, "mean", 0.0f) : vcc_attr_float(n, "low", 0.0f);
+    const float b = normal ? vcc_attr_float(n, "scale", 1.0f) : vcc_attr_float(n, "high", 1.0f) - a;
+    const VccAttr *seed = vcc_attr_get(n, "seed");
+    const double sv = seed ? (double)seed->f : 0.0;
+    const uint64_t key = sv >= 9.2e18 || sv <= -9.2e18 || sv != sv ? 0 : (uint64_t)(int64_t)sv;
+    fprintf(e->f, "    {\n        static const VccRandomDesc d = {%" PRIu32 "u, %d, %s, ", (uint32_t)vcc_attr_int(n, "stream", 0),
+            normal, vcc_emit_float(e, a));
+    fprintf(e->f, "%s, %d, %" PRIu64 "ull};\n        random_like_forward(rt, %" PRId64 ", &d, %s);\n    }\n",
+            vcc_emit_float(e, b), seed != NULL, key, vcc_emit_numel(e, n->out[0]), vcc_emit_f32(e, n->out[0]));
+    return VCC_OK;
+}
+
+const VccOpDef vcc_def_RANDOM_UNIFORM_LIKE = {0, 0, random_uniform_attrs, random_check_attrs, random_canon,
+                                              random_shape, random_grad, random_emit};
+const VccOpDef vcc_def_RANDOM_NORMAL_LIKE = {0, 0, random_normal_attrs, random_check_attrs, random_canon,
+                                             random_shape, random_grad, random_emit};

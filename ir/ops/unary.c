@@ -1,14 +1,15 @@
 /*
  * unary.c — the unary family: elementwise ops of one input. Relu, Sigmoid, HardSigmoid, HardSwish, Tanh,
- * LeakyRelu, Clip, Softplus, Elu, Neg, Exp, Log, Sqrt, Sin, Cos, Abs, Reciprocal, Erf, and the backward
- * op of each (<Op>Grad(v, dY) -> dX; Neg's gradient is a Neg of dY).
+ * LeakyRelu, Clip, Softplus, Elu, Neg, Exp, Log, Sqrt, Sin, Cos, Abs, Floor, Reciprocal, Erf, and the
+ * backward op of each (<Op>Grad(v, dY) -> dX; Neg's gradient is a Neg of dY; Floor has none, its
+ * gradient being zero).
  *
  * Kernels: runtime/{elem,proto,cpu,cuda}/unary.* (the per-element bodies in runtime/elem/unary.h). Every
  * tensor of the family is elementwise: X, Y, dY, dX of one shape, any rank (N, C, T, H, W for a clip).
  *
  * Source: ONNX Operators, each op in every opset version that has float tensors: the opset 1 forms carry
  * consumed_inputs (an in-place hint without meaning: canonical drops it); Relu 1, 6, 13, 14; Sigmoid,
- * Tanh, Neg, Exp, Log, Sqrt, Abs, Reciprocal 1, 6, 13; HardSigmoid (alpha 0.2, beta 0.5) 1, 6, 22;
+ * Tanh, Neg, Exp, Log, Sqrt, Abs, Floor, Reciprocal 1, 6, 13; HardSigmoid (alpha 0.2, beta 0.5) 1, 6, 22;
  * HardSwish 14, 22 (alpha 1/6, beta 1/2 fixed); LeakyRelu (alpha 0.01) 1, 6, 16; Elu (alpha 1) 1, 6, 22;
  * Softplus 1, 22; Sin, Cos 7, 22; Erf 9, 13; Clip 1 and 6 (min, max attributes, defaults the lowest and
  * highest float), 11, 12, 13 (optional min and max inputs, no bound when absent).
@@ -112,6 +113,7 @@ static const UnaryOp unary_ops[] = {
     {VCC_OP_SIN, VCC_OP_SIN_GRAD, "sin", NULL, NULL, 0.0f, 0.0f, READS_X},
     {VCC_OP_COS, VCC_OP_COS_GRAD, "cos", NULL, NULL, 0.0f, 0.0f, READS_X},
     {VCC_OP_ABS, VCC_OP_ABS_GRAD, "abs", NULL, NULL, 0.0f, 0.0f, READS_X},
+    {VCC_OP_FLOOR, VCC_OP_FLOOR, "floor", NULL, NULL, 0.0f, 0.0f, READS_X}, /* no gradient: floor_grad */
     {VCC_OP_RECIPROCAL, VCC_OP_RECIPROCAL_GRAD, "reciprocal", NULL, NULL, 0.0f, 0.0f, READS_Y},
     {VCC_OP_ERF, VCC_OP_ERF_GRAD, "erf", NULL, NULL, 0.0f, 0.0f, READS_X},
 };
@@ -207,6 +209,16 @@ UNARY_DEF(RECIPROCAL, VCC_OPF_INPLACE, consumed_attrs, NULL, NULL)
 UNARY_DEF(ERF, 0, NULL, NULL, NULL)
 
 const VccOpDef vcc_def_NEG = {VCC_OPF_INPLACE, 0, consumed_attrs, NULL, NULL, same_as_input, unary_grad, unary_emit};
+
+/* Floor(X) -> Y: no gradient flows to X (PyTorch: floor's derivative is zero; in stochastic depth,
+ * Floor(keep_prob + RandomUniformLike(x)) is the drop mask) */
+static VccStatus floor_grad(VccDiff *d, int k) {
+    (void)d;
+    (void)k;
+    return VCC_OK;
+}
+
+const VccOpDef vcc_def_FLOOR = {VCC_OPF_INPLACE, 0, consumed_attrs, NULL, NULL, same_as_input, floor_grad, unary_emit};
 
 /* ------------------------------------------------------------------ Clip */
 

@@ -1,5 +1,6 @@
 /*
- * cpu/dropout.h - the dropout family's CPU kernels: Dropout in training mode and its gradient.
+ * cpu/dropout.h - the dropout family's CPU kernels: Dropout in training mode and its gradient, and the
+ * random ops (RandomUniformLike, RandomNormalLike) on the same draws.
  * Signatures: proto/dropout.h; the draw and the per-element bodies, shared with the CUDA target:
  * elem/dropout.h. Part of the C target's runtime (cpu/base.h).
  */
@@ -40,6 +41,19 @@ VCC_CPU_FN void dropout_backward(VccRt *rt, int64_t n, const VccDropoutDesc *d, 
 #pragma omp parallel for schedule(static)
 #endif
     for (q = 0; q < (n + 3) / 4; q++) vcc_dropout_block_bwd(seed, d->stream, rt->step, d->threshold, d->scale, q, n, dy, dx);
+}
+
+/* random_like_forward: y[i] = vcc_random_value(d, seed, rt->step, i) for i < n (ONNX RandomUniformLike,
+ * RandomNormalLike: a fresh draw at every training step, the same on both targets); seed is d->seed when
+ * the node has its own, else the run's --seed. */
+VCC_CPU_FN void random_like_forward(VccRt *rt, int64_t n, const VccRandomDesc *d, float *y)
+{
+    const uint64_t seed = d->own_seed ? d->seed : rt->seed;
+    int64_t i;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+    for (i = 0; i < n; i++) y[i] = vcc_random_value(d, seed, rt->step, i);
 }
 
 #define VCC_KERNEL VCC_KERNEL_CHECK

@@ -81,6 +81,7 @@ VCC_CPU_UNARY(sqrt)
 VCC_CPU_UNARY(sin)
 VCC_CPU_UNARY(cos)
 VCC_CPU_UNARY(abs)
+VCC_CPU_UNARY_FORWARD(floor) /* no gradient */
 VCC_CPU_UNARY(reciprocal)
 VCC_CPU_UNARY(erf)
 

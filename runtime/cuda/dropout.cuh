@@ -1,5 +1,6 @@
 /*
- * cuda/dropout.cuh - the dropout family's CUDA kernels: Dropout in training mode and its gradient.
+ * cuda/dropout.cuh - the dropout family's CUDA kernels: Dropout in training mode and its gradient, and
+ * the random ops.
  * Signatures: proto/dropout.h; the draw and the per-element bodies, shared with the C target:
  * elem/dropout.h, so both targets draw the same masks. Part of the CUDA target's runtime (cuda/base.cuh).
  */
@@ -43,6 +44,19 @@ static inline void dropout_backward(VccRt *rt, int64_t n, const VccDropoutDesc *
     if (n <= 0) return;
     dropout_backward_kernel<<<vcc__grid((n + 3) / 4), VCC_CUDA_THREADS>>>(
         n, d->own_seed ? d->seed : rt->seed, d->stream, rt->step, d->threshold, d->scale, dy, dx);
+    VCC_CUDA_LAUNCHED();
+}
+
+static __global__ void random_like_forward_kernel(int64_t n, VccRandomDesc d, uint64_t seed, uint64_t step, float *y)
+{
+    VCC_GRID_STRIDE(i, n) y[i] = vcc_random_value(&d, seed, step, i);
+}
+
+/* random_like_forward: as the CPU kernel (cpu/dropout.h); d is a host descriptor, passed by value */
+static inline void random_like_forward(VccRt *rt, int64_t n, const VccRandomDesc *d, float *y)
+{
+    if (n <= 0) return;
+    random_like_forward_kernel<<<vcc__grid(n), VCC_CUDA_THREADS>>>(n, *d, d->own_seed ? d->seed : rt->seed, rt->step, y);
     VCC_CUDA_LAUNCHED();
 }
 

@@ -89,6 +89,7 @@ VCC_CUDA_UNARY(sqrt)
 VCC_CUDA_UNARY(sin)
 VCC_CUDA_UNARY(cos)
 VCC_CUDA_UNARY(abs)
+VCC_CUDA_UNARY_FORWARD(floor) /* no gradient */
 VCC_CUDA_UNARY(reciprocal)
 VCC_CUDA_UNARY(erf)
 

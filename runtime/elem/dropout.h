@@ -125,4 +125,34 @@ VCC_HD void vcc_dropout_block_bwd(uint64_t seed, uint32_t j, uint64_t s, uint32_
     for (l = 0; l < 4 && 4 * q + l < n; l++) dx[4 * q + l] = vcc_dropout_bwd(dy[4 * q + l], r[l], threshold, scale);
 }
 
+/* VccRandomDesc: one RandomUniformLike or RandomNormalLike node, as the generated program holds it.
+ *   stream     the node's j in the counter (its index in the model's graph), as a Dropout's
+ *   normal     0: uniform, low + (high - low) * u with u in [0, 1); 1: normal, mean + scale * z
+ *   a, b       low and high - low (uniform), or mean and scale (normal)
+ *   own_seed   1: seed below keys the draw (the node's ONNX seed attribute); 0: the run's --seed */
+typedef struct VccRandomDesc {
+    uint32_t stream;
+    int normal;
+    float a, b;
+    int own_seed;
+    uint64_t seed;
+} VccRandomDesc;
+
+/* vcc_random_value: element i of a random node at step s under seed: uniform from the element's draw r,
+ * u = (r >> 8) * 2^-24 (24 random bits, as a float in [0, 1)); normal by Box-Muller from the draws of
+ * elements 2i and 2i+1 of the node's counter, z = sqrt(-2 ln u1) cos(2 pi u2) with u1 in (0, 1], in
+ * double, then the float mean + scale * z. A pure function of (seed, stream, s, i), like Dropout's masks. */
+VCC_HD float vcc_random_value(const VccRandomDesc *d, uint64_t seed, uint64_t s, int64_t i)
+{
+    if (!d->normal) {
+        const float u = (float)(vcc_dropout_draw(seed, d->stream, s, (uint64_t)i) >> 8) * 5.9604644775390625e-8f;
+        return d->a + d->b * u;
+    } else {
+        const double u1 = ((double)(vcc_dropout_draw(seed, d->stream, s, 2 * (uint64_t)i) >> 8) + 1.0) * 5.9604644775390625e-8;
+        const double u2 = (double)(vcc_dropout_draw(seed, d->stream, s, 2 * (uint64_t)i + 1) >> 8) * 5.9604644775390625e-8;
+        const double z = sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+        return (float)((double)d->a + (double)d->b * z);
+    }
+}
+
 #endif /* VCC_ELEM_DROPOUT_H */

@@ -1,7 +1,7 @@
 /*
  * elem/unary.h - the unary family's per-element arithmetic (Relu, Sigmoid, HardSigmoid, HardSwish,
- * Tanh, LeakyRelu, Clip, Softplus, Elu, Neg, Exp, Log, Sqrt, Sin, Cos, Abs, Reciprocal, Erf and their
- * gradients), written once for both targets: the CPU loops (cpu/unary.h) call these directly, the
+ * Tanh, LeakyRelu, Clip, Softplus, Elu, Neg, Exp, Log, Sqrt, Sin, Cos, Abs, Floor, Reciprocal, Erf and
+ * their gradients), written once for both targets: the CPU loops (cpu/unary.h) call these directly, the
  * CUDA kernels (cuda/unary.cuh) from device code. Pure C99, no I/O, no state. Every tensor of the
  * family is elementwise: x, y, dy, dx have n elements of any shape (N, C, T, H, W).
  */
@@ -233,6 +233,14 @@ VCC_HD float vcc_abs_bwd(float x, float dy, float a, float b)
 {
     (void)a; (void)b;
     return x > 0.0f ? dy : x < 0.0f ? -dy : 0.0f;
+}
+
+/* Floor: the largest integer <= x (ONNX Floor; NaN and infinities kept). Its gradient is zero (PyTorch's
+ * floor backward), so it has no backward kernel. */
+VCC_HD float vcc_floor_fwd(float x, float a, float b)
+{
+    (void)a; (void)b;
+    return floorf(x);
 }
 
 /* Reciprocal: 1 / x. Gradient from y: -dy * (y * y). */

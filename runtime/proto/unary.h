@@ -24,6 +24,7 @@ VCC_KERNEL(void, sqrt_forward, (VccRt *rt, int64_t n, float a, float b, const fl
 VCC_KERNEL(void, sin_forward, (VccRt *rt, int64_t n, float a, float b, const float *x, float *y))
 VCC_KERNEL(void, cos_forward, (VccRt *rt, int64_t n, float a, float b, const float *x, float *y))
 VCC_KERNEL(void, abs_forward, (VccRt *rt, int64_t n, float a, float b, const float *x, float *y))
+VCC_KERNEL(void, floor_forward, (VccRt *rt, int64_t n, float a, float b, const float *x, float *y))
 VCC_KERNEL(void, reciprocal_forward, (VccRt *rt, int64_t n, float a, float b, const float *x, float *y))
 VCC_KERNEL(void, erf_forward, (VccRt *rt, int64_t n, float a, float b, const float *x, float *y))
 VCC_KERNEL(void, sigmoid_backward, (VccRt *rt, int64_t n, float a, float b, const float *v, const float *dy, float *dx))

@@ -83,7 +83,7 @@ CASES = [
     oc.Case("elu_default", "Elu", X5, lambda X: F.elu(X), lo=-3, hi=3),
     oc.Case("elu_alpha", "Elu", X, lambda X: F.elu(X, float(F32(0.7))), attrs={"alpha": 0.7}, opset=22, lo=-3, hi=3),
     oc.Case("elu_opset6", "Elu", X, lambda X: F.elu(X, 2.0), attrs={"alpha": 2.0}, opset=6, lo=-3, hi=3),
-    # Neg, Exp, Log, Sqrt, Abs, Reciprocal 6, 13; Sin, Cos 7; Erf 9, 13
+    # Neg, Exp, Log, Sqrt, Abs, Floor, Reciprocal 6, 13; Sin, Cos 7; Erf 9, 13
     oc.Case("neg", "Neg", X5, lambda X: -X),
     oc.Case("neg_opset6", "Neg", X, lambda X: -X, opset=6),
     oc.Case("exp", "Exp", X5, lambda X: torch.exp(X), lo=-4, hi=4),
@@ -98,6 +98,9 @@ CASES = [
     oc.Case("cos_opset7", "Cos", X, lambda X: torch.cos(X), opset=7, lo=-4, hi=4),
     oc.Case("abs", "Abs", X5, lambda X: torch.abs(X)),
     oc.Case("abs_opset6", "Abs", X, lambda X: torch.abs(X), opset=6),
+    # Floor 6, 13 (its zero gradient: tests/ops/dropout/test_random.py, stochastic depth)
+    oc.Case("floor", "Floor", X5, lambda X: torch.floor(X), lo=-4, hi=4, grad=False),
+    oc.Case("floor_opset6", "Floor", X, lambda X: torch.floor(X), opset=6, lo=-4, hi=4, grad=False),
     oc.Case("reciprocal", "Reciprocal", X5, lambda X: torch.reciprocal(X), init={"X": away_from_zero}),
     oc.Case("reciprocal_opset6", "Reciprocal", X, lambda X: torch.reciprocal(X), opset=6,
             init={"X": away_from_zero}),
