@@ -3,7 +3,7 @@
  *
  *   vcc MODEL.onnx|DUMP.vir [-o train.c | -o train.cu] [--shape NAME=2x3x8x112x112 ...] [--dump-ir PASS]
  *       [--plan-json FILE] [--loss ce|mse|graph] [--momentum M] [--forward-only | --eval]
- *       [--allow-inference-export]
+ *       [--allow-inference-export] [--no-fuse-attention]
  *
  * Every option that takes a value accepts it as the next argument or after '=' (--dump-ir memplan,
  * --dump-ir=memplan). Reads the model (an ONNX file, or a .vir dump: then the passes after the one it
@@ -40,8 +40,9 @@ static void usage(FILE *f) {
           "                     the command that builds it, run from here: X.c builds the binary X, X.cu builds\n"
           "                     X_cuda (the C and CUDA trainers of a model can share a folder)\n"
           "  --shape NAME=DIMS  bind a symbolic input shape (NAME=2x3x8x112x112) or one symbolic dim (batch=2)\n"
-          "  --dump-ir PASS     print the IR after PASS: onnx canonical shape loss autodiff optimizer schedule\n"
-          "                     liveness inplace memplan (memplan shows live intervals, offsets, arena size)\n"
+          "  --dump-ir PASS     print the IR after PASS: onnx canonical shape fuse loss autodiff optimizer\n"
+          "                     schedule liveness inplace memplan (memplan shows live intervals, offsets, arena\n"
+          "                     size; fuse shows each FusedAttention with the nodes it replaced)\n"
           "  --plan-json FILE   write the memory plan as JSON\n"
           "  --loss ce|mse|graph  what the trainer minimizes: ce, softmax cross-entropy of the output (logits\n"
           "                     (N, K)) with int64 labels, ./train --labels Y.npy (the default); mse, the mean\n"
@@ -54,6 +55,9 @@ static void usage(FILE *f) {
           "  --eval             compile the evaluation program: BatchNormalization with its running statistics,\n"
           "                     Dropout off; ./eval --data X.npy [--labels Y.npy] --weights trained.safetensors\n"
           "                     prints top-1/top-5 accuracy and mean loss, or writes the logits (--logits F.npy)\n"
+          "  --no-fuse-attention  keep scaled dot-product attention as the graph writes it (MatMul, Softmax,\n"
+          "                     MatMul: the L x L scores and probabilities saved for backward) instead of one\n"
+          "                     FusedAttention that saves the output and a log-sum-exp per row\n"
           "  --allow-inference-export\n"
           "                     train an inference-form export as it is (BatchNormalization folded into the\n"
           "                     convolutions, exporter-named parameters) instead of refusing it\n"
@@ -239,7 +243,7 @@ int main(int argc, char **argv) {
     VccShapeBinding shapes[32];
     int nshapes = 0;
     float momentum = 0.9f;
-    bool forward_only = false, eval = false, allow_inference = false;
+    bool forward_only = false, eval = false, allow_inference = false, no_fuse = false;
     const char *momentum_text = NULL, *loss_text = NULL;
     VccLossKind loss = VCC_LOSS_CE;
     for (int i = 1; i < argc; i++) {
@@ -268,6 +272,8 @@ int main(int argc, char **argv) {
             eval = true;
         } else if (!strcmp(a, "--allow-inference-export")) {
             allow_inference = true;
+        } else if (!strcmp(a, "--no-fuse-attention")) {
+            no_fuse = true;
         } else if ((v = opt_value(argc, argv, &i, "--loss", &missing))) {
             if (set_once(&loss_text, v, "--loss")) return 2;
             if (!strcmp(v, "ce")) loss = VCC_LOSS_CE;
@@ -371,6 +377,7 @@ int main(int argc, char **argv) {
     ctx.loss = loss;
     ctx.dump_after = dump;
     ctx.forward_only = forward_only;
+    ctx.no_fuse_attention = no_fuse;
     ctx.eval = eval;
     ctx.allow_inference_export = allow_inference;
     ctx.from_dump = vir;

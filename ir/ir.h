@@ -81,6 +81,7 @@ typedef struct VccCtx {
     bool eval;             /* compile the forward graph in inference form (BatchNormalization with its running
                               statistics, Dropout off) for the evaluation program: --eval */
     bool allow_inference_export; /* compile a trainer from an inference-form export: --allow-inference-export */
+    bool no_fuse_attention;      /* keep scaled dot-product attention unfused (passes/fuse.c): --no-fuse-attention */
     bool from_dump;        /* the graph was read from a .vir dump: its intervals and plan are the user's */
     const char *dump_after;/* --dump-ir=PASS, or NULL */
     FILE *dump;            /* where dumps go (stdout) */

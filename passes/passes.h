@@ -42,6 +42,15 @@ VccStatus vcc_infer_shapes(VccCtx *ctx, VccGraph *g);
  * Errors: VCC_ERR_SHAPE naming the node, the output, what it is and what it should be. */
 VccStatus vcc_check_types(VccCtx *ctx, VccGraph *g);
 
+/* ======================================================================== passes/fuse.c */
+
+/* Replace each scaled dot-product attention of the forward graph (MatMul(Q, K^T), an optional scalar
+ * scale, an optional additive mask no parameter reaches, Softmax along the last axis, an optional
+ * Dropout, MatMul with V) by one FusedAttention node, which saves O and a log-sum-exp per query row
+ * instead of the L x L scores and probabilities (ir/ops/attention.c). Nothing with
+ * ctx->no_fuse_attention. Requires: shape. Never fails: what does not match stays as it is. */
+VccStatus vcc_fuse_attention(VccCtx *ctx, VccGraph *g);
+
 /* ======================================================================== passes/loss.c */
 
 /* Append the loss ctx->loss names to the single graph output: softmax cross-entropy on logits (N, K) with a

@@ -10,11 +10,12 @@
 
 typedef VccStatus (*VccPass)(VccCtx *, VccGraph *);
 
-const char *const vcc_pass_names[] = {"onnx",      "canonical", "shape",    "loss",    "autodiff", "optimizer",
-                                      "schedule", "liveness",  "inplace", "memplan", NULL};
+const char *const vcc_pass_names[] = {"onnx",     "canonical", "shape",    "fuse",    "loss",    "autodiff",
+                                      "optimizer", "schedule", "liveness", "inplace", "memplan", NULL};
 
-static const VccPass passes[] = {NULL,         vcc_canonicalize, vcc_infer_shapes, vcc_add_loss, vcc_autodiff,
-                                 vcc_optimizer, vcc_schedule,    vcc_liveness,     vcc_inplace,  vcc_memplan};
+static const VccPass passes[] = {NULL,          vcc_canonicalize, vcc_infer_shapes, vcc_fuse_attention,
+                                 vcc_add_loss,  vcc_autodiff,     vcc_optimizer,    vcc_schedule,
+                                 vcc_liveness,  vcc_inplace,      vcc_memplan};
 
 int vcc_pass_index(const char *name) {
     for (int i = 0; vcc_pass_names[i]; i++)
@@ -35,7 +36,7 @@ VccStatus vcc_run_passes_after(VccCtx *ctx, VccGraph *g, int done) {
     int want = ctx->dump_after ? vcc_pass_index(ctx->dump_after) : -1;
     if (want >= 0 && want <= done) { /* the graph as given is the graph after that pass */
         fprintf(ctx->dump, "# vcc IR after %s\n", vcc_pass_names[done]);
-        vcc_print_graph(ctx->dump, g, done >= 7);
+        vcc_print_graph(ctx->dump, g, done >= vcc_pass_index("liveness"));
     }
     if (done >= vcc_pass_index("memplan")) return vcc_plan_check(ctx, g);
     for (int i = done + 1; vcc_pass_names[i]; i++) {
@@ -48,7 +49,7 @@ VccStatus vcc_run_passes_after(VccCtx *ctx, VccGraph *g, int done) {
         }
         if (ctx->dump_after && strcmp(ctx->dump_after, vcc_pass_names[i]) == 0) {
             fprintf(ctx->dump, "# vcc IR after %s\n", vcc_pass_names[i]);
-            vcc_print_graph(ctx->dump, g, i >= 7);
+            vcc_print_graph(ctx->dump, g, i >= vcc_pass_index("liveness"));
         }
     }
     /* what the emitters get: every node's types as its rule gives them */

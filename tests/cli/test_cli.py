@@ -123,7 +123,7 @@ def main():
         arena = [l for l in lines if l.startswith("arena ")]
         return nodes, plans, arena
     ref = shape_of_plan(mem)
-    for pas in ["onnx", "canonical", "shape", "loss", "autodiff", "optimizer", "schedule", "liveness", "inplace"]:
+    for pas in ["onnx", "canonical", "shape", "fuse", "loss", "autodiff", "optimizer", "schedule", "liveness", "inplace"]:
         d = run([vcc, model, "--dump-ir", pas], work).stdout
         with open(os.path.join(work, pas + ".vir"), "w") as f:
             f.write(d)

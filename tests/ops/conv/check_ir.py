@@ -23,7 +23,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper, TensorProto
 
-PASSES = ["onnx", "canonical", "shape", "loss", "autodiff", "optimizer", "schedule", "liveness", "inplace",
+PASSES = ["onnx", "canonical", "shape", "fuse", "loss", "autodiff", "optimizer", "schedule", "liveness", "inplace",
           "memplan"]
 
 

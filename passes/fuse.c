@@ -1,0 +1,249 @@
+/*
+ * fuse.c — fused attention: scaled dot-product attention becomes one FusedAttention node
+ * (ir/ops/attention.c), which saves the output and one log-sum-exp per query row instead of the L x L
+ * scores and probabilities.
+ *
+ * Requires: shape (the forward graph, shapes known, topologically sorted). Produces: the same graph with
+ *   every match below replaced (skipped with ctx->no_fuse_attention, --no-fuse-attention):
+ *
+ *     S  = MatMul(Q, B)          Q (..., Lq, D), B = K^T (..., D, Lk): B itself, or Transpose(K) that
+ *                                swaps the last two dims (then K is read directly and the copy goes)
+ *     S' = S * c | S / c | c * S a float scalar constant c (optional; scale = c or 1/c, else 1)
+ *     S" = S' + M | M + S'       an additive mask or bias M that no parameter reaches (optional; M
+ *                                broadcasts to S's shape and gets no gradient)
+ *     P  = Softmax(S", axis -1)  the last axis (any opset's form)
+ *     P' = Dropout(P)            optional: a drawing Dropout keeps its ratio, stream and seed, so the
+ *                                fused op draws the very same mask; one that does not draw is a view
+ *     O  = MatMul(P', V)         V (..., Lk, Dv); the leading dims of Q, B and V equal
+ *
+ *   where every intermediate (S, S', S", P, P') is read by the next step alone and is no graph output.
+ *   The last MatMul becomes FusedAttention(Q, K or B, V [, M]) -> (O, lse) with attributes scale, k_t,
+ *   ratio/stream/seed, and fused: the names of the nodes it replaces, in graph order (what --dump-ir
+ *   reports); the replaced nodes and the constants only they read are removed.
+ *
+ * Sources: the patterns of torch.nn.MultiheadAttention's export (q scaled before the first bmm, so no
+ * scale node), of Hugging Face attention (matmul(q, k.transpose(-1, -2)) / sqrt(d), + mask, softmax,
+ * dropout, matmul with v), and of timm/torchvision MViT/ViT blocks (q @ k.transpose(-2, -1) * scale).
+ */
+#include "passes.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The one node reading t (-1 if none, several, or t is a graph output). */
+static int sole_reader(const VccGraph *g, int t, const int *nreaders, const int *reader) {
+    for (int i = 0; i < g->noutputs; i++)
+        if (g->outputs[i] == t) return -1;
+    return nreaders[t] == 1 ? reader[t] : -1;
+}
+
+/* A float scalar constant with its value: *v. */
+static bool scalar_const(const VccGraph *g, int t, float *v) {
+    const VccTensor *x = &g->tensors[t];
+    if (x->kind != VCC_T_CONST || !x->data || x->dtype != VCC_F32 || vcc_shape_numel(&x->shape) != 1) return false;
+    memcpy(v, x->data, sizeof *v);
+    return true;
+}
+
+/* Whether perm swaps the last two of its dims and keeps the others. */
+static bool swaps_last_two(const VccNode *n, int rank) {
+    int64_t perm[VCC_MAX_RANK];
+    if (rank < 2 || vcc_attr_ints(n, "perm", perm, VCC_MAX_RANK) != rank) return false;
+    for (int i = 0; i < rank; i++) {
+        int64_t want = i == rank - 2 ? rank - 1 : i == rank - 1 ? rank - 2 : i;
+        if (perm[i] != want) return false;
+    }
+    return true;
+}
+
+/* Equal leading (batch) dims of a and b, both of rank r. */
+static bool same_batch(const VccShape *a, const VccShape *b) {
+    if (a->rank != b->rank || a->rank < 2) return false;
+    for (int i = 0; i < a->rank - 2; i++)
+        if (a->dims[i] != b->dims[i]) return false;
+    return true;
+}
+
+/* Per tensor: whether a parameter reaches it (forward graph, topological order). */
+static bool *param_reach(const VccGraph *g) {
+    bool *r = calloc((size_t)(g->ntensors ? g->ntensors : 1), sizeof *r);
+    if (!r) return NULL;
+    for (int t = 0; t < g->ntensors; t++) r[t] = g->tensors[t].kind == VCC_T_PARAM;
+    for (int k = 0; k < g->nnodes; k++) {
+        const VccNode *n = &g->nodes[k];
+        bool any = false;
+        for (int i = 0; i < n->nin; i++) any |= n->in[i] >= 0 && r[n->in[i]];
+        for (int o = 0; o < n->nout; o++)
+            if (n->out[o] >= 0) r[n->out[o]] |= any;
+    }
+    return r;
+}
+
+typedef struct {
+    int q, k, v, bias, kt;
+    float scale;
+    int dropout;   /* the drawing Dropout node, -1 */
+    int nodes[8];  /* the nodes replaced, last = the final MatMul */
+    int nnodes;
+} Match;
+
+/* The match whose Softmax is node s, or false. */
+static bool match_at(const VccGraph *g, int s, const int *nreaders, const int *reader, const bool *reach, Match *m) {
+    const VccNode *sm = &g->nodes[s];
+    if (sm->op != VCC_OP_SOFTMAX || sm->nin != 1 || sm->nout != 1) return false;
+    const VccShape *ps = &g->tensors[sm->out[0]].shape;
+    int64_t axis = vcc_attr_int(sm, "axis", -1);
+    if (axis < 0) axis += ps->rank;
+    if (ps->rank < 2 || axis != ps->rank - 1) return false;
+    memset(m, 0, sizeof *m);
+    m->bias = m->dropout = -1;
+    m->scale = 1.0f;
+    /* forward from P: an optional Dropout (or its view), then MatMul(P', V) */
+    int t = sm->out[0], c = sole_reader(g, t, nreaders, reader);
+    int after[2], nafter = 0;
+    while (c >= 0 && (g->nodes[c].op == VCC_OP_DROPOUT || g->nodes[c].op == VCC_OP_IDENTITY) && nafter < 2) {
+        const VccNode *dn = &g->nodes[c];
+        if (dn->nout != 1 || dn->in[0] != t) return false;
+        if (dn->op == VCC_OP_DROPOUT) {
+            if (m->dropout >= 0) return false;
+            m->dropout = c;
+        }
+        after[nafter++] = c;
+        t = dn->out[0];
+        c = sole_reader(g, t, nreaders, reader);
+    }
+    if (c < 0 || g->nodes[c].op != VCC_OP_MATMUL || g->nodes[c].nin != 2 || g->nodes[c].in[0] != t) return false;
+    const int final = c;
+    m->v = g->nodes[final].in[1];
+    /* backward from the Softmax input: optional Add of a bias, optional scale, then MatMul(Q, B) */
+    int before[4], nbefore = 0;
+    t = sm->in[0];
+    int p = g->tensors[t].producer;
+    if (p >= 0 && g->nodes[p].op == VCC_OP_ADD && g->nodes[p].nin == 2 && sole_reader(g, t, nreaders, reader) == s) {
+        const VccNode *an = &g->nodes[p];
+        int side = -1;
+        for (int i = 0; i < 2 && side < 0; i++) {
+            int pp = g->tensors[an->in[i]].producer;
+            if (pp >= 0 && (g->nodes[pp].op == VCC_OP_MATMUL || g->nodes[pp].op == VCC_OP_MUL ||
+                            g->nodes[pp].op == VCC_OP_DIV) &&
+                vcc_same_shape(&g->tensors[an->in[i]].shape, &g->tensors[t].shape) && !reach[an->in[1 - i]])
+                side = i;
+        }
+        if (side >= 0) {
+            m->bias = an->in[1 - side];
+            before[nbefore++] = p;
+            t = an->in[side];
+            p = g->tensors[t].producer;
+        }
+    }
+    if (p >= 0 && (g->nodes[p].op == VCC_OP_MUL || g->nodes[p].op == VCC_OP_DIV) && g->nodes[p].nin == 2 &&
+        sole_reader(g, t, nreaders, reader) == (nbefore ? before[0] : s)) {
+        const VccNode *xn = &g->nodes[p];
+        float c0;
+        int side = -1;
+        if (scalar_const(g, xn->in[1], &c0)) side = 0;
+        else if (xn->op == VCC_OP_MUL && scalar_const(g, xn->in[0], &c0)) side = 1;
+        if (side >= 0 && (xn->op == VCC_OP_MUL || c0 != 0.0f)) {
+            m->scale = xn->op == VCC_OP_MUL ? c0 : 1.0f / c0;
+            before[nbefore++] = p;
+            t = xn->in[side];
+            p = g->tensors[t].producer;
+        }
+    }
+    int reads = nbefore ? before[nbefore - 1] : s;
+    if (p < 0 || g->nodes[p].op != VCC_OP_MATMUL || g->nodes[p].nin != 2 || sole_reader(g, t, nreaders, reader) != reads)
+        return false;
+    const VccNode *mm = &g->nodes[p];
+    m->q = mm->in[0];
+    m->k = mm->in[1];
+    m->kt = 1;
+    const VccShape *q = &g->tensors[m->q].shape, *b = &g->tensors[m->k].shape, *v = &g->tensors[m->v].shape;
+    if (!same_batch(q, b) || !same_batch(q, v) || !vcc_same_shape(&g->tensors[t].shape, ps)) return false;
+    int tr = g->tensors[m->k].producer;
+    bool drop_transpose = tr >= 0 && g->nodes[tr].op == VCC_OP_TRANSPOSE && g->nodes[tr].nin == 1 &&
+                          swaps_last_two(&g->nodes[tr], b->rank) && sole_reader(g, m->k, nreaders, reader) == p;
+    if (drop_transpose) {
+        m->k = g->nodes[tr].in[0];
+        m->kt = 0;
+        m->nodes[m->nnodes++] = tr;
+    }
+    m->nodes[m->nnodes++] = p;
+    for (int i = nbefore - 1; i >= 0; i--) m->nodes[m->nnodes++] = before[i];
+    m->nodes[m->nnodes++] = s;
+    for (int i = 0; i < nafter; i++) m->nodes[m->nnodes++] = after[i];
+    m->nodes[m->nnodes++] = final;
+    return true;
+}
+
+/* Rewrite: the final MatMul becomes the FusedAttention node; the others lose their readers (the sweep
+ * removes them). */
+static void rewrite(VccGraph *g, const Match *m) {
+    const int f = m->nodes[m->nnodes - 1];
+    VccShape lse = g->tensors[g->nodes[f].out[0]].shape;
+    lse.rank -= 1;
+    int l = vcc_tensor_add_unique(g, VCC_F32, &lse, VCC_T_ACT, "%s.lse", g->nodes[f].name);
+    size_t len = 1;
+    for (int i = 0; i < m->nnodes; i++) len += strlen(g->nodes[m->nodes[i]].name) + 1;
+    char *from = vcc_malloc(len);
+    from[0] = '\0';
+    for (int i = 0; i < m->nnodes; i++) {
+        if (i) strcat(from, ",");
+        strcat(from, g->nodes[m->nodes[i]].name);
+    }
+    VccNode *n = &g->nodes[f];
+    int in[4] = {m->q, m->k, m->v, m->bias};
+    n->in = vcc_realloc(n->in, sizeof(int) * 4);
+    memcpy(n->in, in, sizeof in);
+    n->nin = m->bias >= 0 ? 4 : 3;
+    n->out = vcc_realloc(n->out, sizeof(int) * 2);
+    n->out[1] = l;
+    n->nout = 2;
+    g->tensors[l].producer = f;
+    n->op = VCC_OP_ATTENTION;
+    free(n->onnx_op);
+    n->onnx_op = NULL;
+    while (n->nattrs) vcc_attr_drop(n, n->attrs[0].name);
+    vcc_attr_set_float(n, "scale", m->scale);
+    vcc_attr_set_int(n, "k_t", m->kt);
+    if (m->dropout >= 0) {
+        const VccNode *dn = &g->nodes[m->dropout];
+        const VccAttr *seed = vcc_attr_get(dn, "seed");
+        float ratio = vcc_attr_float(dn, "ratio", 0.0f);
+        int64_t stream = vcc_attr_int(dn, "stream", 0), sv = seed ? seed->i : 0;
+        n = &g->nodes[f];
+        vcc_attr_set_float(n, "ratio", ratio);
+        vcc_attr_set_int(n, "stream", stream);
+        if (seed) vcc_attr_set_int(n, "seed", sv);
+    }
+    vcc_attr_set_string(&g->nodes[f], "fused", from);
+    free(from);
+}
+
+VccStatus vcc_fuse_attention(VccCtx *ctx, VccGraph *g) {
+    if (ctx->no_fuse_attention) return VCC_OK;
+    int fused = 0;
+    for (int s = 0; s < g->nnodes; s++) {
+        if (g->nodes[s].op != VCC_OP_SOFTMAX) continue;
+        int nt = g->ntensors;
+        int *nreaders = vcc_calloc((size_t)(nt ? nt : 1), sizeof(int)), *reader = vcc_calloc((size_t)(nt ? nt : 1), sizeof(int));
+        for (int k = 0; k < g->nnodes; k++)
+            for (int i = 0; i < g->nodes[k].nin; i++) {
+                int t = g->nodes[k].in[i];
+                if (t < 0) continue;
+                bool again = false;
+                for (int j = 0; j < i; j++) again |= g->nodes[k].in[j] == t;
+                if (!again) nreaders[t]++, reader[t] = k;
+            }
+        bool *reach = param_reach(g);
+        Match m;
+        bool ok = reach && match_at(g, s, nreaders, reader, reach, &m);
+        free(nreaders);
+        free(reader);
+        free(reach);
+        if (!ok) continue;
+        rewrite(g, &m);
+        fused++;
+    }
+    if (fused) vcc_fold_sweep(g);
+    return VCC_OK;
+}
