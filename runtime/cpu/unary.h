@@ -83,6 +83,7 @@ VCC_CPU_UNARY(cos)
 VCC_CPU_UNARY(abs)
 VCC_CPU_UNARY(reciprocal)
 VCC_CPU_UNARY(erf)
+VCC_CPU_UNARY(gelu)
 
 #define VCC_KERNEL VCC_KERNEL_CHECK
 #include "../proto/unary.h"

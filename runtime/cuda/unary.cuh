@@ -91,6 +91,7 @@ VCC_CUDA_UNARY(cos)
 VCC_CUDA_UNARY(abs)
 VCC_CUDA_UNARY(reciprocal)
 VCC_CUDA_UNARY(erf)
+VCC_CUDA_UNARY(gelu)
 
 #define VCC_KERNEL VCC_KERNEL_CHECK
 #include "../proto/unary.h"
