@@ -142,6 +142,14 @@ typedef struct {
 bool vcc_broadcast(VccCtx *ctx, const VccGraph *g, const VccNode *n, const VccShape *a, const VccShape *b,
                    VccBroadcast *out);
 
+/* The index map of broadcast bc for the runtime's VccBcast (runtime/elem/binary.h): Y's dims of size 1
+ * dropped and neighbouring dims that A and B each read alike (both whole, or broadcast) merged into
+ * dims[0..r-1]; the strides sa, sb of A and B along them, in units of ea and eb elements per index of the
+ * element (1 for elementwise ops, the matrix sizes for a batch of matrices), 0 where the operand is
+ * broadcast; *total the product of the dims. Returns r (0 when Y has one element). */
+int vcc_bcast_collapse(const VccBroadcast *bc, int64_t ea, int64_t eb, int64_t *dims, int64_t *sa, int64_t *sb,
+                       int64_t *total);
+
 /* ======================================================================== sums to a shape (ir/ops/reduce.c) */
 
 /* For gradient rules: the gradient of tensor t from gradient gt of a value t was broadcast to (ONNX
