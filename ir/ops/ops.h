@@ -85,6 +85,9 @@ const VccTensor *vcc_need_input(VccCtx *ctx, const VccGraph *g, const VccNode *n
 VccStatus vcc_operands_missing(VccCtx *ctx, const VccNode *n);
 /* Error "node 'x' (Op): its inputs and outputs do not have the shapes the op needs"; returns VCC_ERR_SHAPE. */
 VccStatus vcc_shape_mismatch(VccCtx *ctx, const VccNode *n);
+/* Attribute axis of node n on an input of rank r, negative counting from the back, into *out (in [0, r));
+ * false with the error "node 'x' (Op): axis A is outside [-r, r) for an input of rank r" otherwise. */
+bool vcc_node_axis(VccCtx *ctx, const VccNode *n, int64_t axis, int rank, int *out);
 /* Collect "Op attribute 'a'" for node n with the reason why (NULL: none) for the model's one report. */
 void vcc_op_attr_problem(VccCtx *ctx, const VccNode *n, const char *group_fmt, const char *a, const char *why);
 /* An initializer: no node produces it and it has a value (or, read from a .vir dump, it is declared a
