@@ -15,6 +15,7 @@
 #include "cpu/pad.h"
 #include "cpu/layout.h"
 #include "cpu/matmul.h"
+#include "cpu/softmax.h"
 #include "cpu/loss.h"
 #include "cpu/optim.h"
 #include "cpu/dropout.h"

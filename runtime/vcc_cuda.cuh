@@ -15,6 +15,7 @@
 #include "cuda/pad.cuh"
 #include "cuda/layout.cuh"
 #include "cuda/matmul.cuh"
+#include "cuda/softmax.cuh"
 #include "cuda/loss.cuh"
 #include "cuda/optim.cuh"
 #include "cuda/dropout.cuh"

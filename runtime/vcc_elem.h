@@ -13,6 +13,8 @@
 #include "elem/pool.h"
 #include "elem/pad.h"
 #include "elem/layout.h"
+#include "elem/matmul.h"
+#include "elem/softmax.h"
 #include "elem/loss.h"
 #include "elem/optim.h"
 #include "elem/dropout.h"

@@ -96,10 +96,8 @@ static void binary_check_attrs(VccCtx *ctx, const VccGraph *g, const VccNode *n)
 
 /* ------------------------------------------------------------------ emission */
 
-/* "{ static const VccBcast d = {...};" for Y = op(A, B) of broadcast bc: Y's dims of size 1 dropped, and
- * neighbouring dims that A and B each read alike (both whole, or broadcast) merged. */
-static void emit_bcast_desc(VccEmit *e, const VccBroadcast *bc) {
-    int64_t dims[VCC_MAX_RANK], sa[VCC_MAX_RANK], sb[VCC_MAX_RANK];
+int vcc_bcast_collapse(const VccBroadcast *bc, int64_t ea, int64_t eb, int64_t *dims, int64_t *sa, int64_t *sb,
+                       int64_t *total) {
     bool fa[VCC_MAX_RANK], fb[VCC_MAX_RANK];
     int r = 0;
     for (int i = 0; i < bc->y.rank; i++) {
@@ -115,18 +113,25 @@ static void emit_bcast_desc(VccEmit *e, const VccBroadcast *bc) {
         fb[r] = wb;
         r++;
     }
-    if (r == 0) { /* one element */
-        dims[0] = 1;
-        fa[0] = fb[0] = true;
-        r = 1;
-    }
-    int64_t ma = 1, mb = 1, total = 1;
+    *total = 1;
     for (int i = r - 1; i >= 0; i--) {
-        sa[i] = fa[i] ? ma : 0;
-        sb[i] = fb[i] ? mb : 0;
-        if (fa[i]) ma *= dims[i];
-        if (fb[i]) mb *= dims[i];
-        total *= dims[i];
+        sa[i] = fa[i] ? ea : 0;
+        sb[i] = fb[i] ? eb : 0;
+        if (fa[i]) ea *= dims[i];
+        if (fb[i]) eb *= dims[i];
+        *total *= dims[i];
+    }
+    return r;
+}
+
+/* "{ static const VccBcast d = {...};" for Y = op(A, B) of broadcast bc (vcc_bcast_collapse; one element:
+ * rank 1 of one). */
+static void emit_bcast_desc(VccEmit *e, const VccBroadcast *bc) {
+    int64_t dims[VCC_MAX_RANK], sa[VCC_MAX_RANK], sb[VCC_MAX_RANK], total;
+    int r = vcc_bcast_collapse(bc, 1, 1, dims, sa, sb, &total);
+    if (r == 0) { /* one element */
+        dims[0] = sa[0] = sb[0] = 1;
+        r = 1;
     }
     const int64_t *lists[3] = {dims, sa, sb};
     int lens[3] = {r, r, r};

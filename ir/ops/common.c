@@ -72,6 +72,16 @@ VccStatus vcc_shape_mismatch(VccCtx *ctx, const VccNode *n) {
     return VCC_ERR_SHAPE;
 }
 
+bool vcc_node_axis(VccCtx *ctx, const VccNode *n, int64_t axis, int rank, int *out) {
+    if (axis < -(int64_t)rank || axis >= rank) {
+        vcc_error(ctx, "node '%s' (%s): axis %lld is outside [-%d, %d) for an input of rank %d", n->name,
+                  vcc_node_op(n), (long long)axis, rank, rank, rank);
+        return false;
+    }
+    *out = (int)(axis < 0 ? axis + rank : axis);
+    return true;
+}
+
 void vcc_op_attr_problem(VccCtx *ctx, const VccNode *n, const char *group_fmt, const char *a, const char *why) {
     char b[64], tmp[48];
     snprintf(b, sizeof b, "'%s'", vcc_short_name(n->name, tmp, sizeof tmp));

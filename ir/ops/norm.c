@@ -663,13 +663,8 @@ static VccStatus ln_param(VccCtx *ctx, const VccNode *n, const char *what, const
 static VccStatus ln_rows(VccCtx *ctx, const VccGraph *g, const VccNode *n, const VccShape *x, const VccShape *scale,
                          const VccShape *bias, NormRows *r) {
     (void)g;
-    int64_t axis = vcc_attr_int(n, "axis", -1);
-    if (axis < -x->rank || axis >= x->rank) {
-        vcc_error(ctx, "node '%s' (%s): axis %lld is outside [-%d, %d) for an input of rank %d", n->name,
-                  vcc_node_op(n), (long long)axis, x->rank, x->rank, x->rank);
-        return VCC_ERR_SHAPE;
-    }
-    if (axis < 0) axis += x->rank;
+    int axis;
+    if (!vcc_node_axis(ctx, n, vcc_attr_int(n, "axis", -1), x->rank, &axis)) return VCC_ERR_SHAPE;
     *r = (NormRows){1, 1, 1, 1, 1, 1, *x};
     for (int d = 0; d < x->rank; d++) {
         if (d < axis) r->R *= x->dims[d];

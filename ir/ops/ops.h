@@ -85,6 +85,9 @@ const VccTensor *vcc_need_input(VccCtx *ctx, const VccGraph *g, const VccNode *n
 VccStatus vcc_operands_missing(VccCtx *ctx, const VccNode *n);
 /* Error "node 'x' (Op): its inputs and outputs do not have the shapes the op needs"; returns VCC_ERR_SHAPE. */
 VccStatus vcc_shape_mismatch(VccCtx *ctx, const VccNode *n);
+/* Attribute axis of node n on an input of rank r, negative counting from the back, into *out (in [0, r));
+ * false with the error "node 'x' (Op): axis A is outside [-r, r) for an input of rank r" otherwise. */
+bool vcc_node_axis(VccCtx *ctx, const VccNode *n, int64_t axis, int rank, int *out);
 /* Collect "Op attribute 'a'" for node n with the reason why (NULL: none) for the model's one report. */
 void vcc_op_attr_problem(VccCtx *ctx, const VccNode *n, const char *group_fmt, const char *a, const char *why);
 /* An initializer: no node produces it and it has a value (or, read from a .vir dump, it is declared a
@@ -141,6 +144,14 @@ typedef struct {
  * False with an error naming the node when the shapes do not broadcast. */
 bool vcc_broadcast(VccCtx *ctx, const VccGraph *g, const VccNode *n, const VccShape *a, const VccShape *b,
                    VccBroadcast *out);
+
+/* The index map of broadcast bc for the runtime's VccBcast (runtime/elem/binary.h): Y's dims of size 1
+ * dropped and neighbouring dims that A and B each read alike (both whole, or broadcast) merged into
+ * dims[0..r-1]; the strides sa, sb of A and B along them, in units of ea and eb elements per index of the
+ * element (1 for elementwise ops, the matrix sizes for a batch of matrices), 0 where the operand is
+ * broadcast; *total the product of the dims. Returns r (0 when Y has one element). */
+int vcc_bcast_collapse(const VccBroadcast *bc, int64_t ea, int64_t eb, int64_t *dims, int64_t *sa, int64_t *sb,
+                       int64_t *total);
 
 /* ======================================================================== sums to a shape (ir/ops/reduce.c) */
 

@@ -1,6 +1,6 @@
 /*
  * unary.c — the unary family: elementwise ops of one input. Relu, Sigmoid, HardSigmoid, HardSwish, Tanh,
- * LeakyRelu, Clip, Softplus, Elu, Neg, Exp, Log, Sqrt, Sin, Cos, Abs, Floor, Reciprocal, Erf, and the
+ * LeakyRelu, Clip, Softplus, Elu, Neg, Exp, Log, Sqrt, Sin, Cos, Abs, Floor, Reciprocal, Erf, Gelu, and the
  * backward op of each (<Op>Grad(v, dY) -> dX; Neg's gradient is a Neg of dY; Floor has none, its
  * gradient being zero).
  *
@@ -11,14 +11,14 @@
  * consumed_inputs (an in-place hint without meaning: canonical drops it); Relu 1, 6, 13, 14; Sigmoid,
  * Tanh, Neg, Exp, Log, Sqrt, Abs, Floor, Reciprocal 1, 6, 13; HardSigmoid (alpha 0.2, beta 0.5) 1, 6, 22;
  * HardSwish 14, 22 (alpha 1/6, beta 1/2 fixed); LeakyRelu (alpha 0.01) 1, 6, 16; Elu (alpha 1) 1, 6, 22;
- * Softplus 1, 22; Sin, Cos 7, 22; Erf 9, 13; Clip 1 and 6 (min, max attributes, defaults the lowest and
- * highest float), 11, 12, 13 (optional min and max inputs, no bound when absent).
+ * Softplus 1, 22; Sin, Cos 7, 22; Erf 9, 13; Gelu 20 (approximate "none" or "tanh"); Clip 1 and 6 (min,
+ * max attributes, defaults the lowest and highest float), 11, 12, 13 (optional min and max inputs, no bound when absent).
  * Canonical form of Clip: attributes min and max, always both (from the opset 11+ inputs, which must be
  * constants: vcc reads them at compile time). Gradients follow PyTorch autograd (derivatives.yaml and
  * the ATen backward kernels), each written with the value it reads: the forward OUTPUT where the formula
  * allows (Relu, Sigmoid, HardSigmoid, Tanh, Softplus, Exp, Sqrt, Reciprocal, LeakyRelu with alpha >= 0),
  * so that those ops may overwrite their input (VCC_OPF_INPLACE) and keep nothing else alive for backward;
- * the INPUT otherwise (HardSwish, Clip, Elu, Log, Sin, Cos, Abs, Erf, LeakyRelu with alpha < 0).
+ * the INPUT otherwise (HardSwish, Clip, Elu, Log, Sin, Cos, Abs, Erf, Gelu, LeakyRelu with alpha < 0).
  */
 #include "ops.h"
 
@@ -116,6 +116,8 @@ static const UnaryOp unary_ops[] = {
     {VCC_OP_FLOOR, VCC_OP_FLOOR, "floor", NULL, NULL, 0.0f, 0.0f, READS_X}, /* no gradient: floor_grad */
     {VCC_OP_RECIPROCAL, VCC_OP_RECIPROCAL_GRAD, "reciprocal", NULL, NULL, 0.0f, 0.0f, READS_Y},
     {VCC_OP_ERF, VCC_OP_ERF_GRAD, "erf", NULL, NULL, 0.0f, 0.0f, READS_X},
+    /* a: approximate (a string attribute, read by unary_args) */
+    {VCC_OP_GELU, VCC_OP_GELU_GRAD, "gelu", NULL, NULL, 0.0f, 0.0f, READS_X},
 };
 
 /* The entry of a forward op or of its backward op. */
@@ -126,10 +128,12 @@ static const UnaryOp *unary_op(VccOp op) {
     return NULL;
 }
 
-/* The kernels' arguments a and b of node n (a forward node, or a backward node with its attributes). */
+/* The kernels' arguments a and b of node n (a forward node, or a backward node with its attributes);
+ * Gelu's a is 1 for approximate "tanh", 0 for "none" (the default). */
 static void unary_args(const UnaryOp *u, const VccNode *n, float *a, float *b) {
     *a = u->a ? vcc_attr_float(n, u->a, u->a_dflt) : u->a_dflt;
     *b = u->b ? vcc_attr_float(n, u->b, u->b_dflt) : u->b_dflt;
+    if (u->op == VCC_OP_GELU) *a = strcmp(vcc_attr_string(n, "approximate", "none"), "tanh") == 0 ? 1.0f : 0.0f;
 }
 
 /* Op(X) -> Y: <Op>Grad(V, dY) -> dX with V = X or Y as the entry says; Neg(X) -> Y: Neg(dY) -> dX */
@@ -207,6 +211,18 @@ UNARY_DEF(COS, 0, NULL, NULL, NULL)
 UNARY_DEF(ABS, 0, consumed_attrs, NULL, NULL)
 UNARY_DEF(RECIPROCAL, VCC_OPF_INPLACE, consumed_attrs, NULL, NULL)
 UNARY_DEF(ERF, 0, NULL, NULL, NULL)
+
+/* Gelu: approximate "none" (exact) or "tanh"; any other value is refused. */
+static const VccAttrSpec gelu_attrs[] = {{"approximate", 20, VCC_OPSET_NOW, VCC_A_STRING}, {NULL, 0, 0, 0}};
+
+static void gelu_check_attrs(VccCtx *ctx, const VccGraph *g, const VccNode *n) {
+    (void)g;
+    const char *ap = vcc_attr_string(n, "approximate", "none");
+    if (strcmp(ap, "none") != 0 && strcmp(ap, "tanh") != 0)
+        vcc_op_attr_problem(ctx, n, "%s attribute '%s'", "approximate", "must be \"none\" or \"tanh\"");
+}
+
+UNARY_DEF(GELU, 0, gelu_attrs, gelu_check_attrs, NULL)
 
 const VccOpDef vcc_def_NEG = {VCC_OPF_INPLACE, 0, consumed_attrs, NULL, NULL, same_as_input, unary_grad, unary_emit};
 

@@ -1,11 +1,12 @@
 /*
- * cpu/matmul.h - the matmul family's CPU kernels: Gemm and GemmGrad.
- * Signatures: proto/matmul.h. Part of the C target's runtime (cpu/base.h).
+ * cpu/matmul.h - the matmul family's CPU kernels: Gemm, GemmGrad, MatMul and MatMulT.
+ * Signatures: proto/matmul.h; MatMul's batch geometry: elem/matmul.h. Part of the C target's runtime (cpu/base.h).
  */
 #ifndef VCC_CPU_MATMUL_H
 #define VCC_CPU_MATMUL_H
 
 #include "base.h"
+#include "../elem/matmul.h"
 
 #define VCC_KERNEL VCC_KERNEL_DECLARE
 #include "../proto/matmul.h"
@@ -100,6 +101,27 @@ VCC_CPU_FN void gemm_backward(VccRt *rt, int transA, int transB, int64_t M, int6
                 dC[r * c_cols + c] = (float)((double)beta * acc);
             }
         }
+    }
+}
+
+/* matmul_forward: ONNX MatMul (numpy matmul) and its transposed forms, one sgemm per batch matrix
+ * (elem/matmul.h: d's batch dims, strides and transposes; a batch folded into M by the compiler is one
+ * sgemm). A and B as d says, Y (batch..., M, N) OVERWRITTEN. */
+VCC_CPU_FN void matmul_forward(VccRt *rt, const VccMatmul *d, const float *A, const float *B, float *Y)
+{
+    int64_t nb = d->batch.n, i, oa, ob;
+    (void)rt;
+    VCC_CPU_CHECK(d->M <= INT_MAX && d->N <= INT_MAX && d->K <= INT_MAX, "matmul: dimension exceeds the BLAS int range");
+    if (d->M <= 0 || d->N <= 0 || nb <= 0) return;
+    if (d->K <= 0) {
+        memset(Y, 0, (size_t)(nb * d->M * d->N) * sizeof(float));
+        return;
+    }
+    for (i = 0; i < nb; i++) {
+        vcc_bcast_index(&d->batch, i, &oa, &ob);
+        cblas_sgemm(CblasRowMajor, d->ta ? CblasTrans : CblasNoTrans, d->tb ? CblasTrans : CblasNoTrans, (int)d->M,
+                    (int)d->N, (int)d->K, 1.0f, A + oa, d->ta ? (int)d->M : (int)d->K, B + ob,
+                    d->tb ? (int)d->K : (int)d->N, 0.0f, Y + i * d->M * d->N, (int)d->N);
     }
 }
 

@@ -84,6 +84,7 @@ VCC_CPU_UNARY(abs)
 VCC_CPU_UNARY_FORWARD(floor) /* no gradient */
 VCC_CPU_UNARY(reciprocal)
 VCC_CPU_UNARY(erf)
+VCC_CPU_UNARY(gelu)
 
 #define VCC_KERNEL VCC_KERNEL_CHECK
 #include "../proto/unary.h"

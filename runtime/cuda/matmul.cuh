@@ -1,11 +1,12 @@
 /*
- * cuda/matmul.cuh - the matmul family's CUDA kernels: Gemm and GemmGrad.
- * Signatures: proto/matmul.h. Part of the CUDA target's runtime (cuda/base.cuh).
+ * cuda/matmul.cuh - the matmul family's CUDA kernels: Gemm, GemmGrad, MatMul and MatMulT.
+ * Signatures: proto/matmul.h; MatMul's batch geometry: elem/matmul.h. Part of the CUDA target's runtime (cuda/base.cuh).
  */
 #ifndef VCC_CUDA_MATMUL_CUH
 #define VCC_CUDA_MATMUL_CUH
 
 #include "base.cuh"
+#include "../elem/matmul.h"
 
 #define VCC_KERNEL VCC_KERNEL_DECLARE
 #include "../proto/matmul.h"
@@ -110,6 +111,39 @@ static inline void gemm_backward(VccRt *rt, int transA, int transB, int64_t M, i
         gemm_bias_backward_kernel<<<vcc__grid(c_rows * c_cols), VCC_CUDA_THREADS>>>(M, N, beta, dY, c_rows, c_cols,
                                                                                     dC);
         VCC_CUDA_LAUNCHED();
+    }
+}
+
+/* matmul_forward: ONNX MatMul (numpy matmul) and its transposed forms (elem/matmul.h: d's batch dims,
+ * strides and transposes). The last batch dim is one cublasSgemmStridedBatched call (its strides, 0 for
+ * a broadcast operand, are the calls' strides); the dims before it, where a broadcast pattern has more
+ * than one dim, loop on the host. Row-major through the operand swap of vcc__sgemm_rm: Y^T = op(B)^T
+ * op(A)^T in cuBLAS's column-major terms. Y (batch..., M, N) overwritten; TF32 off (cuda/base.cuh). */
+static inline void matmul_forward(VccRt *rt, const VccMatmul *d, const float *A, const float *B, float *Y)
+{
+    int64_t nb = d->batch.n, outer, inner, i, oa, ob, mn = d->M * d->N;
+    const float one = 1.0f, zero = 0.0f;
+    const int last = d->batch.rank - 1;
+    if (d->M <= 0 || d->N <= 0 || nb <= 0) return;
+    if (d->K <= 0) {
+        fill_forward(rt, nb * mn, 0.0f, Y);
+        return;
+    }
+    if (d->batch.rank == 0) {
+        vcc__sgemm_rm(rt, d->ta, d->tb, d->M, d->N, d->K, 1.0f, A, d->ta ? d->M : d->K, B, d->tb ? d->K : d->N,
+                      0.0f, Y, d->N);
+        return;
+    }
+    inner = d->batch.dims[last];
+    outer = nb / inner;
+    for (i = 0; i < outer; i++) {
+        vcc_bcast_index(&d->batch, i * inner, &oa, &ob);
+        VCC_CUBLAS_CHECK(cublasSgemmStridedBatched(
+            rt->cublas, d->tb ? CUBLAS_OP_T : CUBLAS_OP_N, d->ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+            vcc__int(d->N, "matmul dim"), vcc__int(d->M, "matmul dim"), vcc__int(d->K, "matmul dim"), &one,
+            B + ob, vcc__int(d->tb ? d->K : d->N, "matmul ld"), (long long)d->batch.sb[last], A + oa,
+            vcc__int(d->ta ? d->M : d->K, "matmul ld"), (long long)d->batch.sa[last], &zero, Y + i * inner * mn,
+            vcc__int(d->N, "matmul ld"), (long long)mn, vcc__int(inner, "matmul batch")));
     }
 }
 

@@ -1,7 +1,7 @@
 /*
  * elem/unary.h - the unary family's per-element arithmetic (Relu, Sigmoid, HardSigmoid, HardSwish,
- * Tanh, LeakyRelu, Clip, Softplus, Elu, Neg, Exp, Log, Sqrt, Sin, Cos, Abs, Floor, Reciprocal, Erf and
- * their gradients), written once for both targets: the CPU loops (cpu/unary.h) call these directly, the
+ * Tanh, LeakyRelu, Clip, Softplus, Elu, Neg, Exp, Log, Sqrt, Sin, Cos, Abs, Floor, Reciprocal, Erf, Gelu
+ * and their gradients), written once for both targets: the CPU loops (cpu/unary.h) call these directly, the
  * CUDA kernels (cuda/unary.cuh) from device code. Pure C99, no I/O, no state. Every tensor of the
  * family is elementwise: x, y, dy, dx have n elements of any shape (N, C, T, H, W).
  */
@@ -31,7 +31,8 @@ VCC_HD float vcc_relu_bwd(float y, float dy)
  *   float vcc_<op>_fwd(float x, float a, float b)            y of x
  *   float vcc_<op>_bwd(float v, float dy, float a, float b)  dx of the value the gradient reads and dy
  *
- * a and b are the op's attributes (HardSigmoid alpha, beta; LeakyRelu and Elu alpha; Clip min, max),
+ * a and b are the op's attributes (HardSigmoid alpha, beta; LeakyRelu and Elu alpha; Clip min, max;
+ * Gelu a = 1 for approximate "tanh", 0 for "none"),
  * ignored by the others. v is the forward OUTPUT y where the gradient can be written with it (the
  * input's bytes may then be reused by the output), else the INPUT x: ir/ops/unary.c says which.
  * Formulas and special values (NaN, 0, infinities) follow PyTorch's kernels and derivatives.yaml;
@@ -267,6 +268,37 @@ VCC_HD float vcc_erf_bwd(float x, float dy, float a, float b)
 {
     (void)a; (void)b;
     return 1.12837916709551257f * expf(-x * x) * dy;
+}
+
+/* Gelu (ONNX Gelu, opset 20; PyTorch F.gelu and its GeluKernel backward). a = 0: approximate "none",
+ * y = x * 0.5 * (1 + erf(x / sqrt(2))), gradient from x: dy * (Phi(x) + x * phi(x)) with Phi the normal
+ * CDF and phi = exp(-x^2 / 2) / sqrt(2 pi) its density. a = 1: approximate "tanh",
+ * y = 0.5 * x * (1 + tanh(u)), u = sqrt(2 / pi) * (x + 0.044715 x^3), gradient from x:
+ * dy * (0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) sqrt(2 / pi) (1 + 3 * 0.044715 x^2)). */
+VCC_HD float vcc_gelu_fwd(float x, float a, float b)
+{
+    (void)b;
+    if (a != 0.0f) {
+        const float u = 0.797884560802865356f * (x + 0.044715f * x * x * x);
+        return 0.5f * x * (1.0f + tanhf(u));
+    }
+    return 0.5f * x * (1.0f + erff(x * 0.707106781186547524f));
+}
+
+VCC_HD float vcc_gelu_bwd(float x, float dy, float a, float b)
+{
+    (void)b;
+    if (a != 0.0f) {
+        const float x2 = x * x;
+        const float t = tanhf(0.797884560802865356f * (x + 0.044715f * x2 * x));
+        const float du = 0.797884560802865356f * (1.0f + 3.0f * 0.044715f * x2);
+        return dy * (0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du);
+    }
+    {
+        const float cdf = 0.5f * (1.0f + erff(x * 0.707106781186547524f));
+        const float pdf = 0.398942280401432678f * expf(-0.5f * x * x);
+        return dy * (cdf + x * pdf);
+    }
 }
 
 #endif /* VCC_ELEM_UNARY_H */

@@ -193,6 +193,19 @@ SUPPORTED += [
     "test_training_dropout_zero_ratio_mask",
 ]
 
+# MatMul (the matmul family), Softmax and LogSoftmax (the softmax family), Gelu (unary): the attention and MLP
+# blocks of transformers
+SUPPORTED += [
+    "test_matmul_1d_1d", "test_matmul_1d_3d", "test_matmul_2d", "test_matmul_3d", "test_matmul_4d",
+    "test_matmul_4d_1d", "test_matmul_bcast",
+    "test_gelu_default_1", "test_gelu_default_2", "test_gelu_tanh_1", "test_gelu_tanh_2",
+    "test_softmax_axis_0", "test_softmax_axis_1", "test_softmax_axis_2", "test_softmax_default_axis",
+    "test_softmax_example", "test_softmax_large_number", "test_softmax_negative_axis",
+    "test_logsoftmax_axis_0", "test_logsoftmax_axis_1", "test_logsoftmax_axis_2", "test_logsoftmax_default_axis",
+    "test_logsoftmax_example_1", "test_logsoftmax_large_number", "test_logsoftmax_negative_axis",
+    "test_Softmax", "test_LogSoftmax", "test_softmax_lastdim", "test_softmax_functional_dim3",
+    "test_log_softmax_lastdim", "test_log_softmax_dim3",
+]
 
 # (op type, input index): the inputs vcc reads at compile time, baked into the model when a test feeds them
 CONST_INPUTS = {("Reshape", 1), ("Clip", 1), ("Clip", 2), ("Dropout", 1), ("Dropout", 2), ("ReduceSum", 1),

@@ -13,6 +13,7 @@ names the model file, the node and op named with the reason, nothing written.
   elu_inf              Elu alpha=-inf
   hardswish_alpha      HardSwish with an alpha attribute: the op has none
   sigmoid_int64        Sigmoid of an int64 input: the family computes float32
+  gelu_approximate     Gelu (opset 20) with approximate="erf": ONNX defines "none" and "tanh"
 """
 
 import argparse
@@ -57,6 +58,8 @@ CASES = [
     ("hardswish_alpha", dict(op="HardSwish", opset=14, attrs={"alpha": 0.5}),
      ["HardSwish attribute 'alpha'", "not an attribute vcc knows"]),
     ("sigmoid_int64", dict(op="Sigmoid", opset=13, dtype=TensorProto.INT64), ["(Sigmoid)", "i64", "expected f32"]),
+    ("gelu_approximate", dict(op="Gelu", opset=20, attrs={"approximate": "erf"}),
+     ["Gelu attribute 'approximate'", "must be \"none\" or \"tanh\""]),
 ]
 
 

@@ -106,6 +106,12 @@ CASES = [
             init={"X": away_from_zero}),
     oc.Case("erf", "Erf", X5, lambda X: torch.erf(X), lo=-2.5, hi=2.5),
     oc.Case("erf_opset9", "Erf", X, lambda X: torch.erf(X), opset=9, lo=-2.5, hi=2.5),
+    # Gelu 20: approximate "none" (the default, and written out) and "tanh"
+    oc.Case("gelu", "Gelu", X5, lambda X: F.gelu(X), opset=20, lo=-4.0, hi=4.0),
+    oc.Case("gelu_none", "Gelu", X, lambda X: F.gelu(X, approximate="none"), attrs={"approximate": "none"},
+            opset=20, lo=-4.0, hi=4.0),
+    oc.Case("gelu_tanh", "Gelu", X5, lambda X: F.gelu(X, approximate="tanh"), attrs={"approximate": "tanh"},
+            opset=20, lo=-4.0, hi=4.0),
     # Relu 6, 13, 14 (the family's first op)
     oc.Case("relu", "Relu", X5, lambda X: torch.relu(X)),
     oc.Case("relu_opset6", "Relu", X, lambda X: torch.relu(X), opset=6),
