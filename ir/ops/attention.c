@@ -23,6 +23,7 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <string.h>
 
 /* The geometry of a FusedAttention(-Grad) node from its Q, K, V (and bias) shapes: a kernel descriptor
  * without its dropout fields, the leading dims, and the O and lse shapes. Errors name the node. */

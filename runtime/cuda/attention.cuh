@@ -28,8 +28,13 @@ static __device__ __forceinline__ void vcc__attn_stage(const VccAttnDesc *d, flo
     int64_t idx;
     for (idx = threadIdx.x; idx < n * w; idx += blockDim.x) {
         const int64_t rr = idx / w, t = idx % w;
-        int64_t ks;
-        sh[idx] = kmat ? vcc_attn_k(d, src, b, r0 + rr, &ks)[t * ks] : src[(r0 + rr) * w + t];
+        if (kmat) {
+            int64_t ks;
+            const float *kr = vcc_attn_k(d, src, b, r0 + rr, &ks);
+            sh[idx] = kr[t * ks];
+        } else {
+            sh[idx] = src[(r0 + rr) * w + t];
+        }
     }
 }
 

@@ -133,10 +133,17 @@ def _run(cmd, cwd, shell=False):
     return p.stdout
 
 
+# what a CUDA program's build adds to vcc's printed nvcc command: any warning of nvcc or of the host
+# compiler fails the build (a kernel that "builds with no warnings" is checked, not assumed)
+NVCC_STRICT = " -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror"
+
+
 def _build(vcc, onnx_path, out, cwd, extra, fast=True):
     cmd = _run([vcc, onnx_path, "-o", out] + extra, cwd).strip().splitlines()[-1]
     if fast and out.endswith(".c"):
         cmd = cmd.replace("-O2 -march=native", "-O0")
+    if out.endswith(".cu"):
+        cmd += NVCC_STRICT
     _run(cmd, cwd, shell=True)
     return os.path.join(cwd, os.path.splitext(out)[0] + ("_cuda" if out.endswith(".cu") else ""))
 

@@ -1,0 +1,267 @@
+"""The attention family (ir/ops/attention.c, passes/fuse.c): scaled dot-product attention fused into one
+FusedAttention op, checked on small attention blocks exported from PyTorch (opset 17, training mode).
+
+    test_attention.py --vcc BUILD/vcc --work DIR [--only NAME] [--cuda | --cuda-one]
+
+Each case is a torch module written the way a family of real models writes attention; per case:
+  fused         `--dump-ir fuse` shows one FusedAttention with the nodes it replaced; with
+                --no-fuse-attention there is none
+  plan          no tensor of the fused trainer's plan (`--dump-ir memplan`) ends in (L, L); the unfused
+                one has them (the scores and probabilities saved for backward)
+  fused=unfused one --lr 0 step of both --loss mse trainers (--save-grads): the losses within 1e-5
+                relative, each parameter's gradient within 1e-5 of its largest element (of the largest
+                gradient's, for one that is zero in exact arithmetic; with attention dropout the two
+                draw the same masks)
+  torch64       (cases without dropout) the fused trainer's loss and gradients against PyTorch float64
+                autograd of the same module and state: loss 1e-6 relative, gradients 1e-5 of their largest
+  fd            (cases without dropout) for each parameter, the fused gradient's derivative along a random
+                direction u against central differences of the float64 module (h = 1e-4): 1e-6 of
+                |g64| |u| (of the largest gradient's, for a gradient that is zero in exact arithmetic)
+  cuda          (--cuda, --cuda-one) the fused trainer's .cu builds with nvcc with no warnings; where a
+                GPU is present it runs, and its loss and gradients are checked against the C trainer's
+                (1e-5)
+
+Prints one line per check; exits 1 if any failed (77 with --cuda-one and no nvcc).
+"""
+
+import argparse
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import torch
+from safetensors.numpy import load_file
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import op_check as oc  # noqa: E402
+
+B, L, E, H = 2, 6, 16, 2  # batch, sequence (tokens), embedding, heads; L appears in no other dim
+FAILED = []
+
+
+class HFAttention(torch.nn.Module):
+    """Hugging Face BERT/ViT/VideoMAE form: per-head q, k, v by view + permute, matmul(q, k.transpose(-1, -2))
+    / sqrt(d), + an additive mask, softmax, dropout, matmul with v."""
+
+    def __init__(self, heads=H, mask=True, p=0.0, scale_op="div", kt="transpose"):
+        super().__init__()
+        self.h, self.d = heads, E // heads
+        self.q, self.k, self.v, self.o = (torch.nn.Linear(E, E) for _ in range(4))
+        self.mask = torch.triu(torch.full((L, L), -1e4), 1) if mask else None
+        self.drop = torch.nn.Dropout(p)
+        self.scale_op, self.kt = scale_op, kt
+
+    def heads(self, x):
+        return x.view(x.shape[0], L, self.h, self.d).permute(0, 2, 1, 3) if self.h > 1 else x
+
+    def forward(self, x):
+        q, k, v = self.heads(self.q(x)), self.heads(self.k(x)), self.heads(self.v(x))
+        a = torch.matmul(q, k.transpose(-1, -2))
+        a = a / math.sqrt(self.d) if self.scale_op == "div" else a * (self.d ** -0.5)
+        if self.mask is not None:
+            a = a + self.mask
+        a = self.drop(torch.softmax(a, dim=-1))
+        o = torch.matmul(a, v)
+        o = o.permute(0, 2, 1, 3).reshape(x.shape) if self.h > 1 else o
+        return self.o(o)
+
+
+class TimmAttention(torch.nn.Module):
+    """timm/torchvision ViT and MViT form: one qkv projection, reshape, permute, unbind, (q @ k.transpose(-2,
+    -1)) * scale, softmax, @ v."""
+
+    def __init__(self, heads=H):
+        super().__init__()
+        self.h, self.d = heads, E // heads
+        self.qkv, self.proj = torch.nn.Linear(E, 3 * E), torch.nn.Linear(E, E)
+
+    def forward(self, x):
+        qkv = self.qkv(x).reshape(x.shape[0], L, 3, self.h, self.d).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv[0], qkv[1], qkv[2]
+        a = ((q @ k.transpose(-2, -1)) * self.d ** -0.5).softmax(dim=-1)
+        return self.proj((a @ v).transpose(1, 2).reshape(x.shape))
+
+
+CASES = {
+    "hf_mask_heads": lambda: HFAttention(),
+    "hf_no_mask_mul_scale": lambda: HFAttention(mask=False, scale_op="mul"),
+    "single_head_rank3": lambda: HFAttention(heads=1, mask=True),
+    "timm_qkv": lambda: TimmAttention(),
+    "hf_dropout": lambda: HFAttention(p=0.25),
+}
+
+
+def row(case, what, value, ok, note=""):
+    print("%-22s %-36s %10.3g %s  %s" % (case, what, value, "ok" if ok else "FAIL", note))
+    if not ok:
+        FAILED.append("%s: %s" % (case, what))
+
+
+def export(name, d):
+    default = torch.get_default_dtype()  # op_check makes it float64; the model is exported in float32
+    torch.set_default_dtype(torch.float32)
+    try:
+        torch.manual_seed(0)
+        m = CASES[name]()
+        x = torch.randn(B, L, E)
+        path = os.path.join(d, "model.onnx")
+        torch.onnx.export(m, x, path, opset_version=17, training=torch.onnx.TrainingMode.TRAINING,
+                          do_constant_folding=False, input_names=["x"], output_names=["y"])
+    finally:
+        torch.set_default_dtype(default)
+    np.save(os.path.join(d, "x.npy"), x.numpy())
+    np.save(os.path.join(d, "t.npy"), np.random.default_rng(1).standard_normal((B, L, E)).astype(np.float32))
+    return m
+
+
+def dump(vcc, d, pass_name, *extra):
+    p = subprocess.run([vcc, "model.onnx", "--loss", "mse", "--dump-ir", pass_name] + list(extra), cwd=d,
+                       capture_output=True, text=True)
+    if p.returncode:
+        raise RuntimeError(p.stderr[-2000:])
+    return p.stdout
+
+
+def ll_tensors(text):
+    """Names of the tensors the nodes of a dump compute whose last two dims are (L, L) (a constant mask
+    of that shape is the model's, not the plan's)."""
+    nodes = "\n".join(ln for ln in text.splitlines() if ln.startswith("node "))
+    return sorted(set(re.findall(r'"([^"]+)" f32\[(?:\d+,)*%d,%d\]' % (L, L), nodes)))
+
+
+def step(vcc, d, sub, extra, target="train.c"):
+    w = os.path.join(d, sub)
+    os.makedirs(w, exist_ok=True)
+    exe = oc._build(vcc, os.path.join(d, "model.onnx"), target, w, ["--loss", "mse"] + extra)
+    out = oc._run([exe, "--data", os.path.join(d, "x.npy"), "--targets", os.path.join(d, "t.npy"), "--lr", "0",
+                   "--steps", "1", "--save-grads", "g.safetensors", "--seed", "3"], w)
+    loss = float([ln for ln in out.splitlines() if ln.startswith("step ")][-1].split()[3])
+    return loss, load_file(os.path.join(w, "g.safetensors"))
+
+
+def grad_err(got, want):
+    """Per tensor max|got - want| / max|want|; a tensor whose gradient is zero in exact arithmetic (the key
+    projection's bias: softmax ignores a constant added to a row), max|want| <= 1e-6 of the largest
+    gradient, is measured against that largest gradient instead."""
+    out = {}
+    scale = max(float(np.abs(w).max()) for w in want.values())
+    for n, w in want.items():
+        ref = float(np.abs(w).max())
+        out[n] = float(np.abs(np.asarray(got[n], np.float64) - w).max()) / (ref if ref > 1e-6 * scale else scale)
+    return out
+
+
+def torch_ref(m, d):
+    m = m.double()
+    if getattr(m, "mask", None) is not None:
+        m.mask = m.mask.double()
+    m.train()
+    x = torch.tensor(np.load(os.path.join(d, "x.npy")), dtype=torch.float64)
+    t = torch.tensor(np.load(os.path.join(d, "t.npy")), dtype=torch.float64)
+    loss = torch.mean((m(x) - t) ** 2)
+    params = dict(m.named_parameters())
+    grads = torch.autograd.grad(loss, list(params.values()))
+    return m, x, t, float(loss), {n: g.numpy() for n, g in zip(params, grads)}
+
+
+def check_case(vcc, work, name, cuda):
+    d = os.path.join(work, name)
+    os.makedirs(d, exist_ok=True)
+    m = export(name, d)
+    fused, unfused = dump(vcc, d, "fuse"), dump(vcc, d, "fuse", "--no-fuse-attention")
+    nf = len(re.findall(r"FusedAttention", fused))
+    site = re.search(r'fused="([^"]*)"', fused)
+    row(name, "FusedAttention nodes (unfused: %d)" % len(re.findall("FusedAttention", unfused)), nf,
+        nf == 1 and "FusedAttention" not in unfused, site.group(1) if site else "")
+    ll_f, ll_u = ll_tensors(dump(vcc, d, "memplan")), ll_tensors(dump(vcc, d, "memplan", "--no-fuse-attention"))
+    row(name, "(L, L) tensors planned, fused/unfused", len(ll_f), not ll_f and len(ll_u) > 0,
+        "unfused: %d (%s...)" % (len(ll_u), ", ".join(ll_u[:2])))
+    lf, gf = step(vcc, d, "fused", [])
+    lu, gu = step(vcc, d, "unfused", ["--no-fuse-attention"])
+    e = max(grad_err(gf, gu).values())
+    row(name, "fused vs unfused: loss, gradients", abs(lf - lu) / abs(lu), abs(lf - lu) <= 1e-5 * abs(lu) and e <= 1e-5,
+        "gradients %.2e" % e)
+    if "dropout" not in name:
+        mref, x, t, l64, g64 = torch_ref(m, d)
+        e = grad_err(gf, g64)
+        worst = max(e, key=e.get)
+        row(name, "vs PyTorch float64: loss, gradients", abs(lf - l64) / abs(l64),
+            abs(lf - l64) <= 1e-6 * abs(l64) and e[worst] <= 1e-5, "gradients %.2e (%s)" % (e[worst], worst))
+        rng = np.random.default_rng(4)
+        worst_fd, rows = 0.0, []
+        params = dict(mref.named_parameters())
+        for n, p in params.items():
+            u = torch.tensor(rng.standard_normal(p.shape), dtype=torch.float64)
+            h = 1e-4
+            with torch.no_grad():
+                p += h * u
+                lp = float(torch.mean((mref(x) - t) ** 2))
+                p -= 2 * h * u
+                lm = float(torch.mean((mref(x) - t) ** 2))
+                p += h * u
+            fd = (lp - lm) / (2 * h)
+            got = float(np.sum(np.asarray(gf[n], np.float64) * u.numpy()))
+            rows.append((abs(got - fd), float(np.sqrt(np.sum(g64[n] ** 2) * np.sum(u.numpy() ** 2)))))
+        top = max(r[1] for r in rows)  # |g| |u| of the largest gradient: the floor of a zero gradient's scale
+        worst_fd = max(err / (sc if sc > 1e-6 * top else top) for err, sc in rows)
+        row(name, "directional derivatives vs central FD", worst_fd, worst_fd <= 1e-6)
+    if cuda:
+        cuda_check(vcc, d, name, lf, gf)
+
+
+def cuda_check(vcc, d, name, lf, gf):
+    w = os.path.join(d, "cuda")
+    os.makedirs(w, exist_ok=True)
+    try:
+        exe = oc._build(vcc, os.path.join(d, "model.onnx"), "train.cu", w, ["--loss", "mse"], fast=False)
+        row(name, "cuda: nvcc build of the trainer", 0.0, True, "no warnings")
+    except RuntimeError as ex:
+        row(name, "cuda: nvcc build of the trainer", float("inf"), False, str(ex)[:300])
+        return
+    if not oc._gpu():
+        print("cuda: built only; no GPU here, so the CUDA trainer was not run against the C one")
+        return
+    lc, gc = step(vcc, d, "cuda_run", [], target="train.cu")
+    e = max(grad_err(gc, gf).values())
+    row(name, "cuda vs C: loss, gradients", abs(lc - lf) / abs(lf), abs(lc - lf) <= 1e-5 * abs(lf) and e <= 1e-5,
+        "gradients %.2e" % e)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--vcc", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--only", default=None)
+    ap.add_argument("--cuda", action="store_true")
+    ap.add_argument("--cuda-one", action="store_true")
+    args = ap.parse_args()
+    vcc, work = os.path.abspath(args.vcc), os.path.abspath(args.work)
+    os.makedirs(work, exist_ok=True)
+    torch.set_num_threads(1)
+    if args.cuda_one:
+        if shutil.which("nvcc") is None:
+            print("skip: nvcc not found")
+            return 77
+        d = os.path.join(work, "cuda_one")
+        os.makedirs(d, exist_ok=True)
+        export("hf_dropout", d)
+        lf, gf = step(vcc, d, "fused", [])
+        cuda_check(vcc, d, "hf_dropout", lf, gf)
+    else:
+        for name in CASES:
+            if args.only and args.only not in name:
+                continue
+            try:
+                check_case(vcc, work, name, args.cuda)
+            except Exception as ex:  # a crash of vcc or of a program is a failed check
+                row(name, "run", float("inf"), False, str(ex)[:600])
+    print("%d failed%s" % (len(FAILED), (": " + "; ".join(FAILED)) if FAILED else ""))
+    return 1 if FAILED else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
