@@ -6,6 +6,7 @@ FusedAttention op, checked on small attention blocks exported from PyTorch (opse
 Each case is a torch module written the way a family of real models writes attention; per case:
   fused         `--dump-ir fuse` shows one FusedAttention with the nodes it replaced; with
                 --no-fuse-attention there is none
+  vir           the dumps after fuse, autodiff and memplan read back and print byte for byte the same
   plan          no tensor of the fused trainer's plan (`--dump-ir memplan`) ends in (L, L); the unfused
                 one has them (the scores and probabilities saved for backward)
   fused=unfused one --lr 0 step of both --loss mse trainers (--save-grads): the losses within 1e-5
@@ -177,6 +178,15 @@ def check_case(vcc, work, name, cuda):
     site = re.search(r'fused="([^"]*)"', fused)
     row(name, "FusedAttention nodes (unfused: %d)" % len(re.findall("FusedAttention", unfused)), nf,
         nf == 1 and "FusedAttention" not in unfused, site.group(1) if site else "")
+    same = []
+    for pas in ("fuse", "autodiff", "memplan"):
+        text = dump(vcc, d, pas)
+        with open(os.path.join(d, pas + ".vir"), "w") as f:
+            f.write(text)
+        loss = ["--loss", "mse"] if pas == "fuse" else []  # the loss pass runs after fuse
+        p = subprocess.run([vcc, pas + ".vir", "--dump-ir", pas] + loss, cwd=d, capture_output=True, text=True)
+        same.append(p.returncode == 0 and p.stdout == text)
+    row(name, "dumps after fuse/autodiff/memplan", float(sum(same)), all(same), "read back byte for byte")
     ll_f, ll_u = ll_tensors(dump(vcc, d, "memplan")), ll_tensors(dump(vcc, d, "memplan", "--no-fuse-attention"))
     row(name, "(L, L) tensors planned, fused/unfused", len(ll_f), not ll_f and len(ll_u) > 0,
         "unfused: %d (%s...)" % (len(ll_u), ", ".join(ll_u[:2])))
