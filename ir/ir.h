@@ -230,6 +230,8 @@ typedef struct {
     VccAttr *attrs;
     int nattrs;
     VccPhase phase;
+    bool canon_later;          /* passes/canonical: an input is a value that folds during shapes, so the
+                                  op's canonical form runs then, just before its shape rule */
 } VccNode;
 
 typedef struct {

@@ -5,7 +5,9 @@
  * Checks: nodes in topological order; what vcc supports (passes/support.c: ops, element types, attributes
  *   per the model's opset, inference-form exports), all problems in one report.
  * Folds: nodes whose inputs are all constants with values (Constant nodes, arithmetic on them) become
- *   those constants (ir/ops/fold.c), so canonical forms can read them.
+ *   those constants (ir/ops/fold.c), so canonical forms can read them. A node that reads a value folding
+ *   only during shapes (computed from a Shape) is marked canon_later: passes/shape runs its canonical
+ *   form when that value is a constant, just before the node's shape rule.
  * Produces: each op in its family's internal form (VccOpDef.canon, ir/ops/<family>.c): e.g.
  *   BatchNormalization of every opset with an explicit training_mode, its running statistics BUFFERs
  *   updated in place (ir/ops/norm.c); the outputs of views (Flatten, Reshape, Identity, Squeeze, Unsqueeze)
@@ -59,11 +61,23 @@ VccStatus vcc_canonicalize(VccCtx *ctx, VccGraph *g) {
         folded_any |= folded;
     }
     if (folded_any) vcc_fold_sweep(g);
+    /* a node reading a value that folds only during shapes (a Slice's ends computed from a Shape: torch's
+     * x[:, :x.size(1) // 2]) gets its canonical form then, when that value is a constant */
+    bool *folds = vcc_fold_plan(g), *later = vcc_calloc((size_t)(g->ntensors ? g->ntensors : 1), sizeof(bool));
+    for (int k = 0; k < g->nnodes; k++)
+        for (int o = 0; folds[k] && o < g->nodes[k].nout; o++)
+            if (g->nodes[k].out[o] >= 0) later[g->nodes[k].out[o]] = true;
     for (int k = 0; k < g->nnodes; k++) {
-        vcc_attr_drop(&g->nodes[k], "consumed_inputs");
-        const VccOpDef *def = vcc_op_def(g->nodes[k].op);
-        VccStatus s = def->canon ? def->canon(ctx, g, k) : VCC_OK;
+        VccNode *n = &g->nodes[k];
+        vcc_attr_drop(n, "consumed_inputs");
+        const VccOpDef *def = vcc_op_def(n->op);
+        n->canon_later = false;
+        for (int i = 0; def->canon && !folds[k] && i < n->nin; i++)
+            n->canon_later |= n->in[i] >= 0 && later[n->in[i]];
+        VccStatus s = def->canon && !n->canon_later ? def->canon(ctx, g, k) : VCC_OK;
         if (s) st = s;
     }
+    free(folds);
+    free(later);
     return st;
 }

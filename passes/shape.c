@@ -23,6 +23,20 @@ static VccStatus node_rule(VccCtx *ctx, VccGraph *g, int k, bool check) {
     return def->shape(ctx, g, k, check);
 }
 
+/* The canonical form of node k that passes/canonical left for now: the values it reads have folded into
+ * constants (their nodes are going: the constants stand alone, as initializers do). */
+static VccStatus late_canon(VccCtx *ctx, VccGraph *g, int k) {
+    VccNode *n = &g->nodes[k];
+    n->canon_later = false;
+    for (int i = 0; i < n->nin; i++) {
+        VccTensor *t = n->in[i] >= 0 ? &g->tensors[n->in[i]] : NULL;
+        if (t && t->kind == VCC_T_CONST && t->data && t->producer >= 0) t->producer = -1;
+    }
+    VccStatus st = vcc_op_def(n->op)->canon(ctx, g, k);
+    if (st) vcc_report_problems(ctx);
+    return st;
+}
+
 VccStatus vcc_infer_shapes(VccCtx *ctx, VccGraph *g) {
     int64_t bytes;
     /* graph inputs: every dim at least 1; all sizes within VCC_MAX_TENSOR_BYTES, so no later size overflows */
@@ -47,6 +61,7 @@ VccStatus vcc_infer_shapes(VccCtx *ctx, VccGraph *g) {
         if (g->nodes[k].phase != VCC_PHASE_FORWARD) continue;
         bool folded; /* evaluated while compiling: its outputs are constants now (ir/ops/fold.c) */
         VccStatus st = vcc_fold_node(ctx, g, k, &folded);
+        if (!st && !folded && g->nodes[k].canon_later) st = late_canon(ctx, g, k);
         if (!st && !folded) st = node_rule(ctx, g, k, false);
         if (st) return st;
         const VccNode *n = &g->nodes[k];

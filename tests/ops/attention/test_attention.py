@@ -87,11 +87,24 @@ class TimmAttention(torch.nn.Module):
         return self.proj((a @ v).transpose(1, 2).reshape(x.shape))
 
 
+class TorchMHA(torch.nn.Module):
+    """torch.nn.MultiheadAttention (batch_first): q scaled before bmm(q, k^T) (no scale node), softmax,
+    dropout, bmm with v; the head split through shape arithmetic (Slice ends from Shape) folded."""
+
+    def __init__(self, p=0.0):
+        super().__init__()
+        self.m = torch.nn.MultiheadAttention(E, H, dropout=p, batch_first=True)
+
+    def forward(self, x):
+        return self.m(x, x, x, need_weights=False)[0]
+
+
 CASES = {
     "hf_mask_heads": lambda: HFAttention(),
     "hf_no_mask_mul_scale": lambda: HFAttention(mask=False, scale_op="mul"),
     "single_head_rank3": lambda: HFAttention(heads=1, mask=True),
     "timm_qkv": lambda: TimmAttention(),
+    "torch_mha": lambda: TorchMHA(),
     "hf_dropout": lambda: HFAttention(p=0.25),
 }
 
