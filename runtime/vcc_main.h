@@ -131,6 +131,9 @@ typedef struct {
 enum { VCC_OPTIMIZER_SGD = 0, VCC_OPTIMIZER_ADAMW = 1 };
 static const char *const vcc_optimizer_names[2] = {"sgd", "adamw"};
 
+/* "an SGD" or "an AdamW" for the optimizer named name ("sgd", "adamw"), for messages. */
+static const char *vcc_optimizer_an(const char *name) { return !strcmp(name, "adamw") ? "an AdamW" : "an SGD"; }
+
 /* The trainer's command line. */
 typedef struct {
     const char *data, *labels, *targets, *weights, *out, *grads, *ckpt_dir, *resume;
@@ -291,8 +294,8 @@ static void vcc_train_args(int argc, char **argv, const VccModel *m, VccTrainArg
     if (opt && strcmp(opt, "sgd") != 0 && strcmp(opt, "adamw") != 0)
         vcc_usage_error("--optimizer needs sgd or adamw, got '%s'", opt);
     if (opt && strcmp(opt, vcc_optimizer_names[m->optimizer]) != 0)
-        vcc_usage_error("--optimizer %s: this program was compiled for %s; compile a %s trainer with vcc MODEL.onnx "
-                        "--optimizer %s", opt, vcc_optimizer_names[m->optimizer], opt, opt);
+        vcc_usage_error("--optimizer %s: this program was compiled for %s; compile %s trainer with vcc MODEL.onnx "
+                        "--optimizer %s", opt, vcc_optimizer_names[m->optimizer], vcc_optimizer_an(opt), opt);
     {
         const char *other = !adamw && b1 ? "--beta1" : !adamw && b2 ? "--beta2" : !adamw && eps ? "--eps"
                           : adamw && mom ? "--momentum" : NULL;
@@ -315,9 +318,8 @@ static void vcc_train_args(int argc, char **argv, const VccModel *m, VccTrainArg
     if (b1) vcc_option_real("--beta1", b1, &a->beta1, &a->beta1_64);
     if (b2) vcc_option_real("--beta2", b2, &a->beta2, &a->beta2_64);
     if (eps) vcc_option_real("--eps", eps, &a->eps, &a->eps64);
-    if (a->beta1_64 >= 1.0 || a->beta2_64 >= 1.0)
-        vcc_dief("%s needs a number in [0, 1), got '%s'", a->beta1_64 >= 1.0 ? "--beta1" : "--beta2",
-                 a->beta1_64 >= 1.0 ? b1 : b2);
+    if (b1 && a->beta1_64 >= 1.0) vcc_dief("--beta1 needs a number in [0, 1), got '%s'", b1);
+    if (b2 && a->beta2_64 >= 1.0) vcc_dief("--beta2 needs a number in [0, 1), got '%s'", b2);
     if (clip) {
         vcc_option_real("--clip-grad-norm", clip, &a->clip, &a->clip64);
         if (!(a->clip64 > 0.0)) vcc_dief("--clip-grad-norm needs a max norm > 0, got '%s'", clip);
@@ -412,8 +414,8 @@ static void vcc_ckpt_accept(const VccSafetensors *st, const char *path, const Vc
     if (!opt) opt = "sgd"; /* checkpoints before AdamW */
     if (strcmp(opt, id->optimizer) != 0)
         vcc_dief("%s: a checkpoint of a trainer compiled with --optimizer %s; this program was compiled with "
-                 "--optimizer %s: resume it with a %s trainer (vcc MODEL.onnx --optimizer %s)",
-                 path, opt, id->optimizer, opt, opt);
+                 "--optimizer %s: resume it with %s trainer (vcc MODEL.onnx --optimizer %s)",
+                 path, opt, id->optimizer, vcc_optimizer_an(opt), opt);
     if (strcmp(vcc_ckpt_need(st, path, "model"), id->model) != 0)
         vcc_dief("%s: written by a different compiled model (model fingerprint %s, this program's %s)", path,
                  vcc_st_meta(st, "model"), id->model);
