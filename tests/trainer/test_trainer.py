@@ -61,7 +61,8 @@ Cases (each one CTest test, trainer_<case>):
                  how to recompile), --beta1 1 or 1.5, --beta2 2, a negative --eps, --clip-grad-norm 0 and an
                  unknown --lr-schedule (one line naming the option, non-zero status); --optimizer naming
                  the compiled one is accepted; a checkpoint of one optimizer is refused by the other's
-                 trainer, naming both
+                 trainer, naming both; vcc refuses an unknown --optimizer, --momentum with adamw and
+                 --optimizer with --eval
   optim_resume   for each optimizer, a 6-step run with --lr-schedule cosine --warmup-steps 2 and
                  --clip-grad-norm, and the same run stopped after step 3 (--steps 3 ... is not the same
                  schedule, so the run is cut by SIGKILL) and resumed: the losses are the uninterrupted run's,
@@ -855,6 +856,14 @@ def case_optim_usage(a):
                        ("adamw", ["--clip-grad-norm", "1", "--lr-schedule", "cosine", "--warmup-steps", "3"])):
         rc, out, err = run_t(["./" + prog] + feed + args, w)
         check(rc == 0, "%s %s accepted" % (prog, " ".join(args)), err)
+    # vcc's own --optimizer
+    model = os.path.join(a.tiny, "res3d", "model.onnx")
+    for args, must in ((["--optimizer", "adam"], ["--optimizer", "sgd or adamw", "'adam'"]),
+                       (["--optimizer", "adamw", "--momentum", "0.5"], ["--momentum", "--beta1"]),
+                       (["--optimizer", "adamw", "--eval"], ["--optimizer", "--eval"])):
+        rc, out, err = run_t([a.vcc, model, "-o", "x.c"] + args, w)
+        refused("vcc %s refused" % " ".join(args), rc, out, err, 2, "vcc", must)
+    check(not os.path.exists(os.path.join(w, "x.c")), "vcc wrote nothing for a refused --optimizer")
     # a checkpoint of the other optimizer
     for prog, other in (("sgd", "adamw"), ("adamw", "sgd")):
         run(["./" + other, "--data", "data.npy", "--labels", "labels.npy", "--steps", "1", "--checkpoint-dir",
