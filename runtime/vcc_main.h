@@ -24,7 +24,7 @@
  * --beta1 0.9, --beta2 0.999, --eps 1e-8, --weights the safetensors vcc wrote beside the trainer (looked
  * up in the binary's folder). --out saves parameters and BN running statistics after the last step (a
  * complete --weights file); --save-grads the last step's parameter gradients (named as their
- * parameters; clipped when --clip-grad-norm clipped them).
+ * parameters; as backward computed them: --clip-grad-norm scales them inside the updates).
  *
  * Optimizer: the one the program was compiled with (vcc --optimizer sgd|adamw; its state is part of the
  * arena plan). SGD is torch.optim.SGD (dampening 0, no Nesterov): g += wd*p; v = momentum*v + g;
