@@ -2,7 +2,8 @@
  * cli.c — the vcc command line.
  *
  *   vcc MODEL.onnx|DUMP.vir [-o train.c | -o train.cu] [--shape NAME=2x3x8x112x112 ...] [--dump-ir PASS]
- *       [--plan-json FILE] [--loss ce|mse|graph] [--momentum M] [--forward-only | --eval]
+ *       [--plan-json FILE] [--loss ce|mse|graph] [--optimizer sgd|adamw] [--momentum M]
+ *       [--forward-only | --eval]
  *       [--allow-inference-export] [--no-fuse-attention]
  *
  * Every option that takes a value accepts it as the next argument or after '=' (--dump-ir memplan,
@@ -32,7 +33,7 @@
 static void usage(FILE *f) {
     fputs("usage: vcc MODEL.onnx [-o OUT.c|OUT.cu] [options]\n"
           "\n"
-          "Compile an ONNX model into a training program (forward, loss, backward, SGD with momentum)\n"
+          "Compile an ONNX model into a training program (forward, loss, backward, SGD with momentum or AdamW)\n"
           "whose every tensor lives in one statically planned arena.\n"
           "\n"
           "  -o FILE            write a C trainer (FILE.c, OpenBLAS) or a CUDA trainer (FILE.cu, cuDNN + cuBLAS),\n"
@@ -49,7 +50,11 @@ static void usage(FILE *f) {
           "                     squared error of the output against float targets of its shape, ./train\n"
           "                     --targets T.npy; graph, the model's output itself, a float scalar the graph\n"
           "                     computes (a second float input is read from --targets, an int64 one from --labels)\n"
-          "  --momentum M       default SGD momentum baked into the trainer (default 0.9)\n"
+          "  --optimizer sgd|adamw  the trainer's update: sgd, torch.optim.SGD with momentum (the default);\n"
+          "                     adamw, torch.optim.AdamW (its exp_avg and exp_avg_sq live in the arena). The\n"
+          "                     trainer takes the hyperparameters (--lr, --weight-decay, --momentum or --beta1\n"
+          "                     --beta2 --eps), --clip-grad-norm and --lr-schedule at run time\n"
+          "  --momentum M       default SGD momentum baked into the trainer (default 0.9; sgd only)\n"
           "  --forward-only     compile the forward graph alone: a program that evaluates the model once,\n"
           "                     ./fwd IN.npy... -o OUT.npy... (used by the ONNX conformance tests)\n"
           "  --eval             compile the evaluation program: BatchNormalization with its running statistics,\n"
@@ -244,7 +249,8 @@ int main(int argc, char **argv) {
     int nshapes = 0;
     float momentum = 0.9f;
     bool forward_only = false, eval = false, allow_inference = false, no_fuse = false;
-    const char *momentum_text = NULL, *loss_text = NULL;
+    const char *momentum_text = NULL, *loss_text = NULL, *optimizer_text = NULL;
+    VccOptimKind optimizer = VCC_OPTIM_SGD;
     VccLossKind loss = VCC_LOSS_CE;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
@@ -281,6 +287,14 @@ int main(int argc, char **argv) {
             else if (!strcmp(v, "graph")) loss = VCC_LOSS_GRAPH;
             else {
                 fprintf(stderr, "vcc: --loss needs ce, mse or graph, got '%s'\n", v);
+                return 2;
+            }
+        } else if ((v = opt_value(argc, argv, &i, "--optimizer", &missing))) {
+            if (set_once(&optimizer_text, v, "--optimizer")) return 2;
+            if (!strcmp(v, "sgd")) optimizer = VCC_OPTIM_SGD;
+            else if (!strcmp(v, "adamw")) optimizer = VCC_OPTIM_ADAMW;
+            else {
+                fprintf(stderr, "vcc: --optimizer needs sgd or adamw, got '%s'\n", v);
                 return 2;
             }
         } else if ((v = opt_value(argc, argv, &i, "--momentum", &missing))) {
@@ -334,6 +348,16 @@ int main(int argc, char **argv) {
                 forward_only ? "--forward-only" : "--eval");
         return 2;
     }
+    if (optimizer_text && (forward_only || eval)) {
+        fprintf(stderr, "vcc: --optimizer chooses a trainer's update; %s programs have none\n",
+                forward_only ? "--forward-only" : "--eval");
+        return 2;
+    }
+    if (momentum_text && optimizer == VCC_OPTIM_ADAMW) {
+        fprintf(stderr, "vcc: --momentum is the SGD momentum; an --optimizer adamw trainer takes --beta1 and "
+                        "--beta2 at run time\n");
+        return 2;
+    }
     if (dump && vcc_pass_index(dump) < 0) {
         fprintf(stderr, "vcc: unknown pass '%s' for --dump-ir (see vcc --help)\n", dump);
         return 2;
@@ -374,6 +398,7 @@ int main(int argc, char **argv) {
     ctx.shapes = shapes;
     ctx.nshapes = nshapes;
     ctx.momentum = momentum;
+    ctx.optimizer = optimizer;
     ctx.loss = loss;
     ctx.dump_after = dump;
     ctx.forward_only = forward_only;

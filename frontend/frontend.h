@@ -126,7 +126,7 @@ const char *vcc_onnx_dtype_name(int onnx_data_type);
  *     produced by a backward node, grad_temp for other backward outputs, act otherwise), g->inputs
  *     (declared input and label tensors, in order), g->label, g->loss, g->data_input (the single f32
  *     input, once a loss exists), onnx_op for forward ONNX ops, and grad/param_of links (a
- *     SGDMomentum node's (param, grad, state) inputs, or the "<param>.grad" name).
+ *     SGDMomentum or AdamW node's (param, grad, state...) inputs, or the "<param>.grad" name).
  */
 VccStatus vcc_vir_load(VccCtx *ctx, const char *path, VccGraph **out);
 

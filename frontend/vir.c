@@ -708,16 +708,19 @@ static void finish(VirParser *p, bool has_plan) {
                            want, vcc_tensor_kind_name(x->kind), x->name, is);
         }
     if (p->status) return;
-    /* gradient and optimizer-state links: SGDMomentum(param, grad, state), else "<param>.grad" */
+    /* gradient and optimizer-state links: SGDMomentum(param, grad, state, clip) and AdamW(param, grad,
+     * exp_avg, exp_avg_sq, clip), else "<param>.grad" */
     for (int k = 0; k < g->nnodes; k++) {
         const VccNode *n = &g->nodes[k];
-        if (n->op != VCC_OP_SGD || n->nin < 3 || n->in[0] < 0) continue;
+        int nstate = n->op == VCC_OP_SGD ? 1 : n->op == VCC_OP_ADAMW ? 2 : 0;
+        if (!nstate || n->nin < 2 + nstate || n->in[0] < 0) continue;
         int prm = n->in[0];
         if (n->in[1] >= 0) {
             g->tensors[prm].grad = n->in[1];
             g->tensors[n->in[1]].param_of = prm;
         }
-        if (n->in[2] >= 0) g->tensors[n->in[2]].param_of = prm;
+        for (int i = 2; i < 2 + nstate; i++)
+            if (n->in[i] >= 0) g->tensors[n->in[i]].param_of = prm;
     }
     for (int t = 0; t < g->ntensors; t++) {
         VccTensor *x = &g->tensors[t];

@@ -63,6 +63,12 @@ typedef enum {
     VCC_LOSS_GRAPH, /* the model's single output is the loss (a float scalar the graph computes) */
 } VccLossKind;
 
+/* The optimizer a trainer updates its parameters with (--optimizer, passes/optimizer.c). */
+typedef enum {
+    VCC_OPTIM_SGD,   /* torch.optim.SGD with momentum (the default) */
+    VCC_OPTIM_ADAMW, /* torch.optim.AdamW (amsgrad and maximize off) */
+} VccOptimKind;
+
 /* Everything a pass needs besides the graph: diagnostics and options. No global mutable state. */
 typedef struct VccCtx {
     FILE *diag;            /* where errors go (stderr in the CLI, a memstream in tests) */
@@ -77,6 +83,7 @@ typedef struct VccCtx {
     /* training options baked into the graph (defaults: PyTorch SGD, see passes/optimizer.c) */
     VccLossKind loss;      /* the loss the trainer minimizes (--loss; default VCC_LOSS_CE) */
     float momentum;        /* SGD momentum (default 0.9); lr and weight decay are runtime arguments */
+    VccOptimKind optimizer;/* the update (--optimizer; default VCC_OPTIM_SGD): its state is part of the plan */
     bool forward_only;     /* compile the forward graph alone (no loss, backward or update): --forward-only */
     bool eval;             /* compile the forward graph in inference form (BatchNormalization with its running
                               statistics, Dropout off) for the evaluation program: --eval */

@@ -70,9 +70,12 @@ VccStatus vcc_autodiff(VccCtx *ctx, VccGraph *g);
 
 /* ======================================================================== passes/optimizer.c */
 
-/* One SGDMomentum node per parameter with a momentum buffer "<param>.momentum" (OPT_STATE, zero at
- * start). PyTorch SGD semantics (dampening 0, no Nesterov): g += wd*p; v = m*v + g; p -= lr*v.
- * momentum is ctx->momentum, baked in; lr and weight decay are trainer arguments. */
+/* The update of ctx->optimizer, one node per parameter, after one GradNormClip node over every gradient
+ * (the trainer's --clip-grad-norm, torch.nn.utils.clip_grad_norm_; its float64 pair "grad_norm.clip" is an
+ * input of every update). sgd: SGDMomentum with a momentum buffer "<param>.momentum" (OPT_STATE, zero at
+ * start), PyTorch SGD semantics (dampening 0, no Nesterov): g += wd*p; v = m*v + g; p -= lr*v; momentum
+ * is ctx->momentum, the trainer's default. adamw: AdamW with "<param>.exp_avg" and "<param>.exp_avg_sq"
+ * (OPT_STATE, zero at start), PyTorch torch.optim.AdamW semantics. Hyperparameters are trainer arguments. */
 VccStatus vcc_optimizer(VccCtx *ctx, VccGraph *g);
 
 /* ======================================================================== passes/schedule.c */

@@ -4,8 +4,8 @@
  * Requires: a complete training graph (forward, loss, backward, update nodes).
  * Produces: the node array in a topological order; the given order is kept where valid (Kahn's algorithm
  *   taking the lowest-index ready node), so the schedule is deterministic. Step k = node k afterwards.
- *   SGD updates read their parameter after every other reader: an update node depends on all readers of
- *   the parameter it writes.
+ *   Updates (SGDMomentum, AdamW) write their parameter after every other reader: an update node depends
+ *   on all readers of the parameter it writes.
  */
 #include "passes.h"
 
@@ -15,7 +15,7 @@
 VccStatus vcc_schedule(VccCtx *ctx, VccGraph *g) {
     int n = g->nnodes;
     int *indeg = vcc_calloc((size_t)n, sizeof(int));
-    /* edges: producer(t) -> node reading t; readers of a param -> that param's SGD node */
+    /* edges: producer(t) -> node reading t; readers of a param -> that param's update node */
     int *eu = NULL, *ev = NULL, ne = 0, cap = 0;
 #define EDGE(a, b)                                                    \
     do {                                                              \
@@ -32,7 +32,7 @@ VccStatus vcc_schedule(VccCtx *ctx, VccGraph *g) {
     int *writer = vcc_malloc(sizeof(int) * (size_t)(g->ntensors ? g->ntensors : 1));
     for (int t = 0; t < g->ntensors; t++) writer[t] = -1;
     for (int k = 0; k < n; k++)
-        if (g->nodes[k].op == VCC_OP_SGD) writer[g->nodes[k].in[0]] = k;
+        if (g->nodes[k].op == VCC_OP_SGD || g->nodes[k].op == VCC_OP_ADAMW) writer[g->nodes[k].in[0]] = k;
     for (int k = 0; k < n; k++) {
         const VccNode *nd = &g->nodes[k];
         for (int i = 0; i < nd->nin; i++) {

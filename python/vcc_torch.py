@@ -560,9 +560,10 @@ def load_trained(model, path, strict=True):
     (num_batches_tracked is 0-d in PyTorch); any other shape must match exactly.
 
     strict=True (the default): the file must hold exactly the state_dict keys, like torch's
-    load_state_dict(strict=True); a checkpoint's '<param>.momentum' buffers (the optimizer's state, told
-    apart by the checkpoint's metadata) are left out first, so a checkpoint loads strictly too. strict=False: keys the model does not have are ignored (a checkpoint's
-    '<name>.momentum' buffers, for instance) and a missing '*.num_batches_tracked' leaves the model's
+    load_state_dict(strict=True); a checkpoint's optimizer state ('<param>.momentum' of SGD,
+    '<param>.exp_avg' and '<param>.exp_avg_sq' of AdamW, told apart by the checkpoint's metadata) is left
+    out first, so a checkpoint loads strictly too. strict=False: keys the model does not have are ignored
+    (a checkpoint's '<name>.momentum' buffers, for instance) and a missing '*.num_batches_tracked' leaves the model's
     counter as it is; any other missing key is still an error, because a vcc trainer writes every
     parameter and running statistic and a file without one is another model's.
 
@@ -581,10 +582,12 @@ def load_trained(model, path, strict=True):
     except Exception as e:
         raise VccLoadError(f"{path}: not a readable safetensors file: {e}") from e
     sd = model.state_dict()
-    # a checkpoint (--checkpoint-dir) also holds the optimizer's momentum buffers, '<param>.momentum':
-    # the optimizer's state, not the model's, so they are never unexpected
+    # a checkpoint (--checkpoint-dir) also holds the optimizer's state, '<param>.momentum' (SGD) or
+    # '<param>.exp_avg' and '<param>.exp_avg_sq' (AdamW): not the model's, so they are never unexpected
     if _safetensors_metadata(path).get("vcc_checkpoint") == "1":
-        tensors = {k: v for k, v in tensors.items() if not (k.endswith(".momentum") and k[:-9] in sd)}
+        def optimizer_state(k):
+            return any(k.endswith(sfx) and k[:-len(sfx)] in sd for sfx in (".momentum", ".exp_avg", ".exp_avg_sq"))
+        tensors = {k: v for k, v in tensors.items() if not optimizer_state(k)}
     missing = [k for k in sd if k not in tensors]
     unexpected = sorted(k for k in tensors if k not in sd)
     fatal_missing = missing if strict else [k for k in missing if not k.endswith("num_batches_tracked")]

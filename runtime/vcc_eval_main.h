@@ -43,7 +43,7 @@ typedef struct {
     const VccStateInfo *state;               /* parameters and BN statistics, from the weights file */
     int nstate;
     void (*init)(VccRt *rt, unsigned char *arena); /* uploads the compiled-in constants */
-    void (*step)(VccRt *rt, unsigned char *arena, float lr, float momentum, float wd);
+    void (*step)(VccRt *rt, unsigned char *arena, const VccOptim *o); /* o: zeros (no update) */
 } VccEvalModel;
 
 static void vcc_eval_usage(FILE *f, const VccEvalModel *m) {
@@ -132,7 +132,7 @@ static int vcc_eval_main(int argc, char **argv, const VccEvalModel *m) {
             vcc_upload(&rt, arena + m->input->offset + (size_t)i * sample_bytes,
                        (const unsigned char *)x.data + (size_t)s * sample_bytes, sample_bytes);
         }
-        m->step(&rt, arena, 0.0f, 0.0f, 0.0f);
+        m->step(&rt, arena, &vcc_no_optim);
         vcc_download(&rt, batch_logits, arena + m->output->offset, m->output->bytes);
         for (int64_t i = 0; i < real; i++) {
             const float *z = batch_logits + i * K;

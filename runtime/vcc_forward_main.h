@@ -32,7 +32,7 @@ typedef struct {
     const VccStateInfo *state;               /* initializers, loaded from the weights file */
     int nstate;
     void (*init)(VccRt *rt, unsigned char *arena); /* uploads the compiled-in constants */
-    void (*step)(VccRt *rt, unsigned char *arena, float lr, float momentum, float wd);
+    void (*step)(VccRt *rt, unsigned char *arena, const VccOptim *o); /* o: zeros (no update) */
 } VccForwardModel;
 
 /* One graph input or output as "name float32 (2, 3)", for the usage text. */
@@ -137,7 +137,7 @@ static int vcc_forward_main(int argc, char **argv, const VccForwardModel *m) {
     }
     rt.seed = (uint64_t)seed_value;
     rt.step = 1;
-    m->step(&rt, arena, 0.0f, 0.0f, 0.0f);
+    m->step(&rt, arena, &vcc_no_optim);
     vcc_rt_sync(&rt);
     for (int i = 0; i < m->noutputs; i++) {
         const VccIoInfo *d = &m->outputs[i];

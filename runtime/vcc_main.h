@@ -5,7 +5,9 @@
  *
  * Letter legend: N batch, C channels, T frames, H height, W width, S samples in the data file.
  *
- *   ./train --data X.npy --labels Y.npy | --targets T.npy [--steps S] [--lr LR] [--momentum M] [--weight-decay WD]
+ *   ./train --data X.npy --labels Y.npy | --targets T.npy [--steps S] [--optimizer sgd|adamw] [--lr LR]
+ *           [--momentum M] (SGD) | [--beta1 B1] [--beta2 B2] [--eps E] (AdamW) [--weight-decay WD]
+ *           [--clip-grad-norm MAX] [--lr-schedule constant|cosine] [--warmup-steps W]
  *           [--weights W.safetensors] [--out trained.safetensors] [--save-grads grads.safetensors]
  *           [--checkpoint-dir DIR] [--checkpoint-every K] [--keep-last N] [--resume DIR|FILE] [--seed S]
  *
@@ -18,10 +20,23 @@
  * a run resumed at step k trains k+1..S, so the same command line plus --resume ends at the same step.
  * Step k trains on the N samples that follow the data position, (p + i) mod S for i < N, where p starts
  * at 0 and advances by N each step (step k: samples (k-1)*N + i mod S), and prints "step <k> loss <value>".
- * Defaults: --steps 1, --lr 0.01, --momentum as compiled (0.9), --weight-decay 0, --weights the
- * safetensors vcc wrote beside the trainer (looked up in the binary's folder). --out saves parameters
- * and BN running statistics after the last step (a complete --weights file); --save-grads the last
- * step's parameter gradients (named as their parameters).
+ * Defaults: --steps 1, --lr 0.01, --momentum as compiled (0.9), --weight-decay 0 (SGD) or 0.01 (AdamW),
+ * --beta1 0.9, --beta2 0.999, --eps 1e-8, --weights the safetensors vcc wrote beside the trainer (looked
+ * up in the binary's folder). --out saves parameters and BN running statistics after the last step (a
+ * complete --weights file); --save-grads the last step's parameter gradients (named as their
+ * parameters; as backward computed them: --clip-grad-norm scales them inside the updates).
+ *
+ * Optimizer: the one the program was compiled with (vcc --optimizer sgd|adamw; its state is part of the
+ * arena plan). SGD is torch.optim.SGD (dampening 0, no Nesterov): g += wd*p; v = momentum*v + g;
+ * p -= lr*v. AdamW is torch.optim.AdamW (amsgrad and maximize off), with t the run's step number:
+ * p *= 1 - lr*wd; m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g^2; p -= lr/(1-b1^t) * m/(sqrt(v)/sqrt(1-b2^t) + eps).
+ * --optimizer NAME only confirms the compiled one; another name, or an option of the other optimizer
+ * (--momentum on AdamW; --beta1, --beta2, --eps on SGD), is a usage error saying how to recompile.
+ * --clip-grad-norm MAX: torch.nn.utils.clip_grad_norm_ before every update: the 2-norm of all parameter
+ * gradients together (float64), and every gradient times MAX / (norm + 1e-6) when that is below 1.
+ * Learning rate of step s (1-based) with --lr LR, --warmup-steps W (default 0) and --steps S:
+ *   s <= W: LR * s / W;  after: LR (--lr-schedule constant, the default) or
+ *   LR * 0.5 * (1 + cos(pi * (s - W) / (S - W))) (--lr-schedule cosine).
  *
  * Seed: --seed S (a decimal integer, default 0) keys the draws of the model's Dropout masks: the mask of
  * a Dropout node at step k is a pure function of (S, the node, k) (runtime/elem/dropout.h), the same on
@@ -30,9 +45,12 @@
  *
  * Checkpoints: --checkpoint-dir DIR (created if missing) receives DIR/step<k>.safetensors after every
  * K-th step (--checkpoint-every K, default 100; 0 = none but the last) and after the run's last step:
- * parameters, BN running statistics and momentum buffers ("<param>.momentum"), and in the safetensors
- * "__metadata__": vcc_checkpoint "1", step, data_position, samples, batch, steps, lr, momentum and
- * weight_decay (the shortest decimal text that reads back as the float used), seed, model (a fingerprint of
+ * parameters, BN running statistics and the optimizer state (SGD: "<param>.momentum"; AdamW:
+ * "<param>.exp_avg" and "<param>.exp_avg_sq", whose step count is the checkpoint's step), and in the
+ * safetensors "__metadata__": vcc_checkpoint "1", step, data_position, samples, batch, steps, optimizer
+ * ("sgd" or "adamw"), lr, weight_decay and momentum (SGD) or beta1, beta2 and eps (AdamW) (the shortest
+ * decimal text that reads back as the float given), clip_grad_norm ("none" or the max norm), lr_schedule,
+ * warmup_steps, seed, model (a fingerprint of
  * the compiled state table and arena size, the input shape and the class count), data (a fingerprint
  * of the clips and labels; data_file and labels_file name them), run (an id drawn when the run
  * started, kept across resumes) and program (the binary's name). A step's line is
@@ -46,14 +64,16 @@
  * DIR/.vcc.lock, dropped when the process ends); a second one is refused, naming the first's pid.
  *
  * Resume: --resume DIR continues the run from the newest checkpoint in DIR that loads (a damaged one is
- * skipped with a warning); --resume FILE from that checkpoint. Parameters, BN statistics, momentum,
- * the step, the data position and the seed are restored, so the resumed run draws the dropout masks and
+ * skipped with a warning); --resume FILE from that checkpoint. Parameters, BN statistics, the optimizer
+ * state, the step (AdamW's step count and the schedule's position), the data position and the seed are restored, so the resumed run draws the dropout masks and
  * prints the losses the uninterrupted run would have, bit for bit (on the GPU as far as the run itself is reproducible: cuDNN's
  * atomics-based algorithms are not bitwise deterministic). The checkpoint must come from the same
- * compiled model, the same data and labels and the same --lr, --momentum and --weight-decay (else an
- * error names the difference; --seed, when given, must be the run's; a checkpoint without a seed, from a
- * program before --seed, has the default 0; --weights CKPT starts a new run from a checkpoint's weights
- * and momentum instead).
+ * compiled model and optimizer (a checkpoint of the other optimizer is refused, naming both), the same
+ * data and labels and the same hyperparameters (--lr, --momentum or --beta1/--beta2/--eps, --weight-decay,
+ * --clip-grad-norm, --lr-schedule, --warmup-steps, and with a cosine schedule --steps; else an error names
+ * the difference; --seed, when given, must be the run's; a checkpoint without a seed, from a program
+ * before --seed, has the default 0, one without the newer keys a constant schedule and no clipping;
+ * --weights CKPT starts a new run from a checkpoint's weights and optimizer state instead, at step 1).
  * With --resume DIR, checkpoints go on into DIR unless --checkpoint-dir names another (empty) folder.
  * --weights and --resume exclude each other.
  *
@@ -99,20 +119,30 @@ typedef struct {
     const VccStateInfo *state;
     int nstate;
     void (*init)(VccRt *rt, unsigned char *arena); /* uploads the compiled-in constants */
-    void (*step)(VccRt *rt, unsigned char *arena, float lr, float momentum, float wd);
+    void (*step)(VccRt *rt, unsigned char *arena, const VccOptim *o);
     int has_labels;                          /* int64 labels (N) at label_offset, from --labels */
     int target_rank;                         /* float targets (N, ...) at target_offset, from --targets; 0: none */
     int64_t target_dims[8];
     size_t target_offset;
     const char *loss;                        /* what the step minimizes, for --help */
+    int optimizer;                           /* VCC_OPTIMIZER_SGD or VCC_OPTIMIZER_ADAMW, as compiled */
 } VccModel;
+
+enum { VCC_OPTIMIZER_SGD = 0, VCC_OPTIMIZER_ADAMW = 1 };
+static const char *const vcc_optimizer_names[2] = {"sgd", "adamw"};
+
+/* "an SGD" or "an AdamW" for the optimizer named name ("sgd", "adamw"), for messages. */
+static const char *vcc_optimizer_an(const char *name) { return !strcmp(name, "adamw") ? "an AdamW" : "an SGD"; }
 
 /* The trainer's command line. */
 typedef struct {
     const char *data, *labels, *targets, *weights, *out, *grads, *ckpt_dir, *resume;
     long steps, every, keep;                 /* every / keep: -1 until given */
     long seed;                               /* --seed: -1 until given (then the default, 0, or the checkpoint's) */
-    float lr, momentum, wd;
+    long warmup;                             /* --warmup-steps */
+    int cosine;                              /* --lr-schedule cosine */
+    float lr, momentum, wd, beta1, beta2, eps, clip; /* as given, rounded to float32 (clip 0: none) */
+    double lr64, wd64, beta1_64, beta2_64, eps64, clip64; /* the same decimals read as doubles (AdamW, clip) */
     char weights_buf[4096];
 } VccTrainArgs;
 
@@ -160,10 +190,11 @@ static const char *vcc_float_text(float v, char *buf) {
 
 static void vcc_usage(FILE *f, const VccModel *m) {
     char shape[256], tshape[256], mom[32];
-    fprintf(f, "usage: %s --data X.npy%s%s [options]\n\nTrain the compiled model (%s, SGD with momentum); prints "
+    int adamw = m->optimizer == VCC_OPTIMIZER_ADAMW;
+    fprintf(f, "usage: %s --data X.npy%s%s [options]\n\nTrain the compiled model (%s, %s); prints "
                "\"step <k> loss <value>\"\nper step.\n\n  --data X.npy            clips, float32 %s\n",
             vcc_program, m->has_labels ? " --labels Y.npy" : "", m->target_rank ? " --targets T.npy" : "", m->loss,
-            vcc_clip_shape(m->input_rank, m->input_dims, shape, sizeof shape));
+            adamw ? "AdamW" : "SGD with momentum", vcc_clip_shape(m->input_rank, m->input_dims, shape, sizeof shape));
     if (m->has_labels && m->num_classes > 0)
         fprintf(f, "  --labels Y.npy          class indices, int64 (S,), values in [0, %lld)\n", (long long)m->num_classes);
     else if (m->has_labels)
@@ -173,32 +204,68 @@ static void vcc_usage(FILE *f, const VccModel *m) {
                 vcc_clip_shape(m->target_rank, m->target_dims, tshape, sizeof tshape));
     fprintf(f,
             "  --steps S               total steps of the run, counted from step 1, also when resumed (default 1)\n"
-            "  --lr LR                 learning rate (default 0.01)\n"
-            "  --momentum M            SGD momentum (default %s, as compiled)\n"
-            "  --weight-decay WD       L2 weight decay added to the gradient (default 0)\n"
+            "  --optimizer %-5s       the optimizer this program was compiled with (vcc --optimizer); another\n"
+            "                          name is refused\n"
+            "  --lr LR                 learning rate (default 0.01)\n",
+            vcc_optimizer_names[m->optimizer]);
+    if (adamw)
+        fputs("  --beta1 B1              AdamW's first-moment decay, in [0, 1) (default 0.9)\n"
+              "  --beta2 B2              AdamW's second-moment decay, in [0, 1) (default 0.999)\n"
+              "  --eps E                 added to AdamW's denominator (default 1e-8)\n"
+              "  --weight-decay WD       decoupled weight decay, p *= 1 - lr*WD each step (default 0.01)\n"
+              "                          (torch.optim.AdamW: p -= lr/(1-B1^t) * m / (sqrt(v)/sqrt(1-B2^t) + E),\n"
+              "                          t the step)\n", f);
+    else
+        fprintf(f,
+                "  --momentum M            SGD momentum (default %s, as compiled)\n"
+                "  --weight-decay WD       L2 weight decay added to the gradient (default 0)\n",
+                vcc_float_text(m->default_momentum, mom));
+    fprintf(f,
+            "  --clip-grad-norm MAX    before each update, scale all gradients by MAX / (norm + 1e-6) when that is\n"
+            "                          below 1, norm their total 2-norm (torch.nn.utils.clip_grad_norm_)\n"
+            "  --lr-schedule constant|cosine\n"
+            "  --warmup-steps W        the learning rate of step s (1-based): LR * s / W for s <= W; then LR\n"
+            "                          (constant, the default) or LR * 0.5 * (1 + cos(pi * (s - W) / (S - W)))\n"
+            "                          (cosine, S = --steps); W defaults to 0\n"
             "  --weights W             initial weights and BN statistics, safetensors (default %s beside\n"
-            "                          this program); a checkpoint also restores the momentum buffers\n"
+            "                          this program); a checkpoint also restores the optimizer state\n"
             "  --out FILE              parameters and BN statistics after the last step\n"
             "  --save-grads FILE       the last step's parameter gradients\n"
-            "  --checkpoint-dir DIR    write DIR/step<k>.safetensors: weights, momentum, step, data position\n"
+            "  --checkpoint-dir DIR    write DIR/step<k>.safetensors: weights, optimizer state, step, data position\n"
             "  --checkpoint-every K    every K steps, and after the last step (default %d; 0: the last only)\n"
             "  --keep-last N           keep the N newest checkpoints of the run (default %d; 0: all)\n"
             "  --resume DIR|FILE       continue the run of the newest complete checkpoint in DIR (or of FILE)\n"
-            "                          where it stopped: same step numbers, samples and losses\n"
+            "                          where it stopped: same step numbers, samples, schedule and losses\n"
             "  --seed S                the seed of the Dropout masks (default 0; a resumed run keeps its own)\n"
             "  -h, --help              this text\n",
-            vcc_float_text(m->default_momentum, mom), m->default_weights, VCC_CKPT_EVERY_DEFAULT, VCC_KEEP_LAST_DEFAULT);
+            m->default_weights, VCC_CKPT_EVERY_DEFAULT, VCC_KEEP_LAST_DEFAULT);
 }
 
-/* Parse the command line into a (exits 0 after --help, 2 on a malformed command line or an option given
- * twice, 1 on bad values). */
+/* vcc_option_real: option opt's value text (a plain decimal, vcc_option_float's rules) as float32 into *f
+ * and as the double nearest the decimal into *d (AdamW's and the schedule's arithmetic is in double, as
+ * PyTorch's on Python numbers); dies naming the option. */
+static void vcc_option_real(const char *opt, const char *text, float *f, double *d) {
+    vcc_option_float(opt, text, f);
+    *d = strtod(text, NULL);
+}
+
+/* Parse the command line into a (exits 0 after --help, 2 on a malformed command line, an option given
+ * twice or an option of the other optimizer, 1 on bad values). */
 static void vcc_train_args(int argc, char **argv, const VccModel *m, VccTrainArgs *a) {
     memset(a, 0, sizeof *a);
+    int adamw = m->optimizer == VCC_OPTIMIZER_ADAMW;
     a->steps = 1;
     a->every = a->keep = a->seed = -1;
     a->lr = 0.01f;
+    a->lr64 = 0.01;
     a->momentum = m->default_momentum;
+    a->wd = adamw ? 0.01f : 0.0f;
+    a->wd64 = adamw ? 0.01 : 0.0;
+    a->beta1 = 0.9f, a->beta1_64 = 0.9;
+    a->beta2 = 0.999f, a->beta2_64 = 0.999;
+    a->eps = 1e-8f, a->eps64 = 1e-8;
     const char *steps = NULL, *every = NULL, *keep = NULL, *lr = NULL, *mom = NULL, *wd = NULL, *seed = NULL;
+    const char *opt = NULL, *b1 = NULL, *b2 = NULL, *eps = NULL, *clip = NULL, *sched = NULL, *warm = NULL;
     for (int i = 1; i < argc; i++) {
         const char *x = argv[i];
         if (!strcmp(x, "-h") || !strcmp(x, "--help")) {
@@ -215,10 +282,27 @@ static void vcc_train_args(int argc, char **argv, const VccModel *m, VccTrainArg
             vcc_opt_match(argc, argv, &i, "--checkpoint-every", &every) ||
             vcc_opt_match(argc, argv, &i, "--keep-last", &keep) || vcc_opt_match(argc, argv, &i, "--lr", &lr) ||
             vcc_opt_match(argc, argv, &i, "--momentum", &mom) || vcc_opt_match(argc, argv, &i, "--weight-decay", &wd) ||
-            vcc_opt_match(argc, argv, &i, "--seed", &seed))
+            vcc_opt_match(argc, argv, &i, "--seed", &seed) || vcc_opt_match(argc, argv, &i, "--optimizer", &opt) ||
+            vcc_opt_match(argc, argv, &i, "--beta1", &b1) || vcc_opt_match(argc, argv, &i, "--beta2", &b2) ||
+            vcc_opt_match(argc, argv, &i, "--eps", &eps) || vcc_opt_match(argc, argv, &i, "--clip-grad-norm", &clip) ||
+            vcc_opt_match(argc, argv, &i, "--lr-schedule", &sched) ||
+            vcc_opt_match(argc, argv, &i, "--warmup-steps", &warm))
             continue;
         if (x[0] == '-') vcc_usage_error("unknown option '%s'", x);
         vcc_usage_error("unexpected argument '%s' (files are given with --data, --labels, ...)", x);
+    }
+    if (opt && strcmp(opt, "sgd") != 0 && strcmp(opt, "adamw") != 0)
+        vcc_usage_error("--optimizer needs sgd or adamw, got '%s'", opt);
+    if (opt && strcmp(opt, vcc_optimizer_names[m->optimizer]) != 0)
+        vcc_usage_error("--optimizer %s: this program was compiled for %s; compile %s trainer with vcc MODEL.onnx "
+                        "--optimizer %s", opt, vcc_optimizer_names[m->optimizer], vcc_optimizer_an(opt), opt);
+    {
+        const char *other = !adamw && b1 ? "--beta1" : !adamw && b2 ? "--beta2" : !adamw && eps ? "--eps"
+                          : adamw && mom ? "--momentum" : NULL;
+        if (other)
+            vcc_usage_error("%s is an option of %s; this program was compiled for %s (vcc MODEL.onnx --optimizer %s "
+                            "compiles a trainer that takes it)", other, adamw ? "SGD" : "AdamW",
+                            adamw ? "AdamW" : "SGD", adamw ? "sgd" : "adamw");
     }
     if (!a->data || (m->has_labels && !a->labels) || (m->target_rank && !a->targets))
         vcc_usage_error("%s are required", m->has_labels && m->target_rank ? "--data, --labels and --targets"
@@ -228,19 +312,43 @@ static void vcc_train_args(int argc, char **argv, const VccModel *m, VccTrainArg
     if (steps) vcc_option_count("--steps", steps, &a->steps);
     if (every) vcc_option_count("--checkpoint-every", every, &a->every);
     if (keep) vcc_option_count("--keep-last", keep, &a->keep);
-    if (lr) vcc_option_float("--lr", lr, &a->lr);
+    if (lr) vcc_option_real("--lr", lr, &a->lr, &a->lr64);
     if (mom) vcc_option_float("--momentum", mom, &a->momentum);
-    if (wd) vcc_option_float("--weight-decay", wd, &a->wd);
+    if (wd) vcc_option_real("--weight-decay", wd, &a->wd, &a->wd64);
+    if (b1) vcc_option_real("--beta1", b1, &a->beta1, &a->beta1_64);
+    if (b2) vcc_option_real("--beta2", b2, &a->beta2, &a->beta2_64);
+    if (eps) vcc_option_real("--eps", eps, &a->eps, &a->eps64);
+    if (b1 && a->beta1_64 >= 1.0) vcc_dief("--beta1 needs a number in [0, 1), got '%s'", b1);
+    if (b2 && a->beta2_64 >= 1.0) vcc_dief("--beta2 needs a number in [0, 1), got '%s'", b2);
+    if (clip) {
+        vcc_option_real("--clip-grad-norm", clip, &a->clip, &a->clip64);
+        if (!(a->clip64 > 0.0)) vcc_dief("--clip-grad-norm needs a max norm > 0, got '%s'", clip);
+    }
+    if (sched && strcmp(sched, "constant") != 0 && strcmp(sched, "cosine") != 0)
+        vcc_usage_error("--lr-schedule needs constant or cosine, got '%s'", sched);
+    a->cosine = sched && !strcmp(sched, "cosine");
+    if (warm) vcc_option_count("--warmup-steps", warm, &a->warmup);
     if (seed) vcc_option_count("--seed", seed, &a->seed);
     if (a->resume && a->weights)
         vcc_usage_error("--weights and --resume exclude each other (a resumed run takes its weights from the checkpoint)");
     if (!a->weights) a->weights = vcc_beside_program(argv[0], m->default_weights, a->weights_buf, sizeof a->weights_buf);
 }
 
+/* The learning-rate factor of step s (1-based) of a run of --steps S: s / W while s <= W (--warmup-steps
+ * W), then 1 (constant) or 0.5 * (1 + cos(pi * (s - W) / (S - W))) (cosine). The step's rate is
+ * --lr times it, as torch.optim.lr_scheduler.LambdaLR multiplies the base rate by its lambda. */
+static double vcc_lr_factor(const VccTrainArgs *a, long s) {
+    if (s <= a->warmup) return (double)s / (double)a->warmup;
+    if (!a->cosine) return 1.0;
+    return 0.5 * (1.0 + cos(3.14159265358979323846 * (double)(s - a->warmup) / (double)(a->steps - a->warmup)));
+}
+
 /* What a run is: the model, the data and the hyperparameters a resumed run must share with it. */
 typedef struct {
     char model[17], data[17], run[17];
     char lr[32], momentum[32], wd[32], seed[32];
+    char beta1[32], beta2[32], eps[32], clip[32], warmup[32];
+    const char *optimizer, *schedule;
 } VccRunId;
 
 /* The metadata of a checkpoint after step `step` with the data position pos. */
@@ -259,9 +367,19 @@ static int vcc_ckpt_meta(const VccRunId *id, const VccTrainArgs *a, const VccMod
     VCC_META("samples", num[2]);
     VCC_META("batch", num[3]);
     VCC_META("steps", num[4]);
+    VCC_META("optimizer", id->optimizer);
     VCC_META("lr", id->lr);
-    VCC_META("momentum", id->momentum);
+    if (m->optimizer == VCC_OPTIMIZER_ADAMW) {
+        VCC_META("beta1", id->beta1);
+        VCC_META("beta2", id->beta2);
+        VCC_META("eps", id->eps);
+    } else {
+        VCC_META("momentum", id->momentum);
+    }
     VCC_META("weight_decay", id->wd);
+    VCC_META("clip_grad_norm", id->clip);
+    VCC_META("lr_schedule", id->schedule);
+    VCC_META("warmup_steps", id->warmup);
     VCC_META("seed", id->seed);
     VCC_META("model", id->model);
     VCC_META("data", id->data);
@@ -284,14 +402,20 @@ static const char *vcc_ckpt_need(const VccSafetensors *st, const char *path, con
     return v;
 }
 
-/* Check that the checkpoint st at path continues this run (same model, data, hyperparameters, and seed
- * when --seed is given; a step within --steps) and return its step, data position and seed; dies with
+/* Check that the checkpoint st at path continues this run (same optimizer, model, data, hyperparameters and
+ * schedule, and seed when --seed is given; a step within --steps) and return its step, data position and seed; dies with
  * what differs. */
 static void vcc_ckpt_accept(const VccSafetensors *st, const char *path, const VccRunId *id, const VccTrainArgs *a,
                             int64_t S, int64_t N, long *step, int64_t *pos, char *run, long *seed_out) {
     long k = -1, samples = -1, batch = -1, p = -1;
     if (strcmp(vcc_ckpt_need(st, path, "vcc_checkpoint"), "1") != 0)
         vcc_dief("%s: checkpoint format %s is not the format 1 this program reads", path, vcc_st_meta(st, "vcc_checkpoint"));
+    const char *opt = vcc_st_meta(st, "optimizer");
+    if (!opt) opt = "sgd"; /* checkpoints before AdamW */
+    if (strcmp(opt, id->optimizer) != 0)
+        vcc_dief("%s: a checkpoint of a trainer compiled with --optimizer %s; this program was compiled with "
+                 "--optimizer %s: resume it with %s trainer (vcc MODEL.onnx --optimizer %s)",
+                 path, opt, id->optimizer, vcc_optimizer_an(opt), opt);
     if (strcmp(vcc_ckpt_need(st, path, "model"), id->model) != 0)
         vcc_dief("%s: written by a different compiled model (model fingerprint %s, this program's %s)", path,
                  vcc_st_meta(st, "model"), id->model);
@@ -305,13 +429,32 @@ static void vcc_ckpt_accept(const VccSafetensors *st, const char *path, const Vc
                  path, vcc_ckpt_need(st, path, "data_file"), a->labels ? " and " : "",
                  a->labels ? vcc_ckpt_need(st, path, "labels_file") : "", vcc_st_meta(st, "data"), a->data,
                  a->labels ? " and " : "", a->labels ? a->labels : "", id->data, path);
-    const char *keys[3] = {"lr", "momentum", "weight_decay"}, *opts[3] = {"--lr", "--momentum", "--weight-decay"};
-    const char *ours[3] = {id->lr, id->momentum, id->wd};
-    for (int i = 0; i < 3; i++)
-        if (strcmp(vcc_ckpt_need(st, path, keys[i]), ours[i]) != 0)
+    /* the hyperparameters; keys newer than the checkpoint format have the values of the program before them */
+    const char *keys[8] = {"lr", "momentum", "weight_decay", "beta1", "beta2", "eps", "clip_grad_norm", "warmup_steps"};
+    const char *opts[8] = {"--lr", "--momentum", "--weight-decay", "--beta1", "--beta2", "--eps", "--clip-grad-norm",
+                           "--warmup-steps"};
+    const char *ours[8] = {id->lr, id->momentum, id->wd, id->beta1, id->beta2, id->eps, id->clip, id->warmup};
+    const char *absent[8] = {NULL, NULL, NULL, NULL, NULL, NULL, "none", "0"};
+    int adamw = !strcmp(id->optimizer, "adamw");
+    for (int i = 0; i < 8; i++) {
+        if ((i == 1 && adamw) || (i >= 3 && i <= 5 && !adamw)) continue;
+        const char *theirs = absent[i] ? vcc_st_meta(st, keys[i]) : vcc_ckpt_need(st, path, keys[i]);
+        if (!theirs) theirs = absent[i];
+        if (strcmp(theirs, ours[i]) != 0)
             vcc_dief("%s: the run used %s %s, this command line gives %s %s: resume with the run's hyperparameters, "
                      "or start a new run from this checkpoint with --weights %s",
-                     path, opts[i], vcc_st_meta(st, keys[i]), opts[i], ours[i], path);
+                     path, opts[i], theirs, opts[i], ours[i], path);
+    }
+    const char *sched = vcc_st_meta(st, "lr_schedule");
+    if (!sched) sched = "constant";
+    if (strcmp(sched, id->schedule) != 0)
+        vcc_dief("%s: the run used --lr-schedule %s, this command line gives --lr-schedule %s: resume with the run's "
+                 "schedule, or start a new run from this checkpoint with --weights %s", path, sched, id->schedule, path);
+    long their_steps = -1;
+    if (!strcmp(sched, "cosine") &&
+        (vcc_parse_count(vcc_ckpt_need(st, path, "steps"), &their_steps) || their_steps != a->steps))
+        vcc_dief("%s: the run's cosine schedule ends at --steps %s, this command line gives --steps %ld: resume with "
+                 "the run's --steps", path, vcc_st_meta(st, "steps"), a->steps);
     long seed = 0;
     const char *seed_text = vcc_st_meta(st, "seed");
     if (seed_text && vcc_parse_count(seed_text, &seed)) vcc_dief("%s: damaged run metadata (seed '%s')", path, seed_text);
@@ -452,6 +595,14 @@ static int vcc_trainer_main(int argc, char **argv, const VccModel *m) {
     vcc_float_text(a.lr, id.lr);
     vcc_float_text(a.momentum, id.momentum);
     vcc_float_text(a.wd, id.wd);
+    vcc_float_text(a.beta1, id.beta1);
+    vcc_float_text(a.beta2, id.beta2);
+    vcc_float_text(a.eps, id.eps);
+    if (a.clip > 0) vcc_float_text(a.clip, id.clip);
+    else snprintf(id.clip, sizeof id.clip, "none");
+    snprintf(id.warmup, sizeof id.warmup, "%ld", a.warmup);
+    id.optimizer = vcc_optimizer_names[m->optimizer];
+    id.schedule = a.cosine ? "cosine" : "constant";
 
     /* one arena for everything; persistent state from the weights file or the checkpoint */
     unsigned char *arena = (unsigned char *)vcc_arena_alloc(&rt, m->arena_bytes);
@@ -509,12 +660,17 @@ static int vcc_trainer_main(int argc, char **argv, const VccModel *m) {
         }
         if (labels) vcc_upload(&rt, arena + m->label_offset, batch_labels, sizeof(int64_t) * (size_t)N);
         rt.step = (uint64_t)k;
-        m->step(&rt, arena, a.lr, a.momentum, a.wd);
+        /* the step's hyperparameters: SGD's in float32 as given (times the schedule's factor), AdamW's in double */
+        double f = vcc_lr_factor(&a, k);
+        VccOptim o = {m->optimizer == VCC_OPTIMIZER_ADAMW ? a.lr64 * f : (double)(float)((double)a.lr * f), a.momentum,
+                      m->optimizer == VCC_OPTIMIZER_ADAMW ? a.wd64 : (double)a.wd, a.beta1_64, a.beta2_64, a.eps64,
+                      (int64_t)k, a.clip > 0 ? a.clip64 : 0.0};
+        m->step(&rt, arena, &o);
         float loss = vcc_read_scalar(&rt, (const float *)(arena + m->loss_offset));
         pos = (pos + N) % S;
         int stop = vcc_stop_signal != 0;
         if (ckpt_dir && ((every > 0 && k % every == 0) || k == a.steps || stop)) {
-            VccStMeta meta[24];
+            VccStMeta meta[32];
             char num[8][32];
             int nmeta = vcc_ckpt_meta(&id, &a, m, S, k, pos, meta, num);
             vcc_ckpt_path(ckpt_dir, k, path, sizeof path);

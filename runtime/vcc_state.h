@@ -39,6 +39,20 @@ typedef struct {
     int role;        /* VCC_ROLE_* */
 } VccStateInfo;
 
+/* The hyperparameters of one training step, which the generated step function passes to the update
+ * kernels (ir/ops/optim.c). Forward and evaluation programs pass zeros. */
+typedef struct {
+    double lr;          /* this step's learning rate: --lr after --lr-schedule */
+    float momentum;     /* SGD momentum */
+    double wd;          /* weight decay (SGD: L2 added to the gradient; AdamW: decoupled) */
+    double beta1, beta2, eps; /* AdamW */
+    int64_t t;          /* AdamW's step count, 1 at the run's first step (bias corrections) */
+    double clip;        /* --clip-grad-norm's max norm; 0: the gradients are not clipped */
+} VccOptim;
+
+/* The VccOptim of programs that do not train (all zero). */
+static const VccOptim vcc_no_optim VCC_UNUSED = {0, 0, 0, 0, 0, 0, 0, 0};
+
 enum { VCC_ROLE_PARAM = 0, VCC_ROLE_BUFFER = 1, VCC_ROLE_CONST = 2, VCC_ROLE_GRAD = 3, VCC_ROLE_OPT_STATE = 4 };
 
 /* ------------------------------------------------------------------------ */

@@ -90,8 +90,8 @@ int main(void)
     conv_backward_data(&rt, &cd, dy, w, dx, ws, ws_bytes);
 
     /* update */
-    sgd_update(&rt, nw, w, dw, v, 0.01f, 0.9f, 1e-4f);
-    sgd_update(&rt, K, b, db, NULL, 0.01f, 0.0f, 0.0f);
+    sgd_update(&rt, nw, w, dw, v, NULL, 0.01f, 0.9f, 1e-4f);
+    sgd_update(&rt, K, b, db, NULL, NULL, 0.01f, 0.0f, 0.0f);
 
     vcc_rt_sync(&rt);
     lossv = vcc_read_scalar(&rt, loss);

@@ -190,6 +190,6 @@ void vccref_sgd_update(int64_t n, float *p, const float *g, float *v, float lr, 
 {
     VccRt rt;
     vcc_rt_init(&rt);
-    sgd_update(&rt, n, p, g, v, lr, momentum, wd);
+    sgd_update(&rt, n, p, g, v, NULL, lr, momentum, wd);
     vcc_rt_destroy(&rt);
 }

@@ -488,7 +488,7 @@ static void test_misc(void)
     memcpy(ref2, v, (size_t)n * sizeof(float));
     gp = dup(ref, n); gg = dup(g, n); gv = dup(v, n);
     vccref_sgd_update(n, ref, g, ref2, 0.05f, 0.9f, 1e-4f);
-    sgd_update(&g_rt, n, gp, gg, gv, 0.05f, 0.9f, 1e-4f);
+    sgd_update(&g_rt, n, gp, gg, gv, NULL, 0.05f, 0.9f, 1e-4f);
     check("sgd_update p (momentum 0.9, wd 1e-4)", gp, ref, n, 1e-6);
     check("sgd_update v", gv, ref2, n, 1e-6);
     /* momentum 0 and no buffer (v NULL) == a zero buffer */

@@ -1,7 +1,7 @@
 """Each training step of a models/video_nets.py model, checked from the trainer's own state (teacher forcing).
 
     test_model_steps.py --vcc BUILD/vcc --model NAME --work DIR [--shape NxCxTxHxW] [--steps 5]
-                        [--target c|cu]
+                        [--target c|cu] [--optimizer sgd|adamw]
 
 models/export_video_nets.py exports the model (dropout 0: vcc's masks are not PyTorch's; the Dropout
 nodes stay in the graph), vcc compiles it (--loss graph for unet3d_block, whose graph computes its own
@@ -9,14 +9,18 @@ loss), and the trainer runs --steps steps writing a checkpoint after each (param
 momentum). For every step k, the PyTorch module of models/video_nets.py is loaded with the trainer's
 state after step k-1 (the export's state dict for k = 1) and performs step k in float64, and in float32
 on each of PyTorch's two CPU convolution paths (oneDNN, its default, and its own im2col + GEMM), with
-torch.optim.SGD (lr 0.01, momentum 0.9, weight decay 1e-4); the batch is the one the trainer used
-(samples (k-1)*N + i mod S). Checked per step:
+torch.optim.SGD (lr 0.01, momentum 0.9, weight decay 1e-4), or with --optimizer adamw (the trainer compiled
+with vcc --optimizer adamw) torch.optim.AdamW (lr 1e-3, betas (0.9, 0.999), eps 1e-8, weight decay 1e-2)
+whose exp_avg, exp_avg_sq and step count are the trainer's checkpoint's; the batch is the one the trainer
+used (samples (k-1)*N + i mod S). Checked per step:
   loss          |vcc - ref64| <= 1e-5 * |ref64|
   each tensor   parameters and BN running statistics after the step:
                 max|vcc - ref64| <= max(2 * max|ref32 - ref64| + 4 ulp(max|ref64|), 1e-4 * max|update64|)
                 i.e. within PyTorch float32's own distance from float64 on the same step (the larger of
                 its two paths; a step of a badly conditioned net, s3d's for one, moves float32 far from
-                float64 in PyTorch too), or the step's own update (ref64 after - before) to 1e-4 of its
+                float64 in PyTorch too; for AdamW plus twice the change of the float64 step when the
+                tensor's gradient moves by PyTorch float32's own gradient distance, which AdamW magnifies
+                where |g| is near eps), or the step's own update (ref64 after - before) to 1e-4 of its
                 size: a tensor whose update is a few float32 roundings of its values (a bias near zero)
                 is judged by that update.
   ReLU ties     a ReLU input within float32's rounding of zero (|x64| <= max|x32 - x64| over that ReLU
@@ -25,11 +29,16 @@ torch.optim.SGD (lr 0.01, momentum 0.9, weight decay 1e-4); the batch is the one
                 has -3.5e-5 in float64 after 40 layers, which vcc's float32, like PyTorch's im2col path,
                 puts above zero). The float32 references take float64's side of every ReLU in backward,
                 so their distance is rounding alone. For each tie, the float64 step is redone with that
-                one element on its other side; the ties whose update changes lower the squared distance
+                one element on its other side (SGD's update changes by -lr * the gradient's change; AdamW's,
+                not linear in the gradient, by the float64 AdamW step redone with the changed gradient); the ties whose update changes lower the squared distance
                 of vcc's step from ref64 (per tensor, in units of its allowance) the most are taken, one
                 at a time while one does, and the rest of the distance is held to the allowance. The
                 taken ties are printed with their ReLU and float64 value. A wrong update is not such a
                 combination, so it still fails.
+With --clip-grad-norm MAX the trainer clips and the references call torch.nn.utils.clip_grad_norm_(MAX)
+before each step; with --lr-schedule and --warmup-steps the references' learning rate is a LambdaLR with
+the trainer's documented factor (s <= W: s/W; then 1, or 0.5 * (1 + cos(pi * (s - W) / (S - W))) for
+cosine), advanced to the step; a step's lr and clip factor are printed with its figures.
 Prints the figures of every step; exits 1 on a failure.
 
 With --target cu the CUDA trainer is built (nvcc, no warnings); it runs only where a GPU is present.
@@ -37,12 +46,16 @@ With --target cu the CUDA trainer is built (nvcc, no warnings); it runs only whe
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import torch
+from safetensors import safe_open
+from torch.optim.adamw import adamw as adamw_step  # PyTorch's functional AdamW (torch.optim.AdamW.step's)
 from safetensors.numpy import load_file
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -51,6 +64,26 @@ sys.path.insert(0, MODELS_DIR)
 import video_nets  # noqa: E402
 
 LR, MOMENTUM, WD = 0.01, 0.9, 1e-4
+ADAMW = {"lr": 1e-3, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 1e-2}
+# --optimizer, --clip-grad-norm (None: off), --lr-schedule, --warmup-steps, --steps, and the step being checked
+OPT = {"name": "sgd", "clip": None, "schedule": "constant", "warmup": 0, "steps": 5, "k": 1}
+
+
+def lr_factor(s):
+    """The trainer's documented learning-rate factor of step s (1-based): s / W while s <= W, then 1
+    (constant) or 0.5 * (1 + cos(pi * (s - W) / (S - W))) (cosine), W = --warmup-steps, S = --steps."""
+    w, total = OPT["warmup"], OPT["steps"]
+    if s <= w:
+        return s / w
+    return 1.0 if OPT["schedule"] == "constant" else 0.5 * (1.0 + math.cos(math.pi * (s - w) / (total - w)))
+
+
+def clip_coef(grads):
+    """torch.nn.utils.clip_grad_norm_'s factor for the gradients grads (a dict), 1 without --clip-grad-norm."""
+    if OPT["clip"] is None:
+        return 1.0
+    total = torch.norm(torch.stack([torch.norm(g.double(), 2) for g in grads.values()]), 2)
+    return min(OPT["clip"] / (float(total) + 1e-6), 1.0)
 
 
 def run(cmd, cwd, shell=False):
@@ -99,9 +132,45 @@ def _relu_forward(self, x):
 torch.nn.ReLU.forward = _relu_forward  # every model's ReLUs are nn.ReLU modules
 
 
+def make_optimizer(model, opt_state, dtype):
+    """torch.optim.SGD or AdamW (OPT["name"]) over model's parameters, its per-parameter state from
+    opt_state ({parameter name: {state key: float64 array or step count}}, the trainer's checkpoint)."""
+    if OPT["name"] == "adamw":
+        opt = torch.optim.AdamW(model.parameters(), **ADAMW)
+    else:
+        opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM, weight_decay=WD)
+    for n, p in model.named_parameters():
+        for key, v in opt_state.get(n, {}).items():
+            opt.state[p][key] = torch.tensor(float(v)) if key == "step" else torch.tensor(v, dtype=dtype)
+    # the schedule as a LambdaLR (its epoch e is the step e + 1), advanced to step k
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda e: lr_factor(e + 1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "lr_scheduler.step() before optimizer.step()": on purpose here
+        for _ in range(OPT["k"] - 1):
+            sched.step()
+    return opt
+
+
+def clipped_step(model, opt):
+    """torch.nn.utils.clip_grad_norm_ (with --clip-grad-norm), then the optimizer's step."""
+    if OPT["clip"] is not None:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), OPT["clip"])
+    opt.step()
+
+
+def adamw_param(p, g, st, lr):
+    """Parameter p (float64) after PyTorch's functional AdamW step with gradient g and learning rate lr from
+    state st (its exp_avg, exp_avg_sq and step before the step)."""
+    p = p.clone()
+    adamw_step([p], [g], [st["exp_avg"].clone()], [st["exp_avg_sq"].clone()], [], [st["step"].clone()],
+               foreach=False, amsgrad=False, beta1=ADAMW["betas"][0], beta2=ADAMW["betas"][1], lr=lr,
+               weight_decay=ADAMW["weight_decay"], eps=ADAMW["eps"], maximize=False)
+    return p
+
+
 def forward(name, clip, num_classes, state, momenta, x, y, dtype, mkldnn=True, masks=None):
-    """The PyTorch module from state (state dict names) with its SGD momentum buffers, and its loss on
-    (x, y), its CPU convolutions through oneDNN (mkldnn, PyTorch's default for float32) or through its own
+    """The PyTorch module from state (state dict names) with its optimizer state (momenta, make_optimizer),
+    and its loss on (x, y), its CPU convolutions through oneDNN (mkldnn, PyTorch's default for float32) or through its own
     im2col + GEMM path (mkldnn=False), its ReLUs' backward on masks (one per ReLU call) when given.
     Returns (model, optimizer, loss, the ReLU inputs in call order, their module names)."""
     torch.backends.mkldnn.enabled = mkldnn
@@ -111,12 +180,7 @@ def forward(name, clip, num_classes, state, momenta, x, y, dtype, mkldnn=True, m
     model.load_state_dict({k: torch.tensor(np.asarray(v)).to(sd[k].dtype) for k, v in state.items() if k in sd},
                           strict=True)
     model.train()
-    opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM, weight_decay=WD)
-    names = {id(p): n for n, p in model.named_parameters()}
-    for p in model.parameters():
-        m = momenta.get(names[id(p)])
-        if m is not None:
-            opt.state[p]["momentum_buffer"] = torch.tensor(m, dtype=dtype)
+    opt = make_optimizer(model, momenta, dtype)
     xt = torch.tensor(x, dtype=dtype)
     TIES["pre"], TIES["flip"], TIES["mask"], TIES["names"] = [], {}, masks, []
     TIES["modules"] = {id(m): n for n, m in model.named_modules()}
@@ -139,15 +203,34 @@ def ref_step(name, clip, num_classes, state, momenta, x, y):
     m64, o64, l64, pre64, relus = forward(name, clip, num_classes, state, momenta, x, y, torch.float64)
     l64.backward(retain_graph=True)
     masks = [p > 0 for p in pre64]
-    s32, pre32 = [], []
+    s32, pre32, g32 = [], [], []
     for mk in (True, False):
         m, o, l, pre, _ = forward(name, clip, num_classes, state, momenta, x, y, torch.float32, mk, masks)
         l.backward()
-        o.step()
+        g32.append({n: p.grad.double() for n, p in m.named_parameters() if p.grad is not None})
+        clipped_step(m, o)
         s32.append(state_of(m))
         pre32.append(pre)
     torch.backends.mkldnn.enabled = True
     grads = {n: p.grad.clone() for n, p in m64.named_parameters() if p.grad is not None}
+    lr = o64.param_groups[0]["lr"]
+    coef = clip_coef(grads)
+    adamw = OPT["name"] == "adamw"
+    if adamw:  # AdamW's state before the step (zero at the first), and its update with the true gradients
+        for p in m64.parameters():
+            st = o64.state[p]
+            if not st:
+                st.update(step=torch.tensor(0.0), exp_avg=torch.zeros_like(p), exp_avg_sq=torch.zeros_like(p))
+        before = {n: (p.detach().clone(), o64.state[p]) for n, p in m64.named_parameters()}
+        base = {n: adamw_param(before[n][0], coef * grads[n], before[n][1], lr) for n in grads}
+    # AdamW's update is not linear in the gradient: near |g| ~ eps it magnifies the gradient's float32
+    # rounding. The float64 step redone with each gradient moved by PyTorch float32's own gradient distance
+    # (either way) bounds what that rounding does to the step.
+    sens = {}
+    for n in grads if adamw else ():
+        dg = max(float((r[n] - grads[n]).abs().max()) for r in g32)
+        sens[n] = max(float((adamw_param(before[n][0], coef * (grads[n] + sg * dg), before[n][1], lr) -
+                             base[n]).abs().max()) for sg in (1.0, -1.0))
     ties = []
     for k, x64 in enumerate(pre64):
         err = max(float((r[k].double() - x64).abs().max()) for r in pre32)
@@ -155,15 +238,22 @@ def ref_step(name, clip, num_classes, state, momenta, x, y):
             TIES["flip"] = {k: torch.tensor([i])}
             o64.zero_grad()
             l64.backward(retain_graph=True)
-            moved = {n: (-LR * (p.grad - grads[n])).numpy().astype(np.float32)
-                     for n, p in m64.named_parameters() if n in grads and not torch.equal(p.grad, grads[n])}
+            changed = [(n, p) for n, p in m64.named_parameters() if n in grads and not torch.equal(p.grad, grads[n])]
+            # with --clip-grad-norm the flipped gradients have their own clip factor; the other tensors'
+            # change through it (second order in the one element) is left out
+            c2 = clip_coef({n: p.grad for n, p in m64.named_parameters() if n in grads})
+            if adamw:
+                moved = {n: (adamw_param(before[n][0], c2 * p.grad, before[n][1], lr) - base[n]).numpy().astype(
+                    np.float32) for n, p in changed}
+            else:
+                moved = {n: (-lr * (c2 * p.grad - coef * grads[n])).numpy().astype(np.float32) for n, p in changed}
             ties.append(("%s[%d] %.1e" % (relus[k], i, float(x64.reshape(-1)[i])), moved))
     TIES["flip"] = {}
     for n, p in m64.named_parameters():
         if n in grads:
             p.grad = grads[n]
-    o64.step()
-    return float(l64), state_of(m64), s32, ties
+    clipped_step(m64, o64)
+    return float(l64), state_of(m64), s32, ties, sens, (lr, coef)
 
 
 def explain_by_ties(resid, ties):
@@ -199,7 +289,16 @@ def main():
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--num-classes", type=int, default=10)
     ap.add_argument("--target", choices=("c", "cu"), default="c")
+    ap.add_argument("--optimizer", choices=("sgd", "adamw"), default="sgd")
+    ap.add_argument("--clip-grad-norm", type=float, default=None)
+    ap.add_argument("--lr-schedule", choices=("constant", "cosine"), default="constant")
+    ap.add_argument("--warmup-steps", type=int, default=0)
     args = ap.parse_args()
+    OPT.update(name=args.optimizer, clip=args.clip_grad_norm, schedule=args.lr_schedule, warmup=args.warmup_steps,
+               steps=args.steps)
+    train_opts = ["--lr-schedule", args.lr_schedule, "--warmup-steps", str(args.warmup_steps)]
+    if args.clip_grad_norm is not None:
+        train_opts += ["--clip-grad-norm", str(args.clip_grad_norm)]
     torch.set_num_threads(1)
     d = os.path.abspath(args.work)
     os.makedirs(d, exist_ok=True)
@@ -213,8 +312,8 @@ def main():
     clip = tuple(int(v) for v in (args.shape.split("x") if args.shape else video_nets.DEFAULT_SHAPES[name]))
     graph_loss = name == "unet3d_block"
     src = "train." + args.target
-    build = run([os.path.abspath(args.vcc), name + ".onnx", "-o", src] + (["--loss", "graph"] if graph_loss else []),
-                d).strip().splitlines()[-1]
+    build = run([os.path.abspath(args.vcc), name + ".onnx", "-o", src, "--optimizer", args.optimizer] +
+                (["--loss", "graph"] if graph_loss else []), d).strip().splitlines()[-1]
     run(build, d, shell=True)
     if args.target == "cu":
         gpu = subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0 if \
@@ -228,9 +327,13 @@ def main():
     if os.path.isdir(ck):
         for f in os.listdir(ck):
             os.remove(os.path.join(ck, f))
-    out = run([exe] + feed + ["--steps", str(args.steps), "--lr", str(LR), "--momentum", str(MOMENTUM),
-                              "--weight-decay", str(WD), "--checkpoint-dir", "ck", "--checkpoint-every", "1",
-                              "--keep-last", "0"], d)
+    if args.optimizer == "adamw":
+        hyper = ["--lr", str(ADAMW["lr"]), "--beta1", str(ADAMW["betas"][0]), "--beta2", str(ADAMW["betas"][1]),
+                 "--eps", str(ADAMW["eps"]), "--weight-decay", str(ADAMW["weight_decay"])]
+    else:
+        hyper = ["--lr", str(LR), "--momentum", str(MOMENTUM), "--weight-decay", str(WD)]
+    out = run([exe] + feed + ["--steps", str(args.steps)] + hyper + train_opts +
+              ["--checkpoint-dir", "ck", "--checkpoint-every", "1", "--keep-last", "0"], d)
     losses = [float(line.split()[3]) for line in out.splitlines() if line.startswith("step ")]
     data = np.load(os.path.join(d, "data.npy"))
     second = np.load(os.path.join(d, "targets.npy" if graph_loss else "labels.npy"))
@@ -241,8 +344,11 @@ def main():
     print("step  loss vcc      loss ref64    rel       ties   worst tensor (vcc-ref64 / allowed)")
     for k in range(1, args.steps + 1):
         idx = [((k - 1) * N + i) % S for i in range(N)]
-        l64, s64, s32, ties = ref_step(name, clip, args.num_classes, state, momenta, data[idx], second[idx])
+        OPT["k"] = k
+        l64, s64, s32, ties, sens, (lr_k, coef) = ref_step(name, clip, args.num_classes, state, momenta, data[idx], second[idx])
         got = load_file(os.path.join(ck, "step%d.safetensors" % k))
+        with safe_open(os.path.join(ck, "step%d.safetensors" % k), "np") as f:
+            meta = f.metadata()
         r = abs(losses[k - 1] - l64) / max(abs(l64), 1e-30)
         if r > 1e-5:
             failed.append("step %d loss %.2e" % (k, r))
@@ -257,8 +363,8 @@ def main():
                 failed.append("step %d: checkpoint lacks %s" % (k, t))
                 continue
             d32 = max(float(np.abs(r32[t] - ref).max()) for r32 in s32)
-            allowed[t] = max(2 * d32 + 4 * ulp(float(np.abs(ref).max())), 1e-4 * float(np.abs(ref - before).max()),
-                             1e-30)
+            allowed[t] = max(2 * d32 + 4 * ulp(float(np.abs(ref).max())) + 2 * sens.get(t, 0.0),
+                             1e-4 * float(np.abs(ref - before).max()), 1e-30)
             resid[t] = (got[t].astype(np.float64) - ref) / allowed[t]
         for _, moved in ties:
             for t in moved:
@@ -275,15 +381,23 @@ def main():
                                                            wname, worst))
         for t in taken:
             print("      taken on its other side: %s" % t)
+        if args.clip_grad_norm is not None or args.lr_schedule != "constant" or args.warmup_steps:
+            print("      lr %.6g, clip factor %.6g" % (lr_k, coef))
         del ties
         # the next step starts from the trainer's own state
         state = {t: got[t].astype(np.float64) if t in got else v for t, v in state.items()}
-        momenta = {t[:-len(".momentum")]: got[t].astype(np.float64) for t in got if t.endswith(".momentum")}
+        if args.optimizer == "adamw":
+            momenta = {t[:-len(".exp_avg")]: {"exp_avg": got[t].astype(np.float64),
+                                               "exp_avg_sq": got[t + "_sq"].astype(np.float64),
+                                               "step": int(meta["step"])} for t in got if t.endswith(".exp_avg")}
+        else:
+            momenta = {t[:-len(".momentum")]: {"momentum_buffer": got[t].astype(np.float64)}
+                       for t in got if t.endswith(".momentum")}
     with open(os.path.join(d, "steps.json"), "w") as f:
         json.dump({"losses": losses}, f)
     if failed:
         sys.exit("FAIL: " + "; ".join(failed[:12]) + (" ..." if len(failed) > 12 else ""))
-    print("PASS: %d steps of %s" % (args.steps, name))
+    print("PASS: %d steps of %s with %s" % (args.steps, name, args.optimizer))
 
 
 if __name__ == "__main__":

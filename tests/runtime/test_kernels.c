@@ -387,7 +387,7 @@ static void test_sgd(VccRt *rt, int i)
         snprintf(pname, sizeof pname, "sgd_%%d_p%d", k);
         g = bagf(&b, gname, i, NULL);
         rp = bagf(&b, pname, i, NULL);
-        sgd_update(rt, n, p, g, v, f[0], f[1], f[2]);
+        sgd_update(rt, n, p, g, v, NULL, f[0], f[1], f[2]);
         snprintf(what, sizeof what, "p step%d", k);
         check("sgd_update", what, i, p, rp, n);
     }

@@ -56,6 +56,19 @@ Cases (each one CTest test, trainer_<case>):
   many_tensors   --weights holding 200,000 extra zero-size tensors loads and trains (quadratic parsing took
                  minutes)
   resume_lock    --resume DIR while another trainer writes into DIR is refused before "resuming from ..."
+  optim_usage    an SGD and an AdamW trainer of the tiny res3d: --optimizer with another or an unknown name,
+                 --beta1/--beta2/--eps on SGD, --momentum on AdamW (usage errors, status 2, one line saying
+                 how to recompile), --beta1 1 or 1.5, --beta2 2, a negative --eps, --clip-grad-norm 0 and an
+                 unknown --lr-schedule (one line naming the option, non-zero status); --optimizer naming
+                 the compiled one is accepted; a checkpoint of one optimizer is refused by the other's
+                 trainer, naming both; vcc refuses an unknown --optimizer, --momentum with adamw and
+                 --optimizer with --eval
+  optim_resume   for each optimizer, a 6-step run with --lr-schedule cosine --warmup-steps 2 and
+                 --clip-grad-norm, and the same run stopped after step 3 (--steps 3 ... is not the same
+                 schedule, so the run is cut by SIGKILL) and resumed: the losses are the uninterrupted run's,
+                 string for string, and the --out files byte-identical; the AdamW checkpoint holds
+                 <p>.exp_avg and <p>.exp_avg_sq for every parameter; a resume with another --warmup-steps,
+                 --lr-schedule, --clip-grad-norm or (cosine) --steps is refused
 
 Models: the fixture's tiny res3d and conv1d (tests/e2e/tiny_models.py), and for resume/kill_write a
 model whose checkpoint is 32 MiB (a Gemm with a (512, 8192) weight, plus its momentum), so a checkpoint
@@ -805,12 +818,119 @@ def case_install(a):
           "its trainer builds with the printed command and trains", b.stderr + r.stderr)
 
 
+def optim_trainers(a, w):
+    """The tiny res3d's trainers compiled with --optimizer sgd (./sgd) and adamw (./adamw) in w, with data.npy
+    and labels.npy beside them."""
+    t = os.path.join(a.tiny, "res3d")
+    for name in ("sgd", "adamw"):
+        run(run([a.vcc, os.path.join(t, "model.onnx"), "-o", name + ".c", "--optimizer", name], w).stdout.strip(), w,
+            shell=True)
+    for f in ("data.npy", "labels.npy"):
+        shutil.copy(os.path.join(t, f), os.path.join(w, f))
+
+
+def case_optim_usage(a):
+    w = fresh(os.path.join(a.work, "optim_usage"))
+    optim_trainers(a, w)
+    feed = ["--data", "data.npy", "--labels", "labels.npy", "--steps", "0"]
+    for prog, args, want_rc, must in (
+            ("sgd", ["--optimizer", "adamw"], 2, ["--optimizer adamw", "compiled for sgd", "vcc MODEL.onnx --optimizer adamw"]),
+            ("adamw", ["--optimizer", "sgd"], 2, ["--optimizer sgd", "compiled for adamw", "--optimizer sgd"]),
+            ("sgd", ["--optimizer", "adam"], 2, ["--optimizer", "sgd or adamw", "'adam'"]),
+            ("sgd", ["--beta1", "0.9"], 2, ["--beta1", "AdamW", "compiled for SGD", "--optimizer adamw"]),
+            ("sgd", ["--beta2", "0.99"], 2, ["--beta2", "AdamW", "--optimizer adamw"]),
+            ("sgd", ["--eps", "1e-8"], 2, ["--eps", "AdamW", "--optimizer adamw"]),
+            ("adamw", ["--momentum", "0.9"], 2, ["--momentum", "SGD", "compiled for AdamW", "--optimizer sgd"]),
+            ("adamw", ["--beta1", "1"], 1, ["--beta1", "[0, 1)", "'1'"]),
+            ("adamw", ["--beta1", "1.5"], 1, ["--beta1", "[0, 1)"]),
+            ("adamw", ["--beta2", "2"], 1, ["--beta2", "[0, 1)"]),
+            ("adamw", ["--beta1", "-0.1"], 1, ["--beta1", "'-0.1'"]),
+            ("adamw", ["--eps", "-1e-8"], 1, ["--eps", "'-1e-8'"]),
+            ("adamw", ["--clip-grad-norm", "0"], 1, ["--clip-grad-norm", "> 0"]),
+            ("sgd", ["--lr-schedule", "linear"], 2, ["--lr-schedule", "constant or cosine", "'linear'"]),
+            ("sgd", ["--warmup-steps", "1.5"], 1, ["--warmup-steps"])):
+        rc, out, err = run_t(["./" + prog] + feed + args, w)
+        refused("%s %s refused" % (prog, " ".join(args)), rc, out, err, want_rc, prog, must)
+    for prog, args in (("sgd", ["--optimizer", "sgd", "--momentum", "0.5"]),
+                       ("adamw", ["--optimizer", "adamw", "--beta1", "0", "--beta2", "0.5", "--eps", "0"]),
+                       ("adamw", ["--clip-grad-norm", "1", "--lr-schedule", "cosine", "--warmup-steps", "3"])):
+        rc, out, err = run_t(["./" + prog] + feed + args, w)
+        check(rc == 0, "%s %s accepted" % (prog, " ".join(args)), err)
+    # vcc's own --optimizer
+    model = os.path.join(a.tiny, "res3d", "model.onnx")
+    for args, must in ((["--optimizer", "adam"], ["--optimizer", "sgd or adamw", "'adam'"]),
+                       (["--optimizer", "adamw", "--momentum", "0.5"], ["--momentum", "--beta1"]),
+                       (["--optimizer", "adamw", "--eval"], ["--optimizer", "--eval"])):
+        rc, out, err = run_t([a.vcc, model, "-o", "x.c"] + args, w)
+        refused("vcc %s refused" % " ".join(args), rc, out, err, 2, "vcc", must)
+    check(not os.path.exists(os.path.join(w, "x.c")), "vcc wrote nothing for a refused --optimizer")
+    # a checkpoint of the other optimizer
+    for prog, other in (("sgd", "adamw"), ("adamw", "sgd")):
+        run(["./" + other, "--data", "data.npy", "--labels", "labels.npy", "--steps", "1", "--checkpoint-dir",
+             "ck_" + other], w)
+        rc, out, err = run_t(["./" + prog, "--data", "data.npy", "--labels", "labels.npy", "--steps", "2",
+                              "--resume", "ck_" + other], w)
+        refused("%s refuses a checkpoint of %s" % (prog, other), rc, out, err, 1, prog,
+                ["--optimizer " + other, "--optimizer " + prog])
+
+
+def case_optim_resume(a):
+    w = fresh(os.path.join(a.work, "optim_resume"))
+    optim_trainers(a, w)
+    for prog, hyper in (("sgd", ["--lr", "0.05", "--momentum", "0.9", "--weight-decay", "0.001"]),
+                        ("adamw", ["--lr", "0.01", "--beta1", "0.8", "--beta2", "0.99", "--weight-decay", "0.05"])):
+        def train(steps, *extra):
+            return (["./" + prog, "--data", "data.npy", "--labels", "labels.npy", "--steps", str(steps)] + hyper +
+                    ["--lr-schedule", "cosine", "--warmup-steps", "2", "--clip-grad-norm", "0.5"] + list(extra))
+        ref = steps_of(run(train(6, "--out", prog + "_ref.safetensors"), w).stdout)
+        # the run stopped after step 3 (a checkpoint each step; a SIGTERM run would stop at a random step)
+        ck = prog + "_ck"
+        rc, first, _ = kill_after(train(6, "--checkpoint-dir", ck, "--checkpoint-every", "1", "--keep-last", "0"), w,
+                                  "step 3 ")
+        for f in os.listdir(os.path.join(w, ck)):  # resume from step 3's checkpoint exactly
+            if f.startswith("step") and f != "step3.safetensors":
+                os.remove(os.path.join(w, ck, f))
+        p = run(train(6, "--out", prog + "_resumed.safetensors", "--resume", ck), w, rc=None)
+        print("     %s: uninterrupted %s; resumed from step %s: %s" % (prog, ref, resumed_from(p.stderr),
+                                                                      steps_of(p.stdout)))
+        check(p.returncode == 0 and resumed_from(p.stderr) == 3 and first[:3] == ref[:3] and
+              steps_of(p.stdout) == ref[3:],
+              "%s, cosine schedule with warmup and clipping: resumed at step 3, the losses are the uninterrupted "
+              "run's" % prog, p.stderr)
+        same = open(os.path.join(w, prog + "_ref.safetensors"), "rb").read() == \
+            open(os.path.join(w, prog + "_resumed.safetensors"), "rb").read()
+        check(same, "%s: the resumed run's --out file is byte-identical to the uninterrupted run's" % prog)
+        st = os.path.join(w, ck, "step3.safetensors")
+        with safe_open(st, "np") as f:
+            names = set(f.keys())
+        params = [n[:-len(".exp_avg")] for n in names if n.endswith(".exp_avg")]
+        if prog == "adamw":
+            check(params and all(n + ".exp_avg_sq" in names for n in params) and
+                  not any(n.endswith(".momentum") for n in names) and meta(st).get("optimizer") == "adamw" and
+                  meta(st).get("step") == "3", "the AdamW checkpoint holds exp_avg, exp_avg_sq and step 3",
+                  str(sorted(names)))
+        else:
+            check(not params and meta(st).get("optimizer") == "sgd", "the SGD checkpoint holds no AdamW state")
+        for bad, opt in ((["--warmup-steps", "3"], "--warmup-steps"), (["--lr-schedule", "constant"], "--lr-schedule"),
+                         (["--clip-grad-norm", "1"], "--clip-grad-norm")):
+            cmd = train(6, "--resume", st)
+            for i in range(0, len(cmd) - 1):
+                if cmd[i] == bad[0]:
+                    cmd[i + 1] = bad[1]
+            rc, out, err = run_t(cmd, w)
+            refused("%s: a resume with another %s is refused" % (prog, opt), rc, out, err, 1, prog, [opt])
+        rc, out, err = run_t(train(8, "--resume", st), w)
+        refused("%s: a resume of a cosine run with another --steps is refused" % prog, rc, out, err, 1, prog,
+                ["--steps 6", "--steps 8"])
+
+
 CASES = {"build_command": case_build_command, "cuda": case_cuda, "resume": case_resume,
          "kill_write": case_kill_write, "keep_last": case_keep_last, "refuse": case_refuse,
          "install": case_install, "messages": case_messages, "outputs": case_outputs, "tmp_files": case_tmp_files,
          "same_file": case_same_file, "fifo_inputs": case_fifo_inputs, "numbers": case_numbers, "stdout": case_stdout,
          "eval_logits": case_eval_logits, "signal": case_signal, "state_shape": case_state_shape,
-         "many_tensors": case_many_tensors, "resume_lock": case_resume_lock}
+         "many_tensors": case_many_tensors, "resume_lock": case_resume_lock, "optim_usage": case_optim_usage,
+         "optim_resume": case_optim_resume}
 
 
 def main():
