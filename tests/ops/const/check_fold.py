@@ -400,7 +400,7 @@ REFUSALS = [
     Refusal("constant_value_ints_opset11", [helper.make_node("Constant", [], ["k"], name="/k", value_ints=[1, 2]),
                                             n("Reshape", ["x", "k"], "y")], ["y"], inputs=X4, opset=11,
             says=["Constant attribute 'value_ints':", "'/k' (exists from opset 12; the model imports opset 11)"]),
-    Refusal("floor_of_input", [n("Floor", ["x"], "y")], ["y"], inputs=X4, says=["unsupported ops:", "Floor: 'y_node'"]),
+    Refusal("ceil_of_input", [n("Ceil", ["x"], "y")], ["y"], inputs=X4, says=["unsupported ops:", "Ceil: 'y_node'"]),
     Refusal("shape_attr_before_opset15", [n("Shape", ["x"], "s", start=1)], ["s"], inputs=X4, opset=13,
             says=["Shape attribute 'start':", "exists from opset 15; the model imports opset 13"]),
     Refusal("declared_type_mismatch", [n("Shape", ["x"], "s")], ["s"], inputs=X4, out_types={"s": TP.INT32},
