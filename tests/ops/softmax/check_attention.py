@@ -6,6 +6,7 @@ GraphCase):
   attention_mlp        one-head self-attention x Wq (x Wk)^T -> Softmax -> (.) x Wv, then a Gelu MLP
   attention_heads      two heads: Reshape and Transpose to (B, H, T, d), scores (B, H, T, T) by a batched
                        MatMul, Softmax, the heads merged back and projected, LogSoftmax over the features
+  each as written (--no-fuse-attention) and with its attention fused (NAME_fused: passes/fuse.c)
 
     check_attention.py --vcc BUILD/vcc --work DIR [--only NAME]
 """
@@ -59,13 +60,15 @@ def heads_ref(X, Wq, Wk, Wv, Wo, heads, merged):
 
 
 W = (C, C)
-CASES = [
-    GraphCase("attention_mlp", mlp_nodes, {"X": (B, T, C), "Wq": W, "Wk": W, "Wv": W, "W1": (C, 8), "W2": (8, C)},
-              mlp_ref, opset=20),
-    GraphCase("attention_heads", heads_nodes, {"X": (B, T, C), "Wq": W, "Wk": W, "Wv": W, "Wo": W}, heads_ref,
-              consts={"heads": np.array([B, T, H, C // H], np.int64), "merged": np.array([B, T, C], np.int64)},
-              opset=13),
-]
+HEADS = {"heads": np.array([B, T, H, C // H], np.int64), "merged": np.array([B, T, C], np.int64)}
+# each block as the graph writes it (--no-fuse-attention: MatMul, Softmax, MatMul) and with its attention
+# fused (passes/fuse.c: one FusedAttention)
+CASES = [case for fuse, flags in (("", ["--no-fuse-attention"]), ("_fused", [])) for case in (
+    GraphCase("attention_mlp" + fuse, mlp_nodes,
+              {"X": (B, T, C), "Wq": W, "Wk": W, "Wv": W, "W1": (C, 8), "W2": (8, C)}, mlp_ref, opset=20, flags=flags),
+    GraphCase("attention_heads" + fuse, heads_nodes, {"X": (B, T, C), "Wq": W, "Wk": W, "Wv": W, "Wo": W},
+              heads_ref, consts=HEADS, opset=13, flags=flags),
+)]
 
 if __name__ == "__main__":
     sys.exit(oc.main(CASES))
