@@ -494,7 +494,7 @@ static void test_misc(void)
     /* momentum 0 and no buffer (v NULL) == a zero buffer */
     gp = dup(ref, n);
     vccref_sgd_update(n, ref, g, zero, 0.1f, 0.0f, 1e-3f);
-    sgd_update(&g_rt, n, gp, gg, NULL, 0.1f, 0.0f, 1e-3f);
+    sgd_update(&g_rt, n, gp, gg, NULL, NULL, 0.1f, 0.0f, 1e-3f);
     check("sgd_update p (momentum 0, v NULL)", gp, ref, n, 1e-6);
 
     free(x); free(a); free(g); free(v); free(ref); free(ref2); free(zero); free(px); free(py); free(pdx);

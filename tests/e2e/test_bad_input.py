@@ -73,7 +73,7 @@ def main():
     nodes = [helper.make_node("LpPool", ["x"], ["p"], name="/pool/LpPool", kernel_shape=[2, 2, 2]),
              helper.make_node("GlobalAveragePool", ["p"], ["g"], name="/gap"),
              helper.make_node("Flatten", ["g"], ["f"], name="/flat"),
-             helper.make_node("Softmax", ["f"], ["y"], name="/head/Softmax")]
+             helper.make_node("Hardmax", ["f"], ["y"], name="/head/Hardmax")]
     m = helper.make_model(helper.make_graph(nodes, "g", [x], [y]), opset_imports=[helper.make_opsetid("", 17)])
     onnx.save(m, os.path.join(inputs, "unsupported.onnx"))
     sym = onnx.load(good)
@@ -165,7 +165,7 @@ def main():
              ("not an ONNX file", "text.onnx", ["text.onnx"]),
              ("missing file", "missing.onnx", ["missing.onnx"]),
              ("unsupported ops", "unsupported.onnx", ["unsupported.onnx", "/pool/LpPool", "LpPool",
-                                                      "/head/Softmax", "Softmax"]),
+                                                      "/head/Hardmax", "Hardmax"]),
              ("unbound symbolic dim", "symbolic.onnx", ["symbolic.onnx", "input", "batch", "--shape"]),
              ("dims past 2^47 bytes", "huge_batch.onnx", ["huge_batch.onnx", "input", "2^47"]),
              ("zero batch", "zero_batch.onnx", ["zero_batch.onnx", "input", "dim 0"]),
