@@ -19,4 +19,5 @@
 #include "cpu/loss.h"
 #include "cpu/optim.h"
 #include "cpu/dropout.h"
+#include "cpu/attention.h"
 #endif /* VCC_CPU_H */

@@ -19,4 +19,5 @@
 #include "cuda/loss.cuh"
 #include "cuda/optim.cuh"
 #include "cuda/dropout.cuh"
+#include "cuda/attention.cuh"
 #endif /* VCC_CUDA_CUH */

@@ -18,4 +18,5 @@
 #include "elem/loss.h"
 #include "elem/optim.h"
 #include "elem/dropout.h"
+#include "elem/attention.h"
 #endif /* VCC_ELEM_H */

@@ -193,3 +193,56 @@ void vccref_sgd_update(int64_t n, float *p, const float *g, float *v, float lr, 
     sgd_update(&rt, n, p, g, v, NULL, lr, momentum, wd);
     vcc_rt_destroy(&rt);
 }
+
+/* The transformer kernels: fused attention (with its dropout at step 1, seed 7), AdamW, Gather and the
+ * random draws, on the CPU runtime. */
+void vccref_attention_forward(const VccAttnDesc *d, const float *q, const float *k, const float *v, const float *bias,
+                              float *o, float *lse)
+{
+    VccRt rt;
+    vcc_rt_init(&rt);
+    rt.seed = 7;
+    rt.step = 1;
+    attention_forward(&rt, d, q, k, v, bias, o, lse);
+    vcc_rt_destroy(&rt);
+}
+
+void vccref_attention_backward(const VccAttnDesc *d, const float *q, const float *k, const float *v, const float *bias,
+                               const float *o, const float *lse, const float *dout, float *dq, float *dk, float *dv,
+                               float *delta)
+{
+    VccRt rt;
+    vcc_rt_init(&rt);
+    rt.seed = 7;
+    rt.step = 1;
+    attention_backward(&rt, d, q, k, v, bias, o, lse, dout, dq, dk, dv, delta);
+    vcc_rt_destroy(&rt);
+}
+
+void vccref_adamw_update(int64_t n, float *p, const float *g, float *m, float *v, VccAdamwCoef c)
+{
+    VccRt rt;
+    vcc_rt_init(&rt);
+    adamw_update(&rt, n, p, g, m, v, NULL, c);
+    vcc_rt_destroy(&rt);
+}
+
+void vccref_gather(int64_t outer, int64_t len, int64_t inner, int64_t nidx, const int64_t *idx, const float *x, float *y,
+                   const float *dy, float *dx)
+{
+    VccRt rt;
+    vcc_rt_init(&rt);
+    gather_forward(&rt, outer, len, inner, nidx, idx, x, y);
+    gather_backward(&rt, outer, len, inner, nidx, idx, dy, dx);
+    vcc_rt_destroy(&rt);
+}
+
+void vccref_random_like(int64_t n, const VccRandomDesc *d, float *y)
+{
+    VccRt rt;
+    vcc_rt_init(&rt);
+    rt.seed = 7;
+    rt.step = 1;
+    random_like_forward(&rt, n, d, y);
+    vcc_rt_destroy(&rt);
+}

@@ -27,6 +27,15 @@ void vccref_batchnorm_backward(int64_t N, int64_t C, int64_t S, const float *x, 
                                const float *save_mean, const float *save_invstd, float *dx, float *dgamma,
                                float *dbeta);
 void vccref_relu_forward(int64_t n, const float *x, float *y);
+void vccref_attention_forward(const VccAttnDesc *d, const float *q, const float *k, const float *v, const float *bias,
+                              float *o, float *lse);
+void vccref_attention_backward(const VccAttnDesc *d, const float *q, const float *k, const float *v, const float *bias,
+                               const float *o, const float *lse, const float *dout, float *dq, float *dk, float *dv,
+                               float *delta);
+void vccref_adamw_update(int64_t n, float *p, const float *g, float *m, float *v, VccAdamwCoef c);
+void vccref_gather(int64_t outer, int64_t len, int64_t inner, int64_t nidx, const int64_t *idx, const float *x, float *y,
+                   const float *dy, float *dx);
+void vccref_random_like(int64_t n, const VccRandomDesc *d, float *y);
 void vccref_relu_backward(int64_t n, const float *y, const float *dy, float *dx);
 void vccref_add_forward(int64_t n, const float *a, const float *b, float *y);
 void vccref_copy_forward(int64_t n, const float *x, float *y);

@@ -525,6 +525,84 @@ static void test_big(void)
     g_off = mark;
 }
 
+/* Fused attention (ir/ops/attention.c): batch 3 (two leading dims 3 x 1 for the bias' broadcast), Lq 37,
+ * Lk 45 (tails of the 64-row blocks and 16-row tiles), D 24, Dv 20, scale 0.2, an additive bias broadcast
+ * over the first leading dim, K in both layouts, with and without attention dropout (ratio 0.25). */
+static void attention_case(int k_t, int dropout)
+{
+    const int64_t B = 3, Lq = 37, Lk = 45, D = 24, Dv = 20;
+    VccAttnDesc d;
+    char label[96];
+    float *q = hrand(B * Lq * D, 0.0f, 1.0f), *k = hrand(B * Lk * D, 0.0f, 1.0f), *v = hrand(B * Lk * Dv, 0.0f, 1.0f);
+    float *bias = hrand(Lq * Lk, 0.0f, 2.0f), *dout = hrand(B * Lq * Dv, 0.0f, 1.0f);
+    float *o = (float *)xmalloc((size_t)(B * Lq * Dv) * sizeof(float)), *lse = (float *)xmalloc((size_t)(B * Lq) * sizeof(float));
+    float *dq = (float *)xmalloc((size_t)(B * Lq * D) * sizeof(float)), *dk = (float *)xmalloc((size_t)(B * Lk * D) * sizeof(float));
+    float *dv = (float *)xmalloc((size_t)(B * Lk * Dv) * sizeof(float)), *delta = (float *)xmalloc((size_t)(B * Lq) * sizeof(float));
+    float *gq = dup(q, B * Lq * D), *gk = dup(k, B * Lk * D), *gv = dup(v, B * Lk * Dv), *gb = dup(bias, Lq * Lk);
+    float *gdo = dup(dout, B * Lq * Dv), *go = dnan(B * Lq * Dv), *gl = dnan(B * Lq), *gdq = dnan(B * Lq * D);
+    float *gdk = dnan(B * Lk * D), *gdv = dnan(B * Lk * Dv), *gde = dnan(B * Lq);
+    memset(&d, 0, sizeof d);
+    d.B = B, d.Lq = Lq, d.Lk = Lk, d.D = D, d.Dv = Dv, d.scale = 0.2f, d.k_t = k_t, d.nb = 2;
+    d.bdims[0] = 3, d.bdims[1] = 1, d.bias_si = Lk, d.bias_sj = 1; /* bias (Lq, Lk): strides 0 over both leading dims */
+    if (dropout) d.threshold = 1073741824u, d.dscale = 1.0f / 0.75f, d.stream = 5;
+    vccref_attention_forward(&d, q, k, v, bias, o, lse);
+    vccref_attention_backward(&d, q, k, v, bias, o, lse, dout, dq, dk, dv, delta);
+    g_rt.seed = 7, g_rt.step = 1;
+    attention_forward(&g_rt, &d, gq, gk, gv, gb, go, gl);
+    attention_backward(&g_rt, &d, gq, gk, gv, gb, go, gl, gdo, gdq, gdk, gdv, gde);
+    snprintf(label, sizeof label, "attention%s%s o", k_t ? " K^T" : "", dropout ? " dropout" : "");
+    check(label, go, o, B * Lq * Dv, 1e-6);
+    snprintf(label, sizeof label, "attention%s%s lse", k_t ? " K^T" : "", dropout ? " dropout" : "");
+    check(label, gl, lse, B * Lq, 1e-6);
+    snprintf(label, sizeof label, "attention%s%s dq", k_t ? " K^T" : "", dropout ? " dropout" : "");
+    check(label, gdq, dq, B * Lq * D, 1e-6);
+    snprintf(label, sizeof label, "attention%s%s dk", k_t ? " K^T" : "", dropout ? " dropout" : "");
+    check(label, gdk, dk, B * Lk * D, 1e-6);
+    snprintf(label, sizeof label, "attention%s%s dv", k_t ? " K^T" : "", dropout ? " dropout" : "");
+    check(label, gdv, dv, B * Lk * Dv, 1e-6);
+    free(q); free(k); free(v); free(bias); free(dout); free(o); free(lse); free(dq); free(dk); free(dv); free(delta);
+}
+
+/* The transformer kernels: fused attention, AdamW, Gather and its gradient, the random draws. */
+static void test_transformer(void)
+{
+    const int64_t n = 10007, outer = 6, len = 9, inner = 33, nidx = 5;
+    const int64_t idx[5] = {3, -1, 0, 3, 8};
+    VccAdamwCoef c = vcc_adamw_coef(1e-3, 0.9, 0.999, 1e-8, 1e-2, 3);
+    VccRandomDesc ru = {11, 0, -2.0f, 5.0f, 0, 0}, rn = {12, 1, 1.0f, 2.0f, 1, 99};
+    float *p = hrand(n, 0.0f, 1.0f), *g = hrand(n, 0.0f, 1.0f), *m = hrand(n, 0.0f, 0.1f), *v = hrand(n, 1.0f, 0.5f);
+    float *x = hrand(outer * len * inner, 0.0f, 1.0f), *dy = hrand(outer * nidx * inner, 0.0f, 1.0f);
+    float *y = (float *)xmalloc((size_t)(outer * nidx * inner) * sizeof(float));
+    float *dx = (float *)xmalloc((size_t)(outer * len * inner) * sizeof(float)), *r = (float *)xmalloc((size_t)n * sizeof(float));
+    float *gp = dup(p, n), *gg = dup(g, n), *gm = dup(m, n), *gv = dup(v, n);
+    int64_t *gidx = (int64_t *)dalloc(sizeof idx);
+    float *gx = dup(x, outer * len * inner), *gy = dnan(outer * nidx * inner), *gdy = dup(dy, outer * nidx * inner);
+    float *gdx = dnan(outer * len * inner), *gr = dnan(n);
+    printf("transformer kernels\n");
+    attention_case(0, 0);
+    attention_case(1, 0);
+    attention_case(0, 1);
+    vccref_adamw_update(n, p, g, m, v, c);
+    adamw_update(&g_rt, n, gp, gg, gm, gv, NULL, c);
+    check("adamw_update p", gp, p, n, 1e-6);
+    check("adamw_update exp_avg", gm, m, n, 1e-6);
+    check("adamw_update exp_avg_sq", gv, v, n, 1e-6);
+    vcc_upload(&g_rt, gidx, idx, sizeof idx);
+    vccref_gather(outer, len, inner, nidx, idx, x, y, dy, dx);
+    gather_forward(&g_rt, outer, len, inner, nidx, gidx, gx, gy);
+    gather_backward(&g_rt, outer, len, inner, nidx, gidx, gdy, gdx);
+    check("gather_forward", gy, y, outer * nidx * inner, 0.0);
+    check("gather_backward (repeated index 3)", gdx, dx, outer * len * inner, 0.0);
+    g_rt.seed = 7, g_rt.step = 1;
+    vccref_random_like(n, &ru, r);
+    random_like_forward(&g_rt, n, &ru, gr);
+    check("random_like_forward uniform", gr, r, n, 0.0);
+    vccref_random_like(n, &rn, r);
+    random_like_forward(&g_rt, n, &rn, gr);
+    check("random_like_forward normal (own seed)", gr, r, n, 1e-6);
+    free(p); free(g); free(m); free(v); free(x); free(dy); free(y); free(dx); free(r);
+}
+
 int main(int argc, char **argv)
 {
     int ndev = 0, all = argc < 2;
@@ -554,8 +632,9 @@ int main(int argc, char **argv)
         if (all || !strcmp(grp, "xent")) any = 1, test_xent();
         if (all || !strcmp(grp, "misc")) any = 1, test_misc();
         if (all || !strcmp(grp, "big")) any = 1, test_big();
+        if (all || !strcmp(grp, "transformer")) any = 1, test_transformer();
         if (!any) {
-            fprintf(stderr, "numeric_test: unknown group '%s' (conv bn gemm xent misc big)\n", grp);
+            fprintf(stderr, "numeric_test: unknown group '%s' (conv bn gemm xent misc big transformer)\n", grp);
             return 2;
         }
     }
