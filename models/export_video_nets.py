@@ -13,6 +13,7 @@ Models (video_nets.MODELS; default shapes in video_nets.DEFAULT_SHAPES):
     unet3d_block   2x3x4x16x16    video-diffusion UNet, two inputs, the scalar loss as its output
     s3d            2x3x16x224x224 torchvision s3d, unchanged (needs T >= 13, H, W >= 209)
     s3d_small      2x3x8x64x64    torchvision s3d with the final AvgPool3d sized to the clip
+    vivit_tiny     2x3x4x32x32    ViViT factorised encoder: Conv3d tubelets, nn.MultiheadAttention, LayerNorm, GELU
 
 Writes, under --out:
 

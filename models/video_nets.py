@@ -57,6 +57,14 @@ export:
                   AveragePool that copies), and over time too from T >= 13: 16x64x64 gives
                   (2, 2, 2), the full model's form, at twice the cost. 64 halves evenly down to 2
                   as 224 does down to 7.
+    vivit_tiny    a ViViT factorised encoder (Arnab et al., ICCV 2021, "ViViT: A Video Vision
+                  Transformer", model 2): tubelet embedding by a Conv3d of kernel = stride (2, 8, 8), a
+                  class token and learned positional embeddings, spatial transformer layers over each
+                  frame group's patches, the frame tokens (each group's class token, taken by
+                  indexing: Gather) through temporal transformer layers with their own class token,
+                  LayerNorm and a linear head. The layers are nn.TransformerEncoderLayer (pre-norm,
+                  nn.MultiheadAttention, a GELU MLP); default clip 4x32x32, width 32, 2 heads, one
+                  spatial and one temporal layer.
 
 build_model(name, num_classes, clip, dropout) builds any of them; MODELS lists the names,
 DEFAULT_SHAPES the (N, C, T, H, W) each is meant for, CLASSIFIER_KEYS the state_dict key whose
@@ -74,9 +82,10 @@ import torch
 import torch.nn as nn
 
 __all__ = ["MODELS", "DEFAULT_SHAPES", "DEFAULT_DROPOUT", "CLASSIFIER_KEYS", "build_model", "X3DTiny",
-           "SlowFastTiny", "C3DTiny", "UNet3DBlock", "s3d_feature_thw", "s3d_small", "count_parameters"]
+           "SlowFastTiny", "C3DTiny", "UNet3DBlock", "ViViTTiny", "s3d_feature_thw", "s3d_small",
+           "count_parameters"]
 
-MODELS = ("x3d_s_tiny", "slowfast_tiny", "c3d_tiny", "unet3d_block", "s3d", "s3d_small")
+MODELS = ("x3d_s_tiny", "slowfast_tiny", "c3d_tiny", "unet3d_block", "s3d", "s3d_small", "vivit_tiny")
 
 # (N, C, T, H, W) each model is sized for (batch 2, few frames, small H/W; s3d needs 16x224x224)
 DEFAULT_SHAPES = {
@@ -86,15 +95,17 @@ DEFAULT_SHAPES = {
     "unet3d_block": (2, 3, 4, 16, 16),
     "s3d": (2, 3, 16, 224, 224),
     "s3d_small": (2, 3, 8, 64, 64),
+    "vivit_tiny": (2, 3, 4, 32, 32),
 }
 
 # the papers' dropout rates (X3D 0.5, SlowFast 0.5, C3D 0.5 after fc6 and fc7, torchvision S3D 0.2)
 DEFAULT_DROPOUT = {"x3d_s_tiny": 0.5, "slowfast_tiny": 0.5, "c3d_tiny": 0.5, "unet3d_block": None,
-                   "s3d": 0.2, "s3d_small": 0.2}
+                   "s3d": 0.2, "s3d_small": 0.2, "vivit_tiny": 0.1}
 
 # state_dict key of the last layer's weight, whose dim 0 is K
 CLASSIFIER_KEYS = {"x3d_s_tiny": "proj.weight", "slowfast_tiny": "fc.weight", "c3d_tiny": "fc8.weight",
-                   "unet3d_block": None, "s3d": "classifier.1.weight", "s3d_small": "classifier.1.weight"}
+                   "unet3d_block": None, "s3d": "classifier.1.weight", "s3d_small": "classifier.1.weight",
+                   "vivit_tiny": "head.weight"}
 
 
 def count_parameters(model):
@@ -564,6 +575,48 @@ def s3d_small(num_classes=10, clip_thw=(8, 64, 64), dropout=0.2):
 # ---------------------------------------------------------------------------------------------------
 
 
+class ViViTTiny(nn.Module):
+    """ViViT's factorised encoder (model 2) at a small size; see the module's docstring.
+
+    x (N, 3, T, H, W) -> tubelets (N, D, T/2, H/8, W/8) -> tokens (N*T/2, S, D), S = H*W/64 -> class token
+    and positions (N*T/2, S+1, D) -> spatial layers -> each group's class token (N, T/2, D) -> temporal
+    class token (N, T/2+1, D) -> temporal layers -> LayerNorm of the class token -> logits (N, K).
+    Dropout p in the layers' attention, MLP and residual paths."""
+
+    def __init__(self, num_classes=10, clip_thw=(4, 32, 32), dim=32, heads=2, tubelet=(2, 8, 8), depth_s=1,
+                 depth_t=1, dropout=0.1):
+        super().__init__()
+        t, h, w = clip_thw
+        if t % tubelet[0] or h % tubelet[1] or w % tubelet[2]:
+            raise ValueError(f"vivit_tiny: clip {tuple(clip_thw)} is not a whole number of {tubelet} tubelets")
+        self.nt, self.ns = t // tubelet[0], (h // tubelet[1]) * (w // tubelet[2])
+        self.embed = nn.Conv3d(3, dim, tubelet, tubelet)
+        self.cls_s = nn.Parameter(torch.randn(1, 1, dim) * 0.02)
+        self.pos_s = nn.Parameter(torch.randn(1, self.ns + 1, dim) * 0.02)
+        self.cls_t = nn.Parameter(torch.randn(1, 1, dim) * 0.02)
+
+        def layer():
+            return nn.TransformerEncoderLayer(dim, heads, 2 * dim, dropout=dropout, activation="gelu",
+                                              batch_first=True, norm_first=True)
+        self.spatial = nn.ModuleList([layer() for _ in range(depth_s)])
+        self.temporal = nn.ModuleList([layer() for _ in range(depth_t)])
+        self.norm = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, num_classes)
+
+    def forward(self, x):
+        b = x.shape[0]
+        x = self.embed(x).flatten(3).permute(0, 2, 3, 1)          # (N, T/2, S, D)
+        x = x.reshape(b * self.nt, self.ns, x.shape[-1])
+        x = torch.cat([self.cls_s.expand(b * self.nt, -1, -1), x], 1) + self.pos_s
+        for blk in self.spatial:
+            x = blk(x)
+        x = x[:, 0].reshape(b, self.nt, x.shape[-1])              # the frame groups' class tokens
+        x = torch.cat([self.cls_t.expand(b, -1, -1), x], 1)
+        for blk in self.temporal:
+            x = blk(x)
+        return self.head(self.norm(x[:, 0]))
+
+
 def build_model(name, num_classes=10, clip=None, dropout=None):
     """A freshly initialised model (draws from torch's RNG: seed it first), in train() mode.
 
@@ -590,6 +643,8 @@ def build_model(name, num_classes=10, clip=None, dropout=None):
     elif name == "s3d":
         import torchvision
         model = torchvision.models.video.s3d(num_classes=num_classes, dropout=p)
+    elif name == "vivit_tiny":
+        model = ViViTTiny(num_classes=num_classes, clip_thw=(t, h, w), dropout=p)
     else:
         model = s3d_small(num_classes=num_classes, clip_thw=(t, h, w), dropout=p)
     return model.train()

@@ -1,7 +1,7 @@
 """Each training step of a models/video_nets.py model, checked from the trainer's own state (teacher forcing).
 
     test_model_steps.py --vcc BUILD/vcc --model NAME --work DIR [--shape NxCxTxHxW] [--steps 5]
-                        [--target c|cu] [--optimizer sgd|adamw]
+                        [--target c|cu] [--optimizer sgd|adamw] [--no-fuse-attention]
 
 models/export_video_nets.py exports the model (dropout 0: vcc's masks are not PyTorch's; the Dropout
 nodes stay in the graph), vcc compiles it (--loss graph for unet3d_block, whose graph computes its own
@@ -293,6 +293,8 @@ def main():
     ap.add_argument("--clip-grad-norm", type=float, default=None)
     ap.add_argument("--lr-schedule", choices=("constant", "cosine"), default="constant")
     ap.add_argument("--warmup-steps", type=int, default=0)
+    ap.add_argument("--no-fuse-attention", action="store_true",
+                    help="compile the model's attention as written (vcc --no-fuse-attention)")
     args = ap.parse_args()
     OPT.update(name=args.optimizer, clip=args.clip_grad_norm, schedule=args.lr_schedule, warmup=args.warmup_steps,
                steps=args.steps)
@@ -313,7 +315,8 @@ def main():
     graph_loss = name == "unet3d_block"
     src = "train." + args.target
     build = run([os.path.abspath(args.vcc), name + ".onnx", "-o", src, "--optimizer", args.optimizer] +
-                (["--loss", "graph"] if graph_loss else []), d).strip().splitlines()[-1]
+                (["--loss", "graph"] if graph_loss else []) +
+                (["--no-fuse-attention"] if args.no_fuse_attention else []), d).strip().splitlines()[-1]
     run(build, d, shell=True)
     if args.target == "cu":
         gpu = subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0 if \
