@@ -21,12 +21,17 @@
  *   ratio/stream/seed, and fused: the names of the nodes it replaces, in graph order (what --dump-ir
  *   reports); the replaced nodes and the constants only they read are removed.
  *
+ * The pass also makes one Gelu (ir/ops/unary.c) of GELU as torch exports it below opset 20, Div by
+ * sqrt(2) (or Mul by 1/sqrt(2)), Erf, Add 1, Mul by x, Mul by 0.5 (gelu_at): the gradient then reads x
+ * alone where the graph as written saves three intermediates of the MLP's width.
+ *
  * Sources: the patterns of torch.nn.MultiheadAttention's export (q scaled before the first bmm, so no
  * scale node), of Hugging Face attention (matmul(q, k.transpose(-1, -2)) / sqrt(d), + mask, softmax,
  * dropout, matmul with v), and of timm/torchvision MViT/ViT blocks (q @ k.transpose(-2, -1) * scale).
  */
 #include "passes.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -219,21 +224,101 @@ static void rewrite(VccGraph *g, const Match *m) {
     free(from);
 }
 
+/* Whether t is a float scalar constant within 1e-6 of want. */
+static bool near_const(const VccGraph *g, int t, double want) {
+    float v;
+    return t >= 0 && scalar_const(g, t, &v) && fabs((double)v - want) <= 1e-6 * fabs(want);
+}
+
+/* The other input of binary node k than t (-1 when t is not one of its two inputs). */
+static int other_input(const VccGraph *g, int k, int t) {
+    const VccNode *n = &g->nodes[k];
+    if (n->nin != 2) return -1;
+    return n->in[0] == t ? n->in[1] : n->in[1] == t ? n->in[0] : -1;
+}
+
+/* GELU as torch exports nn.GELU / F.gelu (approximate none) below opset 20:
+ *     a = x / sqrt(2) (or x * 1/sqrt(2)); e = Erf(a); p = e + 1; y = (x * p) * 0.5 or (x * 0.5) * p
+ * with every intermediate read by the next step alone: the last Mul becomes Gelu(x) (ir/ops/unary.c),
+ * whose gradient reads x alone, where the graph as written saves a, e + 1 and x * p for backward. The
+ * node at erf is the Erf; *last receives the node that becomes the Gelu. */
+static bool gelu_at(const VccGraph *g, int erf, const int *nreaders, const int *reader, int *x, int *last) {
+    const VccNode *en = &g->nodes[erf];
+    if (en->op != VCC_OP_ERF || en->nin != 1 || en->nout != 1) return false;
+    int a = en->in[0], dv = g->tensors[a].producer;
+    if (dv < 0 || sole_reader(g, a, nreaders, reader) != erf || g->nodes[dv].nin != 2) return false;
+    const VccNode *dn = &g->nodes[dv];
+    if (dn->op == VCC_OP_DIV && near_const(g, dn->in[1], 1.4142135623730951)) *x = dn->in[0];
+    else if (dn->op == VCC_OP_MUL && near_const(g, dn->in[1], 0.7071067811865476)) *x = dn->in[0];
+    else if (dn->op == VCC_OP_MUL && near_const(g, dn->in[0], 0.7071067811865476)) *x = dn->in[1];
+    else return false;
+    int ad = sole_reader(g, en->out[0], nreaders, reader);
+    if (ad < 0 || g->nodes[ad].op != VCC_OP_ADD || !near_const(g, other_input(g, ad, en->out[0]), 1.0)) return false;
+    int p = g->nodes[ad].out[0], m = sole_reader(g, p, nreaders, reader);
+    if (m < 0 || g->nodes[m].op != VCC_OP_MUL) return false;
+    int q = other_input(g, m, p);
+    if (q == *x) { /* (x * p) * 0.5 */
+        int h = sole_reader(g, g->nodes[m].out[0], nreaders, reader);
+        if (h < 0 || g->nodes[h].op != VCC_OP_MUL || !near_const(g, other_input(g, h, g->nodes[m].out[0]), 0.5))
+            return false;
+        *last = h;
+    } else { /* (x * 0.5) * p */
+        int hp = q >= 0 ? g->tensors[q].producer : -1;
+        if (hp < 0 || g->nodes[hp].op != VCC_OP_MUL || other_input(g, hp, *x) < 0 ||
+            !near_const(g, other_input(g, hp, *x), 0.5) || sole_reader(g, q, nreaders, reader) != m)
+            return false;
+        *last = m;
+    }
+    const VccShape *xs = &g->tensors[*x].shape;
+    return g->tensors[*x].dtype == VCC_F32 && vcc_same_shape(xs, &g->tensors[g->nodes[*last].out[0]].shape);
+}
+
+/* Readers of every tensor: nreaders[t] and, when one, reader[t]. */
+static void count_readers(const VccGraph *g, int *nreaders, int *reader) {
+    for (int k = 0; k < g->nnodes; k++)
+        for (int i = 0; i < g->nodes[k].nin; i++) {
+            int t = g->nodes[k].in[i];
+            if (t < 0) continue;
+            bool again = false;
+            for (int j = 0; j < i; j++) again |= g->nodes[k].in[j] == t;
+            if (!again) nreaders[t]++, reader[t] = k;
+        }
+}
+
+/* Rewrite each GELU written out with Erf into one Gelu node; returns how many. */
+static int fuse_gelu(VccGraph *g) {
+    int fused = 0, nt = g->ntensors;
+    int *nreaders = vcc_calloc((size_t)(nt ? nt : 1), sizeof(int)), *reader = vcc_calloc((size_t)(nt ? nt : 1), sizeof(int));
+    count_readers(g, nreaders, reader);
+    for (int e = 0; e < g->nnodes; e++) {
+        int x, last;
+        if (!gelu_at(g, e, nreaders, reader, &x, &last)) continue;
+        VccNode *n = &g->nodes[last];
+        n->op = VCC_OP_GELU;
+        free(n->onnx_op);
+        n->onnx_op = NULL;
+        while (n->nattrs) vcc_attr_drop(n, n->attrs[0].name);
+        n->in[0] = x;
+        n->nin = 1;
+        vcc_attr_set_string(n, "approximate", "none");
+        fused++;
+    }
+    free(nreaders);
+    free(reader);
+    return fused;
+}
+
 VccStatus vcc_fuse_attention(VccCtx *ctx, VccGraph *g) {
-    if (ctx->no_fuse_attention) return VCC_OK;
-    int fused = 0;
+    int fused = fuse_gelu(g);
+    if (ctx->no_fuse_attention) {
+        if (fused) vcc_fold_sweep(g);
+        return VCC_OK;
+    }
     for (int s = 0; s < g->nnodes; s++) {
         if (g->nodes[s].op != VCC_OP_SOFTMAX) continue;
         int nt = g->ntensors;
         int *nreaders = vcc_calloc((size_t)(nt ? nt : 1), sizeof(int)), *reader = vcc_calloc((size_t)(nt ? nt : 1), sizeof(int));
-        for (int k = 0; k < g->nnodes; k++)
-            for (int i = 0; i < g->nodes[k].nin; i++) {
-                int t = g->nodes[k].in[i];
-                if (t < 0) continue;
-                bool again = false;
-                for (int j = 0; j < i; j++) again |= g->nodes[k].in[j] == t;
-                if (!again) nreaders[t]++, reader[t] = k;
-            }
+        count_readers(g, nreaders, reader);
         bool *reach = param_reach(g);
         Match m;
         bool ok = reach && match_at(g, s, nreaders, reader, reach, &m);

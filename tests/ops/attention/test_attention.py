@@ -18,6 +18,8 @@ Each case is a torch module written the way a family of real models writes atten
   fd            (cases without dropout) for each parameter, the fused gradient's derivative along a random
                 direction u against central differences of the float64 module (h = 1e-4): 1e-6 of
                 |g64| |u| (of the largest gradient's, for a gradient that is zero in exact arithmetic)
+  gelu_mlp      nn.GELU exported at opset 17 (Div, Erf, Add, Mul, Mul) is one Gelu after the fuse pass
+                (its numbers: tests/ops/softmax/check_attention.py gelu_erf_form)
   cuda          (--cuda, --cuda-one) the fused trainer's .cu builds with nvcc with no warnings; where a
                 GPU is present it runs, and its loss and gradients are checked against the C trainer's
                 (1e-5)
@@ -254,6 +256,25 @@ def cuda_check(vcc, d, name, lf, gf):
         "gradients %.2e" % e)
 
 
+def gelu_fusion(vcc, work):
+    """nn.GELU exported at opset 17 (Div, Erf, Add, Mul, Mul) becomes one Gelu node."""
+    d = os.path.join(work, "gelu")
+    os.makedirs(d, exist_ok=True)
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float32)
+    try:
+        m = torch.nn.Sequential(torch.nn.Linear(E, 2 * E), torch.nn.GELU(), torch.nn.Linear(2 * E, E))
+        torch.onnx.export(m, torch.randn(B, L, E), os.path.join(d, "model.onnx"), opset_version=17,
+                          training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
+                          input_names=["x"], output_names=["y"])
+    finally:
+        torch.set_default_dtype(default)
+    text = dump(vcc, d, "fuse")
+    ops = re.findall(r"^node \d+ \w+ (\w+) ", text, re.M)
+    row("gelu_mlp", "Gelu nodes after fuse (Erf: %d)" % ops.count("Erf"), ops.count("Gelu"),
+        ops.count("Gelu") == 1 and "Erf" not in ops and "Div" not in ops, " ".join(ops))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--vcc", required=True)
@@ -275,6 +296,11 @@ def main():
         lf, gf = step(vcc, d, "fused", [])
         cuda_check(vcc, d, "hf_dropout", lf, gf)
     else:
+        if not args.only or "gelu" in args.only:
+            try:
+                gelu_fusion(vcc, work)
+            except Exception as ex:
+                row("gelu_mlp", "run", float("inf"), False, str(ex)[:600])
         for name in CASES:
             if args.only and args.only not in name:
                 continue

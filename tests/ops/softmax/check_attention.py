@@ -7,6 +7,8 @@ GraphCase):
   attention_heads      two heads: Reshape and Transpose to (B, H, T, d), scores (B, H, T, T) by a batched
                        MatMul, Softmax, the heads merged back and projected, LogSoftmax over the features
   each as written (--no-fuse-attention) and with its attention fused (NAME_fused: passes/fuse.c)
+  gelu_erf_form        GELU as torch exports it below opset 20 (Div, Erf, Add, Mul, Mul), which passes/fuse.c
+                       makes one Gelu
 
     check_attention.py --vcc BUILD/vcc --work DIR [--only NAME]
 """
@@ -41,6 +43,17 @@ def mlp_ref(X, Wq, Wk, Wv, W1, W2):
     return F.gelu((a @ (X @ Wv)) @ W1) @ W2
 
 
+def gelu_erf_nodes():
+    """torch's export of nn.GELU below opset 20: x * (erf(x / sqrt(2)) + 1) * 0.5 (passes/fuse.c makes it one
+    Gelu), after a projection."""
+    return [N("MatMul", ["X", "W1"], ["h"]), N("Div", ["h", "sqrt2"], ["a"]), N("Erf", ["a"], ["e"]),
+            N("Add", ["e", "one"], ["p"]), N("Mul", ["h", "p"], ["m"]), N("Mul", ["m", "half"], ["y0"])]
+
+
+def gelu_erf_ref(X, W1, sqrt2, one, half):
+    return F.gelu(X @ W1)
+
+
 def heads_nodes():
     return [N("MatMul", ["X", "Wq"], ["q"]), N("MatMul", ["X", "Wk"], ["k"]), N("MatMul", ["X", "Wv"], ["v"]),
             N("Reshape", ["q", "heads"], ["q4"]), N("Reshape", ["k", "heads"], ["k4"]),
@@ -63,7 +76,11 @@ W = (C, C)
 HEADS = {"heads": np.array([B, T, H, C // H], np.int64), "merged": np.array([B, T, C], np.int64)}
 # each block as the graph writes it (--no-fuse-attention: MatMul, Softmax, MatMul) and with its attention
 # fused (passes/fuse.c: one FusedAttention)
-CASES = [case for fuse, flags in (("", ["--no-fuse-attention"]), ("_fused", [])) for case in (
+SCALARS = {"sqrt2": np.array(np.sqrt(2.0), np.float32), "one": np.array(1.0, np.float32),
+           "half": np.array(0.5, np.float32)}
+CASES = [GraphCase("gelu_erf_form", gelu_erf_nodes, {"X": (B, T, C), "W1": (C, 8)}, gelu_erf_ref, consts=SCALARS,
+                   opset=17)]
+CASES += [case for fuse, flags in (("", ["--no-fuse-attention"]), ("_fused", [])) for case in (
     GraphCase("attention_mlp" + fuse, mlp_nodes,
               {"X": (B, T, C), "Wq": W, "Wk": W, "Wv": W, "W1": (C, 8), "W2": (8, C)}, mlp_ref, opset=20, flags=flags),
     GraphCase("attention_heads" + fuse, heads_nodes, {"X": (B, T, C), "Wq": W, "Wk": W, "Wv": W, "Wo": W},
