@@ -418,7 +418,7 @@ VccStatus vcc_emit_trainer(VccCtx *ctx, const VccGraph *g, VccTarget target, con
     int nstate = emit_state_table(f, g);
     fwrite(body, 1, body_len, f);
     free(body);
-    fputs("static void vcc_step(VccRt *rt, unsigned char *A, const VccOptim *o) {\n", f);
+    fputs("VCC_STEP_FN void vcc_step(VccRt *rt, unsigned char *A, const VccOptim *o) {\n", f);
     fputs("    (void)rt; (void)A; (void)o;\n", f);
     for (int i = 0; i < nparts; i++) fprintf(f, "    vcc_step_%d(rt, A, o);\n", i);
     fputs("}\n\n", f);

@@ -29,6 +29,17 @@
 #define VCC_UNUSED
 #endif
 
+/* VCC_STEP_FN: the generated step function, the one a program's main() calls through its model
+ * table. GCC 12's interprocedural constant propagation (-O2, ipa-cp) resolved that constant function
+ * pointer and then dropped the call of a forward program whose step was a single Transpose (the ONNX
+ * node test transpose_all_permutations_4 wrote zeros); noipa keeps the step out of interprocedural
+ * analysis, at no cost (main calls it once per step). Other compilers need nothing. */
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
+#define VCC_STEP_FN static __attribute__((noipa))
+#else
+#define VCC_STEP_FN static
+#endif
+
 #if defined(__CUDACC__)
 #define VCC_HD __host__ __device__ __forceinline__
 #else
