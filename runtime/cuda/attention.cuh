@@ -38,6 +38,22 @@ static __device__ __forceinline__ void vcc__attn_stage(const VccAttnDesc *d, flo
     }
 }
 
+/* The next tile of rows [r0, r0 + n) of two matrices staged in shared memory, n = min(tile, total - r0):
+ * rows of a (width wa; K of batch b in either layout when amat) into sa, and of bsrc (width wb) into sb
+ * unless sb is NULL. Waits for the previous tile's readers first and for the copies after. Every thread
+ * calls it; returns n. */
+static __device__ __forceinline__ int64_t vcc__attn_tiles(const VccAttnDesc *d, int64_t b, int64_t r0, int64_t total,
+                                                         float *sa, const float *a, int amat, int64_t wa, float *sb,
+                                                         const float *bsrc, int64_t wb)
+{
+    const int64_t n = total - r0 < VCC_ATTN_TILE ? total - r0 : VCC_ATTN_TILE;
+    __syncthreads();
+    vcc__attn_stage(d, sa, a, amat, b, r0, n, wa);
+    if (sb) vcc__attn_stage(d, sb, bsrc, 0, b, r0, n, wb);
+    __syncthreads();
+    return n;
+}
+
 static __global__ void attention_forward_kernel(VccAttnDesc d, uint64_t seed, uint64_t step, const float *q,
                                                 const float *k, const float *v, const float *bias, float *o,
                                                 float *lse)
@@ -60,11 +76,8 @@ static __global__ void attention_forward_kernel(VccAttnDesc d, uint64_t seed, ui
                 for (t = 0; t < d.Dv; t++) acc[t] = 0.0;
             }
             for (j0 = 0; j0 < d.Lk; j0 += VCC_ATTN_TILE) {
-                const int64_t n = d.Lk - j0 < VCC_ATTN_TILE ? d.Lk - j0 : VCC_ATTN_TILE;
-                __syncthreads();
-                vcc__attn_stage(&d, sk, k, 1, b, j0, n, d.D);
-                if (pass == 1) vcc__attn_stage(&d, sv, v + b * d.Lk * d.Dv, 0, b, j0, n, d.Dv);
-                __syncthreads();
+                const int64_t n = vcc__attn_tiles(&d, b, j0, d.Lk, sk, k, 1, d.D, pass == 1 ? sv : NULL,
+                                                  v + b * d.Lk * d.Dv, d.Dv);
                 if (!active) continue;
                 for (jj = 0; jj < n; jj++) {
                     const double s =
@@ -105,11 +118,7 @@ static __global__ void attention_dq_kernel(VccAttnDesc d, uint64_t seed, uint64_
         int64_t j0, jj, t;
         for (t = 0; t < d.D; t++) acc[t] = 0.0;
         for (j0 = 0; j0 < d.Lk; j0 += VCC_ATTN_TILE) {
-            const int64_t n = d.Lk - j0 < VCC_ATTN_TILE ? d.Lk - j0 : VCC_ATTN_TILE;
-            __syncthreads();
-            vcc__attn_stage(&d, sk, k, 1, b, j0, n, d.D);
-            vcc__attn_stage(&d, sv, v + b * d.Lk * d.Dv, 0, b, j0, n, d.Dv);
-            __syncthreads();
+            const int64_t n = vcc__attn_tiles(&d, b, j0, d.Lk, sk, k, 1, d.D, sv, v + b * d.Lk * d.Dv, d.Dv);
             if (!active) continue;
             for (jj = 0; jj < n; jj++) {
                 const int64_t j = j0 + jj;
@@ -145,11 +154,8 @@ static __global__ void attention_dkv_kernel(VccAttnDesc d, uint64_t seed, uint64
         for (t = 0; t < d.D; t++) ak[t] = 0.0;
         for (t = 0; t < d.Dv; t++) av[t] = 0.0;
         for (i0 = 0; i0 < d.Lq; i0 += VCC_ATTN_TILE) {
-            const int64_t n = d.Lq - i0 < VCC_ATTN_TILE ? d.Lq - i0 : VCC_ATTN_TILE;
-            __syncthreads();
-            vcc__attn_stage(&d, sq, q + b * d.Lq * d.D, 0, b, i0, n, d.D);
-            vcc__attn_stage(&d, sd, dout + b * d.Lq * d.Dv, 0, b, i0, n, d.Dv);
-            __syncthreads();
+            const int64_t n = vcc__attn_tiles(&d, b, i0, d.Lq, sq, q + b * d.Lq * d.D, 0, d.D, sd,
+                                              dout + b * d.Lq * d.Dv, d.Dv);
             if (!active) continue;
             for (ii = 0; ii < n; ii++) {
                 const int64_t i = i0 + ii, qr = b * d.Lq + i;
