@@ -20,7 +20,7 @@ VCC_CPU_FN double vcc__attn_s(const VccAttnDesc *d, const float *qi, const float
 {
     int64_t ks;
     const float *kj = vcc_attn_k(d, k, b, j, &ks);
-    return (double)d->scale * vcc_attn_dot(qi, 1, kj, ks, d->D) + vcc_attn_bias(d, bias, b, i, j);
+    return vcc_attn_score(d, qi, kj, ks, bias, b, i, j);
 }
 
 /* attention_forward: o (B, Lq, Dv) = softmax(scale * q k^T + bias) v, with attention dropout when

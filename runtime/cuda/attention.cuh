@@ -80,8 +80,7 @@ static __global__ void attention_forward_kernel(VccAttnDesc d, uint64_t seed, ui
                                                   v + b * d.Lk * d.Dv, d.Dv);
                 if (!active) continue;
                 for (jj = 0; jj < n; jj++) {
-                    const double s =
-                        (double)d.scale * vcc_attn_dot(qi, 1, sk + jj * d.D, 1, d.D) + vcc_attn_bias(&d, bias, b, i, j0 + jj);
+                    const double s = vcc_attn_score(&d, qi, sk + jj * d.D, 1, bias, b, i, j0 + jj);
                     if (pass == 0) {
                         vcc_attn_online(s, &m, &l);
                     } else {
@@ -122,8 +121,7 @@ static __global__ void attention_dq_kernel(VccAttnDesc d, uint64_t seed, uint64_
             if (!active) continue;
             for (jj = 0; jj < n; jj++) {
                 const int64_t j = j0 + jj;
-                const double s = (double)d.scale * vcc_attn_dot(q + r * d.D, 1, sk + jj * d.D, 1, d.D) +
-                                 vcc_attn_bias(&d, bias, b, i, j);
+                const double s = vcc_attn_score(&d, q + r * d.D, sk + jj * d.D, 1, bias, b, i, j);
                 const double p = exp(s - (double)lse[r]);
                 const double dp = vcc_attn_keep(&d, seed, step, b, i, j) *
                                   vcc_attn_dot(dout + r * d.Dv, 1, sv + jj * d.Dv, 1, d.Dv);
@@ -159,8 +157,7 @@ static __global__ void attention_dkv_kernel(VccAttnDesc d, uint64_t seed, uint64
             if (!active) continue;
             for (ii = 0; ii < n; ii++) {
                 const int64_t i = i0 + ii, qr = b * d.Lq + i;
-                const double s = (double)d.scale * vcc_attn_dot(sq + ii * d.D, 1, kj, ks, d.D) +
-                                 vcc_attn_bias(&d, bias, b, i, j);
+                const double s = vcc_attn_score(&d, sq + ii * d.D, kj, ks, bias, b, i, j);
                 const double p = exp(s - (double)lse[qr]);
                 const double keep = vcc_attn_keep(&d, seed, step, b, i, j);
                 const double dp = keep * vcc_attn_dot(sd + ii * d.Dv, 1, vj, 1, d.Dv);

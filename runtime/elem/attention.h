@@ -76,6 +76,14 @@ VCC_HD void vcc_attn_online(double s, double *m, double *l)
     }
 }
 
+/* vcc_attn_score: s_ij = scale * (q_i . k_j) + bias_ij for query row qi (D contiguous floats) and key
+ * row kj (elements ks apart), in double: the one score both targets compute, in every kernel. */
+VCC_HD double vcc_attn_score(const VccAttnDesc *d, const float *qi, const float *kj, int64_t ks, const float *bias,
+                             int64_t b, int64_t i, int64_t j)
+{
+    return (double)d->scale * vcc_attn_dot(qi, 1, kj, ks, d->D) + vcc_attn_bias(d, bias, b, i, j);
+}
+
 /* vcc_attn_keep: the attention-dropout factor of (b, i, j) at step: 0 (dropped) or dscale (kept);
  * 1 without dropout. */
 VCC_HD double vcc_attn_keep(const VccAttnDesc *d, uint64_t seed, uint64_t step, int64_t b, int64_t i, int64_t j)
