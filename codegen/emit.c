@@ -207,8 +207,10 @@ static void emit_consts(FILE *f, const VccGraph *g) {
             const unsigned char *p = (const unsigned char *)x->data + es * i;
             uint64_t v = p[0];
             uint32_t w32;
+            uint16_t w16;
             if (es == 8) memcpy(&v, p, 8);
             if (es == 4) memcpy(&w32, p, 4), v = w32;
+            if (es == 2) memcpy(&w16, p, 2), v = w16;
             if (i % 8 == 0) fputs("\n   ", f);
             fprintf(f, " 0x%0*" PRIx64 "u,", (int)(2 * es), v);
         }
@@ -254,6 +256,12 @@ static const char *npy_code(VccDType dt) {
     case VCC_I32: return "i4";
     case VCC_F64: return "f8";
     case VCC_BOOL: return "b1";
+    case VCC_I8: return "i1";
+    case VCC_I16: return "i2";
+    case VCC_U8: return "u1";
+    case VCC_U16: return "u2";
+    case VCC_U32: return "u4";
+    case VCC_U64: return "u8";
     default: return "f4";
     }
 }
@@ -383,6 +391,10 @@ VccStatus vcc_emit_trainer(VccCtx *ctx, const VccGraph *g, VccTarget target, con
         snprintf(fam, sizeof fam, target == VCC_TARGET_CUDA ? "cuda/%s.cuh" : "cpu/%s.h", vcc_op_family((VccOp)op));
         if (used && runtime_index(fam) >= 0) put_runtime(f, &inl, fam);
     }
+    /* the typed kernels, when a node's data are not float32 */
+    bool typed = false;
+    for (int k = 0; k < g->nnodes && !typed; k++) typed = vcc_node_typed(g, &g->nodes[k]);
+    if (typed) put_runtime(f, &inl, target == VCC_TARGET_CUDA ? "cuda/typed.cuh" : "cpu/typed.h");
     put_runtime(f, &inl, "vcc_state.h");
     put_runtime(f, &inl, ctx->forward_only ? "vcc_forward_main.h" : ctx->eval ? "vcc_eval_main.h" : "vcc_main.h");
     if (target == VCC_TARGET_CUDA) fputs("#pragma nv_diagnostic pop\n", f);

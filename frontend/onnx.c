@@ -34,7 +34,7 @@
 #include "onnx.pb-c.h"
 
 /* TensorProto.DataType values vcc reads. */
-enum { DT_FLOAT = 1, DT_INT32 = 6, DT_INT64 = 7, DT_BOOL = 9, DT_DOUBLE = 11 };
+enum { DT_FLOAT = 1, DT_INT64 = 7, DT_BOOL = 9, DT_DOUBLE = 11 };
 
 /* ======================================================================== loader state, diagnostics */
 
@@ -237,7 +237,7 @@ static bool host_is_little_endian(void) {
     return b == 1;
 }
 
-/* Copy n little-endian elements of size esize (4 or 8) from src to dst in host order. */
+/* Copy n little-endian elements of size esize (1, 2, 4 or 8) from src to dst in host order. */
 static void copy_le(void *dst, const unsigned char *src, size_t n, size_t esize) {
     if (host_is_little_endian()) {
         memcpy(dst, src, n * esize);
@@ -424,19 +424,13 @@ static int add_tensor_proto(Loader *L, const Onnx__TensorProto *tp, const char *
         return -1;
     }
     int odt = tp->has_data_type ? tp->data_type : 0;
-    VccDType dt;
-    size_t src_esize; /* bytes per element in the file */
-    switch (odt) {
-    case DT_FLOAT: dt = VCC_F32; src_esize = 4; break;
-    case DT_INT64: dt = VCC_I64; src_esize = 8; break;
-    case DT_INT32: dt = VCC_I32; src_esize = 4; break;
-    case DT_BOOL: dt = VCC_BOOL; src_esize = 1; break;
-    case DT_DOUBLE: dt = VCC_F64; src_esize = 8; break;
-    default:
+    VccDType dt = vcc_dtype_from_onnx(odt);
+    if (dt == VCC_DT_UNDEF) {
         add_unsupported_value(L, name, float_kind == VCC_T_PARAM ? VCC_T_PARAM : VCC_T_CONST, what,
                               vcc_onnx_dtype_name(odt));
         return -1;
     }
+    size_t src_esize = vcc_dtype_size(dt); /* bytes per element in raw_data (and in vcc) */
     if (tp->n_dims > VCC_MAX_RANK) {
         fail(L, VCC_ERR_UNSUPPORTED, "%s: %zu dims, at most %d are supported", what, tp->n_dims, VCC_MAX_RANK);
         return -1;
@@ -471,10 +465,17 @@ static int add_tensor_proto(Loader *L, const Onnx__TensorProto *tp, const char *
         fail(L, VCC_ERR_UNSUPPORTED, "%s: data_location %d is not supported", what, (int)tp->data_location);
         return -1;
     }
-    /* BOOL and INT32 values sit in int32_data (TensorProto's comment on the field) */
+    /* TensorProto's comments on its fields: BOOL, INT8, INT16, INT32, UINT8 and UINT16 values sit in
+     * int32_data, UINT32 and UINT64 in uint64_data */
+    const char *field = odt == DT_FLOAT    ? "float_data"
+                        : odt == DT_INT64  ? "int64_data"
+                        : odt == DT_DOUBLE ? "double_data"
+                        : dt == VCC_U32 || dt == VCC_U64 ? "uint64_data"
+                                           : "int32_data";
     size_t typed = odt == DT_FLOAT    ? tp->n_float_data
                    : odt == DT_INT64  ? tp->n_int64_data
                    : odt == DT_DOUBLE ? tp->n_double_data
+                   : field[0] == 'u'  ? tp->n_uint64_data
                                       : tp->n_int32_data;
     size_t other_typed = tp->n_float_data + tp->n_int64_data + tp->n_int32_data + tp->n_double_data +
                          tp->n_uint64_data + tp->n_string_data - typed;
@@ -504,12 +505,7 @@ static int add_tensor_proto(Loader *L, const Onnx__TensorProto *tp, const char *
         src = tp->raw_data.data;
     } else if (typed) {
         if (typed != n) {
-            fail(L, VCC_ERR_PARSE, "%s: %s holds %zu values, its dims need %zu", what,
-                 odt == DT_FLOAT    ? "float_data"
-                 : odt == DT_INT64  ? "int64_data"
-                 : odt == DT_DOUBLE ? "double_data"
-                                    : "int32_data",
-                 typed, n);
+            fail(L, VCC_ERR_PARSE, "%s: %s holds %zu values, its dims need %zu", what, field, typed, n);
             return -1;
         }
     } else if (n != 0) {
@@ -523,9 +519,18 @@ static int add_tensor_proto(Loader *L, const Onnx__TensorProto *tp, const char *
         for (size_t i = 0; i < n; i++) d[i] = src ? src[i] != 0 : tp->int32_data[i] != 0;
     } else if (src) {
         copy_le(data, src, n, src_esize);
-    } else if (odt == DT_INT32) {
-        int32_t *d = data;
-        for (size_t i = 0; i < n; i++) d[i] = tp->int32_data[i];
+    } else if (n && (field[0] == 'i' && odt != DT_INT64)) { /* narrowed from int32_data: the low bits */
+        for (size_t i = 0; i < n; i++) {
+            uint32_t v = (uint32_t)tp->int32_data[i];
+            if (src_esize == 4) ((uint32_t *)data)[i] = v;
+            else if (src_esize == 2) ((uint16_t *)data)[i] = (uint16_t)v;
+            else ((uint8_t *)data)[i] = (uint8_t)v;
+        }
+    } else if (n && field[0] == 'u') { /* from uint64_data */
+        for (size_t i = 0; i < n; i++) {
+            if (src_esize == 8) ((uint64_t *)data)[i] = tp->uint64_data[i];
+            else ((uint32_t *)data)[i] = (uint32_t)tp->uint64_data[i];
+        }
     } else if (n) {
         memcpy(data, odt == DT_FLOAT    ? (const void *)tp->float_data
                      : odt == DT_DOUBLE ? (const void *)tp->double_data
@@ -605,7 +610,7 @@ static void load_input(Loader *L, const Onnx__ValueInfoProto *vi, size_t index) 
     }
     const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
     int odt = tt->has_elem_type ? tt->elem_type : 0;
-    VccDType dt = odt == DT_FLOAT ? VCC_F32 : odt == DT_INT64 ? VCC_I64 : VCC_DT_UNDEF;
+    VccDType dt = vcc_dtype_from_onnx(odt);
     if (dt == VCC_DT_UNDEF) {
         char *what = vcc_strfmt("input '%s'", name);
         add_unsupported_value(L, name, VCC_T_INPUT, what, vcc_onnx_dtype_name(odt));

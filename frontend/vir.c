@@ -194,11 +194,11 @@ VirType vir_type(VirParser *p, char *dtype, const VirLoc *dloc, VirType dims) {
     VirType t = dims;
     t.dt = VCC_DT_UNDEF;
     if (dtype) {
-        for (VccDType dt = VCC_F32; dt <= VCC_F64 && t.dt == VCC_DT_UNDEF; dt++)
+        for (VccDType dt = VCC_F32; dt <= VCC_DT_LAST && t.dt == VCC_DT_UNDEF; dt++)
             if (strcmp(dtype, vcc_dtype_name(dt)) == 0) t.dt = dt;
         if (t.dt == VCC_DT_UNDEF) {
             vir_report(p, dloc, VCC_ERR_UNSUPPORTED,
-                       "unknown dtype '%s' (f32, i64, bool, i32, f64 or ? for not inferred yet)", dtype);
+                       "unknown dtype '%s' (f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, bool or ? for not inferred yet)", dtype);
             t.bad = true;
         }
         free(dtype);

@@ -98,6 +98,10 @@ size_t vcc_dtype_size(VccDType dt) {
     case VCC_BOOL: return 1;
     case VCC_I32: return 4;
     case VCC_F64: return 8;
+    case VCC_I8: case VCC_U8: return 1;
+    case VCC_I16: case VCC_U16: return 2;
+    case VCC_U32: return 4;
+    case VCC_U64: return 8;
     default: return 0;
     }
 }
@@ -109,6 +113,12 @@ const char *vcc_dtype_name(VccDType dt) {
     case VCC_BOOL: return "bool";
     case VCC_I32: return "i32";
     case VCC_F64: return "f64";
+    case VCC_I8: return "i8";
+    case VCC_I16: return "i16";
+    case VCC_U8: return "u8";
+    case VCC_U16: return "u16";
+    case VCC_U32: return "u32";
+    case VCC_U64: return "u64";
     default: return "?";
     }
 }
@@ -120,12 +130,18 @@ int vcc_dtype_onnx(VccDType dt) {
     case VCC_I64: return 7;
     case VCC_BOOL: return 9;
     case VCC_F64: return 11;
+    case VCC_U8: return 2;
+    case VCC_I8: return 3;
+    case VCC_U16: return 4;
+    case VCC_I16: return 5;
+    case VCC_U32: return 12;
+    case VCC_U64: return 13;
     default: return 0;
     }
 }
 
 VccDType vcc_dtype_from_onnx(int onnx_elem_type) {
-    for (VccDType dt = VCC_F32; dt <= VCC_F64; dt++)
+    for (VccDType dt = VCC_F32; dt <= VCC_DT_LAST; dt++)
         if (vcc_dtype_onnx(dt) == onnx_elem_type) return dt;
     return VCC_DT_UNDEF;
 }

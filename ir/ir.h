@@ -162,10 +162,15 @@ char *vcc_strdup(const char *s);
 
 #define VCC_MAX_RANK 8
 
-/* Element types: the ONNX element types a graph may hold. Run-time tensors are F32 (and the I64 labels);
- * I64, I32, BOOL and F64 values are constants and the shape arithmetic folded at compile time
- * (ir/ops/fold.c), unless an op reads them at run time. VCC_BOOL is 1 byte, 0 or 1. */
-typedef enum { VCC_DT_UNDEF = 0, VCC_F32, VCC_I64, VCC_BOOL, VCC_I32, VCC_F64 } VccDType;
+/* Element types: the ONNX element types a graph may hold. Trained tensors are F32 (and the I64 labels);
+ * I64, I32, BOOL and F64 values are mostly constants and the shape arithmetic folded at compile time
+ * (ir/ops/fold.c). The elementwise ops with typed kernels (runtime/elem/typed.h: Add, Sub, Mul, Div,
+ * Pow, Clip, MaxPool, Pad, Identity) compute on every type at run time. VCC_BOOL is 1 byte, 0 or 1.
+ * The values are the runtime's VCC_ET_* codes (runtime/elem/typed.h); VCC_DT_LAST is the last one. */
+typedef enum {
+    VCC_DT_UNDEF = 0, VCC_F32, VCC_I64, VCC_BOOL, VCC_I32, VCC_F64, VCC_I8, VCC_I16, VCC_U8, VCC_U16, VCC_U32, VCC_U64,
+    VCC_DT_LAST = VCC_U64
+} VccDType;
 
 typedef struct {
     int rank;                       /* 0 = scalar */

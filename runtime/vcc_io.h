@@ -377,11 +377,12 @@ VCC_IO_FN int vcc_io_check_output(const char *path, char *err, size_t errlen)
 /* ======================================================================== */
 
 /* VccNpy: one array loaded from a .npy file.
- *   dtype "f4" (float32) or "i8" (int64), little-endian, C order.
+ *   dtype: the .npy code without its byte order: "f4" (float32), "f8", "i1", "i2", "i4", "i8", "u1",
+ *   "u2", "u4", "u8" or "b1" (bool); little-endian, C order.
  *   dims[0..rank-1] the shape, e.g. clips (N, C, T, H, W), labels (N).
  *   data: malloc'd, nbytes = prod(dims) * itemsize (never NULL after a
  *   successful load, even for an empty array). */
-typedef struct { char dtype[8]; /* "f4" or "i8" (little-endian only; reject others, reject fortran_order True) */
+typedef struct { char dtype[8]; /* "f4", "i8", ... (little-endian only; reject others, reject fortran_order True) */
                  int rank; int64_t dims[8]; void *data; size_t nbytes; } VccNpy;
 
 /* Cursor over the Python-literal header dict of a .npy file. */
@@ -457,8 +458,19 @@ VCC_IO_FN const char *vcc_npy_dtype_name(const char *descr, char *buf, size_t ca
     return buf;
 }
 
+/* vcc_npy_itemsize: bytes per element of a .npy dtype code without its byte order ("f4" -> 4, "b1" -> 1);
+ * 0 for a code vcc does not read or write. */
+VCC_IO_FN size_t vcc_npy_itemsize(const char *code)
+{
+    static const char *const codes[] = {"f4", "f8", "i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8", "b1"};
+    size_t k;
+    for (k = 0; k < sizeof codes / sizeof codes[0]; k++)
+        if (strcmp(code, codes[k]) == 0) return (size_t)(code[1] - '0');
+    return 0;
+}
+
 /* Parse the header dict {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
- * into a (dtype/rank/dims). want ("f4", "i8" or NULL for either) and what (the array's role, e.g.
+ * into a (dtype/rank/dims). want (a code: "f4", "i8", "u1", ...; NULL for any) and what (the array's role, e.g.
  * "labels") give the message for any other dtype: "labels must be int64 ('<i8'), got int32 ('<i4')".
  * Returns 0 or writes err. */
 VCC_IO_FN int vcc_npy_parse_header(const char *hdr, size_t hlen, const char *path, const char *want,
@@ -547,25 +559,29 @@ VCC_IO_FN int vcc_npy_parse_header(const char *hdr, size_t hlen, const char *pat
     if (!have_descr || !have_fortran || !have_shape)
         return vcc_io_errf(err, errlen, path, "malformed .npy header: missing key '%s'",
                            !have_descr ? "descr" : !have_fortran ? "fortran_order" : "shape");
-    if (want && (descr[0] != '<' || strcmp(descr + 1, want) != 0)) {
+    if (want && ((descr[0] != '<' && descr[0] != '|') || strcmp(descr + 1, want) != 0)) {
         char wname[32], gname[48];
         int printable = 1;
         size_t k;
         for (k = 0; descr[k]; k++) printable &= descr[k] >= 0x20 && descr[k] < 0x7f;
         vcc_npy_dtype_name(want, wname, sizeof wname);
-        return vcc_io_errf(err, errlen, path, "%s must be %s ('<%s'), got %s ('%s')", what ? what : "the array", wname,
-                           want, vcc_npy_dtype_name(descr, gname, sizeof gname), printable ? descr : "?");
+        return vcc_io_errf(err, errlen, path, "%s must be %s ('%c%s'), got %s ('%s')", what ? what : "the array", wname,
+                           vcc_npy_itemsize(want) == 1 ? '|' : '<', want, vcc_npy_dtype_name(descr, gname, sizeof gname), printable ? descr : "?");
     }
-    if (strcmp(descr, "<f4") == 0) {
-        strcpy(a->dtype, "f4");
-    } else if (strcmp(descr, "<i8") == 0) {
-        strcpy(a->dtype, "i8");
-    } else if (descr[0] == '>' && (strcmp(descr + 1, "f4") == 0 || strcmp(descr + 1, "i8") == 0)) {
-        return vcc_io_errf(err, errlen, path, "big-endian dtype '%s' is not supported; expected float32 ('<f4') or int64 ('<i8')", descr);
-    } else {
-        return vcc_io_errf(err, errlen, path, "expected dtype float32 ('<f4') or int64 ('<i8'), got '%s'", descr);
+    {
+        /* little-endian (or byte-order free for one-byte types) numeric descrs */
+        static const char *const ok[] = {"<f4", "<i8", "<f8", "<i4", "<i2", "|i1", "<u8", "<u4", "<u2", "|u1", "|b1"};
+        size_t k;
+        for (k = 0; k < sizeof ok / sizeof ok[0]; k++)
+            if (strcmp(descr, ok[k]) == 0) {
+                strcpy(a->dtype, ok[k] + 1);
+                return 0;
+            }
     }
-    return 0;
+    if (descr[0] == '>')
+        return vcc_io_errf(err, errlen, path, "big-endian dtype '%s' is not supported; write it little-endian ('<%s')",
+                           descr, descr + 1);
+    return vcc_io_errf(err, errlen, path, "unsupported .npy dtype '%s' (expected float32/64, int8/16/32/64, uint8/16/32/64 or bool)", descr);
 }
 
 /* vcc_npy_free: release a VccNpy's data; safe on a zeroed or failed-load VccNpy. */
@@ -644,8 +660,7 @@ VCC_IO_FN int vcc_npy_load_as(const char *path, const char *want, const char *wh
             goto fail;
         }
     }
-    /* Both supported dtypes have itemsize 4 or 8. */
-    if (vcc_io_mul_u64(nel, a.dtype[1] == '4' ? 4u : 8u, &nbytes) || nbytes > (uint64_t)SIZE_MAX - 1) {
+    if (vcc_io_mul_u64(nel, (uint64_t)vcc_npy_itemsize(a.dtype), &nbytes) || nbytes > (uint64_t)SIZE_MAX - 1) {
         vcc_io_errf(err, errlen, path, "shape overflows the addressable size");
         goto fail;
     }
@@ -678,7 +693,7 @@ fail:
 }
 
 /* vcc_npy_load: read a .npy file (format versions 1.0, 2.0, 3.0; numpy.save
- * semantics) holding a C-order little-endian float32 ('<f4') or int64 ('<i8')
+ * semantics) holding a C-order little-endian float32 ('<f4'), int64 ('<i8') or other numeric type
  * array of rank 0..8, e.g. clips (N, C, T, H, W) or labels (N).
  * On success out->data is malloc'd (free with vcc_npy_free) and returns 0.
  * Errors (nonzero return, out zeroed): cannot open/read, not a regular file
@@ -1580,8 +1595,8 @@ VCC_IO_FN int vcc_st_save(const char *path, const VccStWrite *t, int n, char *er
 /* .npy writer                                                              */
 /* ======================================================================== */
 
-/* vcc_npy_save: write a little-endian .npy (format 1.0) of dtype "f4", "i8", "i4", "f8" or "b1" (bool,
- * one byte 0 or 1) with the given shape
+/* vcc_npy_save: write a little-endian .npy (format 1.0) of dtype "f4", "f8", "i1", "i2", "i4", "i8", "u1",
+ * "u2", "u4", "u8" or "b1" (bool, one byte 0 or 1) with the given shape
  * (rank 0..8, dims in elements) from host memory holding prod(dims) elements; written to a new
  * temporary file beside path (vcc_io_create_tmp) and moved to path by vcc_io_commit. Returns 0, or
  * nonzero with a one-line message naming the file in err (an empty path, a path that is not a regular
@@ -1590,11 +1605,10 @@ VCC_IO_FN int vcc_npy_save(const char *path, const char *dtype, int rank, const 
                            char *err, size_t errlen)
 {
     char hdr[512], *tmp = NULL;
-    size_t len, pad, nbytes = !strcmp(dtype, "i8") || !strcmp(dtype, "f8") ? 8 : !strcmp(dtype, "b1") ? 1 : 4;
+    size_t len, pad, nbytes = vcc_npy_itemsize(dtype);
     int i, n;
     FILE *f;
-    if ((strcmp(dtype, "f4") && strcmp(dtype, "i8") && strcmp(dtype, "i4") && strcmp(dtype, "f8") &&
-         strcmp(dtype, "b1")) || rank < 0 || rank > 8)
+    if (!nbytes || rank < 0 || rank > 8)
         return vcc_io_errf(err, errlen, path, "cannot write dtype '%s' with rank %d", dtype, rank);
     n = snprintf(hdr, sizeof hdr, "{'descr': '%c%s', 'fortran_order': False, 'shape': (", nbytes == 1 ? '|' : '<',
                  dtype);

@@ -43,24 +43,34 @@ typedef struct {
 } Val;
 
 static bool is_float(VccDType dt) { return dt == VCC_F32 || dt == VCC_F64; }
-static bool is_int(VccDType dt) { return dt == VCC_I64 || dt == VCC_I32; }
+/* The integer types whose values int64 holds (uint64 does not: folding refuses it, see fold_node). */
+static bool is_int(VccDType dt) {
+    return dt == VCC_I64 || dt == VCC_I32 || dt == VCC_I16 || dt == VCC_I8 || dt == VCC_U32 || dt == VCC_U16 ||
+           dt == VCC_U8;
+}
+
+/* The element as int64: integers and bools exactly; floats are never read this way (callers check). */
+static int64_t get_i(const Val *v, int64_t i);
 
 static double get_f(const Val *v, int64_t i) {
     switch (v->dt) {
     case VCC_F32: return ((const float *)v->data)[i];
     case VCC_F64: return ((const double *)v->data)[i];
     case VCC_I64: return (double)((const int64_t *)v->data)[i];
-    case VCC_I32: return ((const int32_t *)v->data)[i];
     case VCC_BOOL: return ((const unsigned char *)v->data)[i] != 0;
-    default: return 0;
+    default: return (double)get_i(v, i);
     }
 }
 
-/* The element as int64: integers and bools exactly; floats are never read this way (callers check). */
 static int64_t get_i(const Val *v, int64_t i) {
     switch (v->dt) {
     case VCC_I64: return ((const int64_t *)v->data)[i];
     case VCC_I32: return ((const int32_t *)v->data)[i];
+    case VCC_I16: return ((const int16_t *)v->data)[i];
+    case VCC_I8: return ((const int8_t *)v->data)[i];
+    case VCC_U32: return ((const uint32_t *)v->data)[i];
+    case VCC_U16: return ((const uint16_t *)v->data)[i];
+    case VCC_U8: return ((const uint8_t *)v->data)[i];
     case VCC_BOOL: return ((const unsigned char *)v->data)[i] != 0;
     default: return (int64_t)get_f(v, i);
     }
@@ -79,12 +89,17 @@ static void put_f(Val *v, int64_t i, double x) {
     }
 }
 
-/* Store integer x in v's type: int32 keeps the low 32 bits (two's complement), bool its truth, floats the
- * nearest value. */
+/* Store integer x in v's type: narrower integers keep the low bits (two's complement), bool its truth,
+ * floats the nearest value. */
 static void put_i(Val *v, int64_t i, int64_t x) {
     switch (v->dt) {
     case VCC_I64: ((int64_t *)v->data)[i] = x; break;
     case VCC_I32: ((int32_t *)v->data)[i] = (int32_t)(uint32_t)(uint64_t)x; break;
+    case VCC_I16: ((int16_t *)v->data)[i] = (int16_t)(uint16_t)(uint64_t)x; break;
+    case VCC_I8: ((int8_t *)v->data)[i] = (int8_t)(uint8_t)(uint64_t)x; break;
+    case VCC_U32: ((uint32_t *)v->data)[i] = (uint32_t)(uint64_t)x; break;
+    case VCC_U16: ((uint16_t *)v->data)[i] = (uint16_t)(uint64_t)x; break;
+    case VCC_U8: ((uint8_t *)v->data)[i] = (uint8_t)(uint64_t)x; break;
     case VCC_BOOL: ((unsigned char *)v->data)[i] = x != 0; break;
     case VCC_F32: ((float *)v->data)[i] = (float)x; break;
     case VCC_F64: ((double *)v->data)[i] = (double)x; break;
@@ -168,6 +183,7 @@ static int new_out(Fold *f, int o, VccDType dt, const VccShape *s) {
     int64_t n = vcc_shape_numel(s);
     if (n < 0 || n > VCC_FOLD_MAX_ELEMS)
         return cant(f, "its result would have more than %lld elements", (long long)VCC_FOLD_MAX_ELEMS);
+    if (dt == VCC_U64) return cant(f, "vcc does not evaluate uint64 values while compiling");
     Val *v = &f->out[o];
     v->dt = dt;
     v->shape = *s;
@@ -1121,7 +1137,10 @@ VccStatus vcc_fold_node(VccCtx *ctx, VccGraph *g, int k, bool *folded) {
         const VccTensor *t = n->in[i] >= 0 ? &g->tensors[n->in[i]] : NULL;
         if (t) f.in[i] = (Val){t->dtype, t->shape, vcc_shape_numel(&t->shape), t->data};
     }
-    int st = run(&f, kind, arg), nout = 0;
+    int st = F_OK, nout = 0;
+    for (int i = 0; i < n->nin && st == F_OK; i++)
+        if (f.in[i].data && f.in[i].dt == VCC_U64) st = cant(&f, "vcc does not evaluate uint64 values while compiling");
+    if (st == F_OK) st = run(&f, kind, arg);
     free(f.out[3].data);
     while (nout < 3 && f.out[nout].data) nout++;
     if (st == F_OK && nout != n->nout) st = cant(&f, "it has %d outputs, the evaluator gives %d", n->nout, nout);

@@ -374,8 +374,8 @@ def main():
     nodes = [helper.make_node("Relu", ["x"], ["y"], name="/relu/Relu")]
     save(os.path.join(out, "undefined_output.onnx"),
          model(nodes, [], xin, [helper.make_tensor_value_info("z", TensorProto.FLOAT, None)]), check=False)
-    m = model(nodes, [], [helper.make_tensor_value_info("x", TensorProto.INT32, [3])], yout)
-    save(os.path.join(out, "int32_input.onnx"), m, check=False)
+    m = model(nodes, [], [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [3])], yout)
+    save(os.path.join(out, "float16_input.onnx"), m, check=False)
 
 
 if __name__ == "__main__":

@@ -371,7 +371,7 @@ static void test_bad(void) {
     expect_error("undefined_input.onnx", VCC_ERR_PARSE, "node '/Add' (Add): input 'nowhere' is not defined");
     expect_error("undefined_output.onnx", VCC_ERR_PARSE, "graph output 'z' is not defined");
     expect_error("bad_attr.onnx", VCC_ERR_UNSUPPORTED, "Relu attribute 'tags':", "'/relu/Relu' (type STRINGS");
-    expect_error("int32_input.onnx", VCC_ERR_UNSUPPORTED, "INT32: input 'x'");
+    expect_error("float16_input.onnx", VCC_ERR_UNSUPPORTED, "FLOAT16: input 'x'");
     expect_error("constant_forms.onnx", VCC_ERR_UNSUPPORTED, "2 problems", "Constant attribute 'sparse_value':",
                  "'/sparse' (sparse tensors are not supported)", "Constant attribute 'value_string':",
                  "'/string' (string tensors are not supported)");

@@ -22,7 +22,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         fuzz_check_io_refusal(".npy file", path, &a, sizeof a, err);
         return 0;
     }
-    int isz = strcmp(a.dtype, "f4") == 0 ? 4 : strcmp(a.dtype, "i8") == 0 ? 8 : 0;
+    /* the numeric .npy codes vcc reads (numpy's names: float32/64, int8-64, uint8-64, bool) */
+    static const struct { const char *code; int size; } kinds[] = {
+        {"f4", 4}, {"f8", 8}, {"i1", 1}, {"i2", 2}, {"i4", 4}, {"i8", 8},
+        {"u1", 1}, {"u2", 2}, {"u4", 4}, {"u8", 8}, {"b1", 1}};
+    int isz = 0;
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
+        if (strcmp(a.dtype, kinds[k].code) == 0) isz = kinds[k].size;
     FUZZ_CHECK(isz != 0, "accepted dtype '%.8s'", a.dtype);
     FUZZ_CHECK(a.rank >= 0 && a.rank <= 8, "rank %d", a.rank);
     FUZZ_CHECK(a.data != NULL, "data is NULL");

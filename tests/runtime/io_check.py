@@ -4,8 +4,9 @@
     /usr/bin/python3 tests/runtime/io_check.py OUTDIR CHECKER
 
 1. numpy writes valid .npy files (float32 / int64; format versions 1.0, 2.0, 3.0; 0-d, empty,
-   rank 5) whose values follow formulas the C checker recomputes, and .npy files the loader must
-   reject (float64, int32, uint8, big-endian, Fortran order, structured, object).
+   rank 5; and one (2, 3) file of each other element type vcc reads: float64, int8/16/32, uint8/16/32/64,
+   bool) whose values follow formulas the C checker recomputes, and .npy files the loader must
+   reject (float16, complex, big-endian, Fortran order, structured, object).
 2. If safetensors (pinned 0.4.5) is importable, it writes py.safetensors for the C side to read.
 3. Runs `CHECKER OUTDIR [--st]`: it checks all of the above, rejects malformed files it crafts
    itself, fuzzes, and writes c.safetensors with vcc_st_save.
@@ -51,9 +52,16 @@ write("f4_empty.npy", f4((0, 3)))
 write("f4_rank5.npy", f4((1, 2, 3, 2, 2)))
 np.save(p("f4_default.npy"), f4((2, 3, 2, 2, 2)))
 
-write("bad_f8.npy", np.zeros((2, 3), "<f8"))
-write("bad_i4.npy", np.zeros((2, 3), "<i4"))
-write("bad_u1.npy", np.zeros((4,), "u1"))
+# typed files: element k of (2, 3) is k * step + base in the type (test_io.c, npy_typed)
+for code, step, base in [("<f8", 0.25, -1.5), ("i1", 37, -100), ("<i2", 1000, -3000), ("<i4", 100000, -7),
+                         ("u1", 50, 0), ("<u2", 13000, 1), ("<u4", 800000000, 3),
+                         ("<u8", 3000000000000000000, 5)]:
+    t = np.dtype(code)
+    k = np.arange(6, dtype=np.float64 if t.kind == "f" else t.type)
+    write("t_%s.npy" % t.str[1:], (k * t.type(step) + t.type(base)).astype(t).reshape(2, 3))
+write("t_b1.npy", (np.arange(6) % 3 == 0).reshape(2, 3))
+write("bad_f2.npy", np.zeros((2, 3), "<f2"))
+write("bad_c8.npy", np.zeros((2, 3), "<c8"))
 write("bad_be_f4.npy", np.zeros((2, 3), ">f4"))
 write("bad_be_i8.npy", np.zeros((3,), ">i8"))
 write("bad_fortran.npy", np.asfortranarray(np.zeros((2, 3), "<f4")))

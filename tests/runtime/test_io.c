@@ -124,6 +124,42 @@ static void npy_good(const char *name, const char *dtype, int rank, const int64_
     vcc_npy_free(&a);
 }
 
+/* t_<code>.npy (io_check.py): (2, 3), element k = k * step + base in its type (wrapping as numpy does),
+ * bool: k % 3 == 0. */
+static void npy_typed(const char *code)
+{
+    static const struct { const char *code; double step, base; } f[] = {
+        {"f8", 0.25, -1.5}, {"i1", 37, -100}, {"i2", 1000, -3000}, {"i4", 100000, -7}, {"u1", 50, 0},
+        {"u2", 13000, 1}, {"u4", 800000000, 3}, {"u8", 0, 5}};
+    char path[1024], name[32], err[512];
+    VccNpy a;
+    int good, k, j;
+    snprintf(name, sizeof name, "t_%s.npy", code);
+    path_of(path, sizeof path, name);
+    if (vcc_npy_load(path, &a, err, sizeof err)) {
+        ok(0, "npy load %s: %s", name, err);
+        return;
+    }
+    good = strcmp(a.dtype, code) == 0 && a.rank == 2 && a.dims[0] == 2 && a.dims[1] == 3 &&
+           a.nbytes == 6u * (size_t)(code[1] - '0');
+    for (j = 0; j < (int)(sizeof f / sizeof f[0]) && strcmp(f[j].code, code); j++) {}
+    for (k = 0; good && k < 6; k++) {
+        const unsigned char *p = (const unsigned char *)a.data;
+        double want = k * f[j < 8 ? j : 0].step + f[j < 8 ? j : 0].base;
+        if (!strcmp(code, "f8")) good = ((const double *)a.data)[k] == want;
+        else if (!strcmp(code, "i1")) good = ((const int8_t *)p)[k] == (int8_t)(int)want;
+        else if (!strcmp(code, "i2")) good = ((const int16_t *)a.data)[k] == (int16_t)want;
+        else if (!strcmp(code, "i4")) good = ((const int32_t *)a.data)[k] == (int32_t)want;
+        else if (!strcmp(code, "u1")) good = p[k] == (uint8_t)want;
+        else if (!strcmp(code, "u2")) good = ((const uint16_t *)a.data)[k] == (uint16_t)want;
+        else if (!strcmp(code, "u4")) good = ((const uint32_t *)a.data)[k] == (uint32_t)want;
+        else if (!strcmp(code, "u8")) good = ((const uint64_t *)a.data)[k] == (uint64_t)k * 3000000000000000000u + 5u;
+        else good = p[k] == (k % 3 == 0);
+    }
+    ok(good, "npy load %-16s dtype %s, 6 values exact", name, a.dtype);
+    vcc_npy_free(&a);
+}
+
 /* Expect rejection; `want` (may be NULL) must occur in the message. */
 static void npy_bad_path(const char *path, const char *label, const char *want)
 {
@@ -184,14 +220,22 @@ static void test_npy(void)
     npy_good("f4_default.npy", "f4", 5, d5d);
 
     /* numpy-written files with unsupported dtypes / layouts */
-    npy_bad("bad_f8.npy", "expected dtype float32 ('<f4') or int64 ('<i8'), got '<f8'");
-    npy_bad("bad_i4.npy", "got '<i4'");
-    npy_bad("bad_u1.npy", "got '|u1'");
+    npy_typed("f8");
+    npy_typed("i1");
+    npy_typed("i2");
+    npy_typed("i4");
+    npy_typed("u1");
+    npy_typed("u2");
+    npy_typed("u4");
+    npy_typed("u8");
+    npy_typed("b1");
+    npy_bad("bad_f2.npy", "unsupported .npy dtype '<f2'");
+    npy_bad("bad_c8.npy", "unsupported .npy dtype '<c8'");
     npy_bad("bad_be_f4.npy", "big-endian dtype '>f4'");
     npy_bad("bad_be_i8.npy", "big-endian dtype '>i8'");
     npy_bad("bad_fortran.npy", "fortran_order True");
     npy_bad("bad_struct.npy", "dtype");
-    npy_bad("bad_object.npy", "got '|O'");
+    npy_bad("bad_object.npy", "unsupported .npy dtype '|O'");
 
     /* byte-level damage to a valid file */
     if (read_all("f4_v1.npy", &base, &blen)) { ok(0, "read f4_v1.npy"); return; }
@@ -252,8 +296,8 @@ static void test_npy(void)
     npy_bad("c_fortran.npy", "fortran_order True");
     craft_npy("c_be.npy", "{'descr': '>f4', 'fortran_order': False, 'shape': (2, 2), }", 16);
     npy_bad("c_be.npy", "big-endian");
-    craft_npy("c_f8.npy", "{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }", 16);
-    npy_bad("c_f8.npy", "got '<f8'");
+    craft_npy("c_c16.npy", "{'descr': '<c16', 'fortran_order': False, 'shape': (2,), }", 32);
+    npy_bad("c_c16.npy", "unsupported .npy dtype '<c16'");
     craft_npy("c_missing.npy", "{'descr': '<f4', 'shape': (4,), }", 16);
     npy_bad("c_missing.npy", "missing key 'fortran_order'");
     craft_npy("c_unknown_key.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (4,), 'x': 1, }", 16);
