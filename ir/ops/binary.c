@@ -5,8 +5,9 @@
  * Kernels: runtime/{elem,proto,cpu,cuda}/binary.* (the per-element bodies in runtime/elem/binary.h).
  * Source: ONNX Operators "Add", "Sub", "Mul", "Div" (opsets 1 (consumed_inputs, dropped by canonical)
  * and 6: unidirectional broadcast with the broadcast and axis attributes; 7, 13, 14: multidirectional
- * numpy broadcasting) and "Pow" (1: broadcast and axis; 7, 12, 13, 15: multidirectional), float
- * tensors; vcc_broadcast says how each form aligns its operands. Gradients as PyTorch autograd
+ * numpy broadcasting) and "Pow" (1: broadcast and axis; 7, 12, 13, 15: multidirectional); float32
+ * tensors train, the other number types run forward on the typed kernels (runtime/elem/typed.h);
+ * vcc_broadcast says how each form aligns its operands. Gradients as PyTorch autograd
  * (derivatives.yaml: add, sub, mul, div, pow), each operand's reduced to its shape (vcc_diff_sum_to);
  * an operand no parameter reaches (a constant, an input) gets none.
  *
@@ -64,18 +65,26 @@ bool vcc_broadcast(VccCtx *ctx, const VccGraph *g, const VccNode *n, const VccSh
     return true;
 }
 
-/* The broadcast of node n's inputs 0 and 1 (both float), or false with an error. */
+/* The broadcast of node n's inputs 0 and 1 (numbers of any type), or false with an error. */
 static bool node_broadcast(VccCtx *ctx, const VccGraph *g, const VccNode *n, VccBroadcast *bc) {
-    const VccTensor *a = vcc_need_input(ctx, g, n, 0, VCC_F32), *b;
-    return a && (b = vcc_need_input(ctx, g, n, 1, VCC_F32)) && vcc_broadcast(ctx, g, n, &a->shape, &b->shape, bc);
+    const VccTensor *a = vcc_need_numeric(ctx, g, n, 0), *b;
+    return a && (b = vcc_need_numeric(ctx, g, n, 1)) && vcc_broadcast(ctx, g, n, &a->shape, &b->shape, bc);
 }
 
-/* (A, B) -> Y of the broadcast shape (forward nodes, and backward ones that compute with these ops) */
+/* (A, B) -> Y of the broadcast shape and A's type (forward nodes, and backward ones that compute with
+ * these ops). Add, Sub, Mul and Div take two operands of one type (ONNX: T, T); Pow's exponent may have
+ * another (Pow-12+: T, T1). Data that are not float32 run on the typed kernels (runtime/elem/typed.h). */
 static VccStatus binary_shape(VccCtx *ctx, VccGraph *g, int k, bool check) {
     const VccNode *n = &g->nodes[k];
     VccBroadcast bc;
     if (!node_broadcast(ctx, g, n, &bc)) return VCC_ERR_SHAPE;
-    return vcc_put_output(ctx, g, n, check, n->out[0], VCC_F32, &bc.y) ? VCC_OK : VCC_ERR_SHAPE;
+    const VccTensor *a = &g->tensors[n->in[0]], *b = &g->tensors[n->in[1]];
+    if (n->op != VCC_OP_POW && a->dtype != b->dtype) {
+        vcc_error(ctx, "node '%s' (%s): input 1 '%s' has dtype %s, expected input 0's %s", n->name, vcc_node_op(n),
+                  b->name, vcc_dtype_name(b->dtype), vcc_dtype_name(a->dtype));
+        return VCC_ERR_SHAPE;
+    }
+    return vcc_put_output(ctx, g, n, check, n->out[0], a->dtype, &bc.y) ? VCC_OK : VCC_ERR_SHAPE;
 }
 
 /* Attributes of opsets 1-6 (consumed_inputs: Add, Sub, Mul, Div 1-5; Pow never had it). */
@@ -157,11 +166,19 @@ static VccStatus emit_add(VccEmit *e, const VccNode *n) {
     return VCC_OK;
 }
 
-/* Add of equal shapes keeps its plain kernel (add_forward); every other form is binary_forward. */
+/* Add of equal shapes keeps its plain kernel (add_forward); every other float32 form is binary_forward,
+ * other types typed_binary_forward. */
 static VccStatus binary_emit(VccEmit *e, int k) {
     const VccNode *n = &e->g->nodes[k];
     VccBroadcast bc;
     if (!node_broadcast(e->ctx, e->g, n, &bc)) return VCC_ERR_SHAPE;
+    if (vcc_node_typed(e->g, n)) {
+        emit_bcast_desc(e, &bc);
+        fprintf(e->f, "        typed_binary_forward(rt, %s, %s, %s, &d, %s, %s, %s);\n    }\n", binary_code(n->op),
+                vcc_emit_et(e->g->tensors[n->in[0]].dtype), vcc_emit_et(e->g->tensors[n->in[1]].dtype),
+                vcc_emit_ptr(e, n->in[0]), vcc_emit_ptr(e, n->in[1]), vcc_emit_ptr(e, n->out[0]));
+        return VCC_OK;
+    }
     if (n->op == VCC_OP_ADD && vcc_same_shape(&e->g->tensors[n->in[0]].shape, &e->g->tensors[n->in[1]].shape))
         return emit_add(e, n);
     emit_bcast_desc(e, &bc);
@@ -279,15 +296,15 @@ static VccStatus pow_grad(VccDiff *d, int k) {
     return VCC_OK;
 }
 
-const VccOpDef vcc_def_ADD = {VCC_OPF_INPLACE, 0, arith_attrs, binary_check_attrs, NULL, binary_shape, add_grad,
+const VccOpDef vcc_def_ADD = {VCC_OPF_INPLACE | VCC_OPF_TYPED, 0, arith_attrs, binary_check_attrs, NULL, binary_shape, add_grad,
                               binary_emit};
-const VccOpDef vcc_def_SUB = {VCC_OPF_INPLACE, 0, arith_attrs, binary_check_attrs, NULL, binary_shape, sub_grad,
+const VccOpDef vcc_def_SUB = {VCC_OPF_INPLACE | VCC_OPF_TYPED, 0, arith_attrs, binary_check_attrs, NULL, binary_shape, sub_grad,
                               binary_emit};
-const VccOpDef vcc_def_MUL = {VCC_OPF_INPLACE, 0, arith_attrs, binary_check_attrs, NULL, binary_shape, mul_grad,
+const VccOpDef vcc_def_MUL = {VCC_OPF_INPLACE | VCC_OPF_TYPED, 0, arith_attrs, binary_check_attrs, NULL, binary_shape, mul_grad,
                               binary_emit};
-const VccOpDef vcc_def_DIV = {VCC_OPF_INPLACE, 0, arith_attrs, binary_check_attrs, NULL, binary_shape, div_grad,
+const VccOpDef vcc_def_DIV = {VCC_OPF_INPLACE | VCC_OPF_TYPED, 0, arith_attrs, binary_check_attrs, NULL, binary_shape, div_grad,
                               binary_emit};
-const VccOpDef vcc_def_POW = {VCC_OPF_INPLACE, 0, pow_attrs, binary_check_attrs, NULL, binary_shape, pow_grad,
+const VccOpDef vcc_def_POW = {VCC_OPF_INPLACE | VCC_OPF_TYPED, 0, pow_attrs, binary_check_attrs, NULL, binary_shape, pow_grad,
                               binary_emit};
 
 /* ------------------------------------------------------------------ PowGrad */
@@ -298,7 +315,9 @@ static VccStatus pow_grad_shape(VccCtx *ctx, VccGraph *g, int k, bool check) {
     VccBroadcast bc;
     (void)check;
     if (n->nin != 4 || n->nout != 2) return vcc_operands_missing(ctx, n);
-    if (!node_broadcast(ctx, g, n, &bc)) return VCC_ERR_SHAPE;
+    if (!vcc_need_input(ctx, g, n, 0, VCC_F32) || !vcc_need_input(ctx, g, n, 1, VCC_F32) ||
+        !node_broadcast(ctx, g, n, &bc))
+        return VCC_ERR_SHAPE;
     const VccTensor *dy = vcc_need_input(ctx, g, n, 3, VCC_F32);
     if (!dy || !vcc_same_shape(&dy->shape, &bc.y)) return vcc_shape_mismatch(ctx, n);
     const VccTensor *y = n->in[2] >= 0 ? &g->tensors[n->in[2]] : NULL;

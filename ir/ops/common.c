@@ -205,6 +205,68 @@ const char *vcc_emit_f32(VccEmit *e, int t) {
     return buf;
 }
 
+const char *vcc_emit_ptr(VccEmit *e, int t) {
+    if (t < 0) return "NULL";
+    char *buf = e->ptr[e->next++ % 16];
+    snprintf(buf, sizeof e->ptr[0], "(A + %" PRId64 ")", e->g->tensors[t].offset);
+    return buf;
+}
+
+const char *vcc_emit_et(VccDType dt) {
+    static const char *const et[] = {[VCC_F32] = "VCC_ET_F32", [VCC_I64] = "VCC_ET_I64", [VCC_BOOL] = "VCC_ET_BOOL",
+                                     [VCC_I32] = "VCC_ET_I32", [VCC_F64] = "VCC_ET_F64", [VCC_I8] = "VCC_ET_I8",
+                                     [VCC_I16] = "VCC_ET_I16", [VCC_U8] = "VCC_ET_U8", [VCC_U16] = "VCC_ET_U16",
+                                     [VCC_U32] = "VCC_ET_U32", [VCC_U64] = "VCC_ET_U64"};
+    VCC_ASSERT(dt > VCC_DT_UNDEF && dt <= VCC_DT_LAST);
+    return et[dt];
+}
+
+bool vcc_node_typed(const VccGraph *g, const VccNode *n) {
+    if (!(vcc_op_def(n->op)->flags & VCC_OPF_TYPED)) return false;
+    for (int i = 0; i < 2 && i < n->nin; i++)
+        if (n->in[i] >= 0 && g->tensors[n->in[i]].dtype != VCC_F32) return true;
+    return false;
+}
+
+bool vcc_value_as_float(const VccTensor *t, float *v) {
+    const void *p = t->data;
+    double d;
+    int64_t i;
+    switch (t->dtype) {
+    case VCC_F32: *v = *(const float *)p; return true;
+    case VCC_F64: d = *(const double *)p; *v = (float)d; return isnan(d) || (double)*v == d;
+    case VCC_I8: i = *(const int8_t *)p; break;
+    case VCC_I16: i = *(const int16_t *)p; break;
+    case VCC_I32: i = *(const int32_t *)p; break;
+    case VCC_I64: i = *(const int64_t *)p; break;
+    case VCC_U8: i = *(const uint8_t *)p; break;
+    case VCC_U16: i = *(const uint16_t *)p; break;
+    case VCC_U32: i = *(const uint32_t *)p; break;
+    case VCC_U64: {
+        uint64_t u = *(const uint64_t *)p;
+        *v = (float)u;
+        return u < ((uint64_t)1 << 63) && (uint64_t)(double)*v == u;
+    }
+    default: return false;
+    }
+    *v = (float)i;
+    return fabsf(*v) < 9.2e18f && (int64_t)*v == i;
+}
+
+const VccTensor *vcc_need_numeric(VccCtx *ctx, const VccGraph *g, const VccNode *n, int i) {
+    if (i >= n->nin || n->in[i] < 0) {
+        vcc_error(ctx, "node '%s' (%s): missing input %d", n->name, vcc_node_op(n), i);
+        return NULL;
+    }
+    const VccTensor *t = &g->tensors[n->in[i]];
+    if (t->dtype == VCC_DT_UNDEF || t->dtype == VCC_BOOL) {
+        vcc_error(ctx, "node '%s' (%s): input %d '%s' has dtype %s, expected a number type", n->name,
+                  vcc_op_name(n->op), i, t->name, vcc_dtype_name(t->dtype));
+        return NULL;
+    }
+    return t;
+}
+
 void vcc_emit_i64s(VccEmit *e, int nlists, const int64_t *const *lists, const int *lens) {
     for (int l = 0; l < nlists; l++) {
         fputs(l ? ", {" : "{", e->f);

@@ -29,6 +29,8 @@ enum {
     VCC_OPF_INPLACE = 1u << 1,     /* output 0 may take the bytes of an input of its size that dies at the
                                       node (passes/inplace): an elementwise op reading each element once */
     VCC_OPF_WORKSPACE = 1u << 2,   /* the outputs from nout_regular on are WORKSPACE tensors */
+    VCC_OPF_TYPED = 1u << 3,       /* the forward op also runs on data that are not float32, on the typed
+                                      kernels (runtime/{elem,proto,cpu,cuda}/typed.*): vcc_node_typed */
 };
 
 #define VCC_OPSET_NOW 1000000 /* "until" of an attribute that still exists in the newest opset */
@@ -243,6 +245,19 @@ struct VccEmit {
 
 /* "VCC_F(off)" for float tensor t, "NULL" for an absent one (t < 0). */
 const char *vcc_emit_f32(VccEmit *e, int t);
+/* "(A + off)" (an untyped pointer into the arena) for tensor t of any dtype, "NULL" for t < 0. */
+const char *vcc_emit_ptr(VccEmit *e, int t);
+/* The runtime's code of element type dt ("VCC_ET_I8": runtime/elem/typed.h). */
+const char *vcc_emit_et(VccDType dt);
+/* Whether node n runs on the typed kernels (runtime/{elem,proto,cpu,cuda}/typed.*): its op has VCC_OPF_TYPED and its input 0
+ * or 1 is not float32. */
+bool vcc_node_typed(const VccGraph *g, const VccNode *n);
+/* The value of one-element constant t (any number type) as a float32 in *v, when the float32 holds it
+ * exactly (NaN and infinities included); false otherwise. */
+bool vcc_value_as_float(const VccTensor *t, float *v);
+/* Input i of n of any numeric dtype vcc has but bool (the typed kernels' data), or NULL with an error
+ * naming the node. */
+const VccTensor *vcc_need_numeric(VccCtx *ctx, const VccGraph *g, const VccNode *n, int i);
 /* "{a0, a1, ...}, {b0, ...}, ...": nlists lists of int64 values (list l: lens[l] values) as C initializer
  * lists (the arrays of a kernel descriptor). */
 void vcc_emit_i64s(VccEmit *e, int nlists, const int64_t *const *lists, const int *lens);

@@ -109,7 +109,13 @@ static const char *const_input_problem(const VccGraph *g, const VccNode *n, int 
     if (i >= n->nin || n->in[i] < 0) return NULL;
     const VccTensor *t = &g->tensors[n->in[i]];
     if (!vcc_is_initializer(g, n->in[i]) || !t->data) return "must be a constant (an initializer or a Constant)";
-    if (t->dtype != dt) return dt == VCC_I64 ? "must hold int64 or int32 values" : "must hold a float value";
+    if (dt == VCC_F32 && t->dtype != VCC_BOOL) { /* the constant: a number of any type, held as a float32 */
+        float v;
+        if (vcc_shape_numel(&t->shape) == 1 && !vcc_value_as_float(t, &v))
+            return "must be exact in float32 (vcc holds Pad's constant as one)";
+    } else if (t->dtype != dt) {
+        return dt == VCC_I64 ? "must hold int64 or int32 values" : "must hold a number";
+    }
     if (max < 0 ? t->shape.rank != 1 : vcc_shape_numel(&t->shape) > max) return max < 0 ? "must be 1-D" : "must be a scalar";
     return NULL;
 }
@@ -160,8 +166,10 @@ static VccStatus pad_canon(VccCtx *ctx, VccGraph *g, int k) {
         vcc_attr_drop(n, "paddings");
     }
     if (n->nin > 1 && n->in[1] >= 0) ints_from_const(n, "pads", &g->tensors[n->in[1]]);
-    if (n->nin > 2 && n->in[2] >= 0 && vcc_shape_numel(&g->tensors[n->in[2]].shape) == 1)
-        vcc_attr_set_float(n, "value", *(const float *)g->tensors[n->in[2]].data);
+    float value;
+    if (n->nin > 2 && n->in[2] >= 0 && vcc_shape_numel(&g->tensors[n->in[2]].shape) == 1 &&
+        vcc_value_as_float(&g->tensors[n->in[2]], &value))
+        vcc_attr_set_float(n, "value", value);
     if (n->nin > 3 && n->in[3] >= 0) ints_from_const(n, "axes", &g->tensors[n->in[3]]);
     for (int i = 1; i < n->nin; i++) /* a constant_value initializer is a constant, not a parameter */
         if (n->in[i] >= 0 && g->tensors[n->in[i]].kind == VCC_T_PARAM) g->tensors[n->in[i]].kind = VCC_T_CONST;
@@ -182,14 +190,23 @@ static VccShape padded_shape(const PadSpec *p, const VccShape *x) {
  * negated), the same rule over dY. */
 static VccStatus pad_shape(VccCtx *ctx, VccGraph *g, int k, bool check) {
     const VccNode *n = &g->nodes[k];
-    const VccTensor *x = vcc_need_input(ctx, g, n, 0, VCC_F32);
+    /* data of other types than float32 run on the typed kernel (ONNX Pad-13+: any type) */
+    const VccTensor *x = n->nin >= 1 && n->in[0] >= 0 && g->tensors[n->in[0]].dtype != VCC_BOOL
+                             ? vcc_need_numeric(ctx, g, n, 0)
+                             : vcc_need_input(ctx, g, n, 0, VCC_F32);
     if (!x) return VCC_ERR_SHAPE;
     if (n->nin != 1 || n->nout != 1 || n->out[0] < 0) return vcc_operands_missing(ctx, n);
     PadSpec p;
     VccStatus st = pad_spec(ctx, n, &x->shape, &p);
     if (st) return st;
+    float value = vcc_attr_float(n, "value", 0.0f);
+    if (x->dtype != VCC_F32 && x->dtype != VCC_F64 && !(fabsf(value) < 9.2e18f && value == truncf(value))) {
+        vcc_error(ctx, "node '%s' (%s): the constant %g is not a value of the data's type %s", n->name,
+                  vcc_node_op(n), (double)value, vcc_dtype_name(x->dtype));
+        return VCC_ERR_SHAPE;
+    }
     VccShape y = padded_shape(&p, &x->shape);
-    return vcc_put_output(ctx, g, n, check, n->out[0], VCC_F32, &y) ? VCC_OK : VCC_ERR_SHAPE;
+    return vcc_put_output(ctx, g, n, check, n->out[0], x->dtype, &y) ? VCC_OK : VCC_ERR_SHAPE;
 }
 
 /* constant: Pad -> Pad(dY, pads negated, value 0) -> dX; reflect, edge, wrap: Pad -> PadGrad(dY) -> dX */
@@ -222,9 +239,10 @@ static void emit_dims(FILE *f, const int64_t *v, int n) {
 }
 
 /* The kernel call `fn(rt, &d, in, out)` of pads p over x (the forward input's shape), with its
- * VccPadDesc d (runtime/elem/pad.h). */
+ * VccPadDesc d (runtime/elem/pad.h); in of another type than float32: typed_pad_forward. */
 static void emit_pad_call(VccEmit *e, const char *fn, const PadSpec *p, const VccShape *x, float value, int in,
                           int out) {
+    VccDType dt = e->g->tensors[in].dtype;
     int64_t outd[VCC_MAX_RANK], lo[VCC_MAX_RANK], crop[VCC_MAX_RANK], keep[VCC_MAX_RANK];
     for (int i = 0; i < p->rank; i++) {
         outd[i] = x->dims[i] + p->pb[i] + p->pe[i];
@@ -242,7 +260,17 @@ static void emit_pad_call(VccEmit *e, const char *fn, const PadSpec *p, const Vc
         emit_dims(e->f, arrays[a], p->rank);
         fputs(a < 4 ? ", " : "};\n", e->f);
     }
-    fprintf(e->f, "      %s(rt, &d, %s, %s); }\n", fn, vcc_emit_f32(e, in), vcc_emit_f32(e, out));
+    if (dt == VCC_F32) {
+        fprintf(e->f, "      %s(rt, &d, %s, %s); }\n", fn, vcc_emit_f32(e, in), vcc_emit_f32(e, out));
+        return;
+    }
+    int64_t bits = (int64_t)value; /* the constant in the data's type (exact: pad_check_attrs) */
+    if (dt == VCC_F64) {
+        double v = value;
+        memcpy(&bits, &v, sizeof bits);
+    }
+    fprintf(e->f, "      typed_pad_forward(rt, %s, &d, %s, INT64_C(%" PRId64 "), %s); }\n", vcc_emit_et(dt),
+            vcc_emit_ptr(e, in), bits, vcc_emit_ptr(e, out));
 }
 
 static VccStatus pad_emit(VccEmit *e, int k) {
@@ -255,7 +283,7 @@ static VccStatus pad_emit(VccEmit *e, int k) {
     return VCC_OK;
 }
 
-const VccOpDef vcc_def_PAD = {0, 0, pad_attrs, pad_check_attrs, pad_canon, pad_shape, pad_grad, pad_emit};
+const VccOpDef vcc_def_PAD = {VCC_OPF_TYPED, 0, pad_attrs, pad_check_attrs, pad_canon, pad_shape, pad_grad, pad_emit};
 
 /* ------------------------------------------------------------------ PadGrad */
 

@@ -197,8 +197,14 @@ static void pool_check_attrs(VccCtx *ctx, const VccGraph *g, const VccNode *n) {
 /* X (N, C, D...) -> Y (N, C, O...) [, Indices int64 (N, C, O...), MaxPool]; GlobalMaxPool: O = 1... */
 static VccStatus pool_shape(VccCtx *ctx, VccGraph *g, int k, bool check) {
     const VccNode *n = &g->nodes[k];
-    const VccTensor *x = vcc_need_input(ctx, g, n, 0, VCC_F32);
+    /* MaxPool also takes other number types (typed kernels; ONNX MaxPool-12+: int8, uint8, double) */
+    const VccTensor *x = n->op == VCC_OP_MAXPOOL ? vcc_need_numeric(ctx, g, n, 0) : vcc_need_input(ctx, g, n, 0, VCC_F32);
     if (!x) return VCC_ERR_SHAPE;
+    if (x->dtype != VCC_F32 && n->nout > 1 && n->out[1] >= 0) {
+        vcc_error(ctx, "node '%s' (%s): the Indices output is supported for float32 data only, X is %s", n->name,
+                  vcc_node_op(n), vcc_dtype_name(x->dtype));
+        return VCC_ERR_UNSUPPORTED;
+    }
     PoolGeom pg;
     VccStatus st = pool_geometry(ctx, n, &x->shape, &pg);
     if (st) return st;
@@ -218,7 +224,7 @@ static VccStatus pool_shape(VccCtx *ctx, VccGraph *g, int k, bool check) {
                   nout == 2 ? "the output Y and at most Indices" : "one output");
         return VCC_ERR_SHAPE;
     }
-    if (!vcc_put_output(ctx, g, n, check, n->out[0], VCC_F32, &y)) return VCC_ERR_SHAPE;
+    if (!vcc_put_output(ctx, g, n, check, n->out[0], x->dtype, &y)) return VCC_ERR_SHAPE;
     if (n->nout > 1 && !vcc_put_output(ctx, g, n, check, n->out[1], VCC_I64, &y)) return VCC_ERR_SHAPE;
     return VCC_OK;
 }
@@ -259,6 +265,11 @@ static VccStatus pool_emit(VccEmit *e, int k) {
     VccStatus st = pool_geometry(e->ctx, n, &e->g->tensors[n->in[0]].shape, &pg);
     if (st) return st;
     emit_desc(e, &pg);
+    if (vcc_node_typed(e->g, n)) {
+        fprintf(e->f, "typed_maxpool_forward(rt, %s, &d, %s, %s); }\n", vcc_emit_et(e->g->tensors[n->in[0]].dtype),
+                vcc_emit_ptr(e, n->in[0]), vcc_emit_ptr(e, n->out[0]));
+        return VCC_OK;
+    }
     if (n->op == VCC_OP_AVGPOOL) {
         fprintf(e->f, "avgpool_forward(rt, &d, %s, %s); }\n", vcc_emit_f32(e, n->in[0]), vcc_emit_f32(e, n->out[0]));
         return VCC_OK;
@@ -270,7 +281,7 @@ static VccStatus pool_emit(VccEmit *e, int k) {
     return VCC_OK;
 }
 
-const VccOpDef vcc_def_MAXPOOL = {0, 0, maxpool_attrs, pool_check_attrs, NULL, pool_shape, maxpool_grad, pool_emit};
+const VccOpDef vcc_def_MAXPOOL = {VCC_OPF_TYPED, 0, maxpool_attrs, pool_check_attrs, NULL, pool_shape, maxpool_grad, pool_emit};
 const VccOpDef vcc_def_AVGPOOL = {0, 0, avgpool_attrs, pool_check_attrs, NULL, pool_shape, avgpool_grad, pool_emit};
 /* GlobalMaxPool: a MaxPool whose window is the input's spatial extent (ONNX GlobalMaxPool 1; torch
  * adaptive_max_pool{1,2,3}d(x, 1), which exports to it) */

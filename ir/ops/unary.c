@@ -252,9 +252,10 @@ static const VccTensor *clip_input(const VccGraph *g, const VccNode *n, int i, c
     const VccTensor *x = &g->tensors[t];
     if (!vcc_is_initializer(g, t) || !x->data)
         *why = "must be a constant (an initializer or a Constant): vcc reads the bounds at compile time";
-    else if (x->dtype != VCC_F32 || vcc_shape_numel(&x->shape) != 1)
-        *why = "must be a float scalar";
-    else if (isnan(*(const float *)x->data))
+    else if (x->dtype == VCC_BOOL || vcc_shape_numel(&x->shape) != 1)
+        *why = "must be a scalar number";
+    else if ((x->dtype == VCC_F32 && isnan(*(const float *)x->data)) ||
+             (x->dtype == VCC_F64 && isnan(*(const double *)x->data)))
         *why = "is NaN";
     return x;
 }
@@ -272,10 +273,22 @@ static void clip_check_attrs(VccCtx *ctx, const VccGraph *g, const VccNode *n) {
 }
 
 /* One form for every opset: attributes min and max (opsets 1-10: the attributes, absent ones the lowest and
- * highest float, as ONNX defines them; 11+: the constant inputs, absent ones -inf and +inf), input X alone. */
+ * highest float, as ONNX defines them; 11+: the constant inputs, absent ones -inf and +inf), input X alone.
+ * Bounds of another type than float32 (Clip-11+ on integers or doubles) stay the constant inputs they
+ * are, read by the typed kernel (clip_emit). */
 static VccStatus clip_canon(VccCtx *ctx, VccGraph *g, int k) {
     VccNode *n = &g->nodes[k];
     float v[2] = {-FLT_MAX, FLT_MAX};
+    for (int i = 1; i < 3 && g->opset >= 11; i++)
+        if (i < n->nin && n->in[i] >= 0 && g->tensors[n->in[i]].dtype != VCC_F32) {
+            const char *why;
+            clip_input(g, n, i, &why);
+            if (why) {
+                vcc_error(ctx, "node '%s' (Clip): input '%s' %s", n->name, clip_bound[i - 1], why);
+                return VCC_ERR_UNSUPPORTED;
+            }
+            return VCC_OK;
+        }
     if (g->opset >= 11) {
         v[0] = -INFINITY;
         v[1] = INFINITY;
@@ -294,4 +307,44 @@ static VccStatus clip_canon(VccCtx *ctx, VccGraph *g, int k) {
     return VCC_OK;
 }
 
-UNARY_DEF(CLIP, 0, clip_attrs, clip_check_attrs, clip_canon)
+/* Clip(X[, min, max]) -> Y of X's type and shape: float32 X with the bounds as attributes (clip_canon);
+ * other types (typed kernels) with the bounds, when given, as constant scalar inputs of X's type. */
+static VccStatus clip_shape(VccCtx *ctx, VccGraph *g, int k, bool check) {
+    const VccNode *n = &g->nodes[k];
+    const VccTensor *x = vcc_need_numeric(ctx, g, n, 0);
+    if (!x) return VCC_ERR_SHAPE;
+    if (x->dtype != VCC_F32 && (vcc_attr_float(n, "min", -INFINITY) != -INFINITY ||
+                                vcc_attr_float(n, "max", INFINITY) != INFINITY)) {
+        vcc_error(ctx, "node '%s' (%s): float bounds for X of type %s (the bounds must have X's type)", n->name,
+                  vcc_node_op(n), vcc_dtype_name(x->dtype));
+        return VCC_ERR_SHAPE;
+    }
+    for (int i = 1; i < n->nin; i++) {
+        const char *why;
+        const VccTensor *b = clip_input(g, n, i, &why);
+        if (b && (why || b->dtype != x->dtype)) {
+            vcc_error(ctx, "node '%s' (%s): input '%s' %s (%s)", n->name, vcc_node_op(n), clip_bound[i - 1],
+                      why ? why : "must have the type of X", vcc_dtype_name(x->dtype));
+            return VCC_ERR_SHAPE;
+        }
+    }
+    if (x->dtype == VCC_F32 && n->nin > 1) {
+        vcc_error(ctx, "node '%s' (%s): float32 X takes its bounds as attributes (the canonical form)", n->name,
+                  vcc_node_op(n));
+        return VCC_ERR_SHAPE;
+    }
+    return vcc_put_output(ctx, g, n, check, n->out[0], x->dtype, &x->shape) ? VCC_OK : VCC_ERR_SHAPE;
+}
+
+static VccStatus clip_emit(VccEmit *e, int k) {
+    const VccNode *n = &e->g->nodes[k];
+    if (!vcc_node_typed(e->g, n)) return unary_emit(e, k);
+    fprintf(e->f, "    typed_clip_forward(rt, %s, %" PRId64 ", %s, %s, %s, %s);\n", vcc_emit_et(e->g->tensors[n->in[0]].dtype),
+            vcc_emit_numel(e, n->out[0]), vcc_emit_ptr(e, n->in[0]), vcc_emit_ptr(e, n->nin > 1 ? n->in[1] : -1),
+            vcc_emit_ptr(e, n->nin > 2 ? n->in[2] : -1), vcc_emit_ptr(e, n->out[0]));
+    return VCC_OK;
+}
+
+const VccOpDef vcc_def_CLIP = {VCC_OPF_TYPED, 0, clip_attrs, clip_check_attrs, clip_canon, clip_shape, unary_grad,
+                               clip_emit};
+const VccOpDef vcc_def_CLIP_GRAD = {VCC_OPF_INPLACE, 0, NULL, NULL, NULL, grad_shape, NULL, unary_emit};

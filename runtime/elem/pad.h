@@ -59,19 +59,27 @@ VCC_HD int64_t vcc_pad_src(int mode, int64_t keep, int64_t j)
     }
 }
 
-/* vcc_pad_forward_at: y at flat index k (row-major over out): x at the element it reads, or the value. */
-VCC_HD float vcc_pad_forward_at(const VccPadDesc *d, const float *x, int64_t k)
+/* vcc_pad_src_at: the flat index in x (row-major over in) of the element y's flat index k (row-major over
+ * out) reads, or -1 where y holds the constant. */
+VCC_HD int64_t vcc_pad_src_at(const VccPadDesc *d, int64_t k)
 {
     int64_t src = 0, stride = 1;
     int i;
     for (i = d->rank - 1; i >= 0; i--) {
         const int64_t o = k % d->out[i], j = d->keep[i] > 0 ? vcc_pad_src(d->mode, d->keep[i], o - d->lo[i]) : -1;
-        if (j < 0) return d->value;
+        if (j < 0) return -1;
         src += (d->crop[i] + j) * stride;
         stride *= d->in[i];
         k /= d->out[i];
     }
-    return x[src];
+    return src;
+}
+
+/* vcc_pad_forward_at: y at flat index k (row-major over out): x at the element it reads, or the value. */
+VCC_HD float vcc_pad_forward_at(const VccPadDesc *d, const float *x, int64_t k)
+{
+    const int64_t src = vcc_pad_src_at(d, k);
+    return src < 0 ? d->value : x[src];
 }
 
 /* vcc_pad_next: the first output coordinate after o (o = -1: the first) along dim i that reads kept

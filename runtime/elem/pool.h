@@ -73,6 +73,16 @@ VCC_HD int64_t vcc_avgpool_count(const VccPoolDesc *d, const int64_t *oc)
     return n;
 }
 
+/* vcc_pool_tap: the flat input index of tap j (row-major over the kernel, j < prod(kernel)) of the window
+ * starting at s[0..2] (output coordinate * stride - pad_begin), or -1 when the tap lies in the padding. */
+VCC_HD int64_t vcc_pool_tap(const VccPoolDesc *d, const int64_t *s, int64_t j)
+{
+    const int64_t c = j % d->kernel[2], b = j / d->kernel[2] % d->kernel[1], a = j / (d->kernel[2] * d->kernel[1]);
+    const int64_t p0 = s[0] + a * d->dilation[0], p1 = s[1] + b * d->dilation[1], p2 = s[2] + c * d->dilation[2];
+    if (p0 < 0 || p0 >= d->in[0] || p1 < 0 || p1 >= d->in[1] || p2 < 0 || p2 >= d->in[2]) return -1;
+    return (p0 * d->in[1] + p1) * d->in[2] + p2;
+}
+
 /* vcc_pool_window: output o of plane x (in[0..2]) into *y: the max of its taps in the input (is_max),
  * else their sum (in double) over vcc_avgpool_count (0 when the divisor is 0). Returns the max's flat tap
  * index, -1 when no tap lies in the input (*y = -inf) or for an average. Max ties keep the first tap in

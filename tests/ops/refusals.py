@@ -27,7 +27,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper, TensorProto
 
-TYPES = {"float": TensorProto.FLOAT, "int64": TensorProto.INT64}
+TYPES = {"float": TensorProto.FLOAT, "int64": TensorProto.INT64, "bool": TensorProto.BOOL}
 
 
 class Refusal:

@@ -6,7 +6,7 @@ names the model file, the node and op named with the reason, nothing written.
   clip_min_input       Clip (opset 13) whose min is a graph input: vcc reads the bounds at compile time
   clip_min_attribute   Clip (opset 13) with a min attribute: it exists in opsets 1-10 only
   clip_nan_bound       Clip (opset 13) with a NaN max constant
-  clip_int_bound       Clip (opset 13) with an int64 min constant: the bounds of a float Clip are float
+  clip_int_bound       Clip (opset 13) of float32 X with an int64 min constant: the bounds have X's type
   clip6_nan_attribute  Clip (opset 6) with min=NaN
   hardsigmoid_inf      HardSigmoid alpha=inf: alpha and beta must be finite
   leakyrelu_nan        LeakyRelu alpha=NaN
@@ -49,7 +49,7 @@ CASES = [
     ("clip_nan_bound", dict(op="Clip", opset=13, consts={"lo": np.array(0, np.float32), "hi": np.array(NAN, np.float32)}),
      ["Clip input 'max'", "is NaN"]),
     ("clip_int_bound", dict(op="Clip", opset=13, consts={"lo": np.array(0, np.int64)}),
-     ["Clip input 'min'", "must be a float scalar"]),
+     ["(Clip): input 'min' must have the type of X (f32)"]),
     ("clip6_nan_attribute", dict(op="Clip", opset=6, attrs={"min": NAN}), ["Clip attribute 'min'", "is NaN"]),
     ("hardsigmoid_inf", dict(op="HardSigmoid", opset=6, attrs={"alpha": INF}),
      ["HardSigmoid attribute 'alpha'", "finite"]),
