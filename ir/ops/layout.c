@@ -20,7 +20,10 @@
  * 13; Cast 1 (to as a string), 6, 9, 13, 19 (saturate: float8 only, nothing to do), 21; Resize 10
  * (scales input; onnxruntime's asymmetric mapping), 11 (roi, scales, sizes; coordinate modes, nearest
  * modes), 13, 18 (axes, keep_aspect_ratio_policy), 19 (half_pixel_symmetric); Gather 1, 11 (negative
- * indices), 13; Resize follows the ONNX reference implementation (onnx/reference/ops/op_resize.py). Gradients as PyTorch autograd: cat ->
+ * indices), 13. Negative axes are accepted in every opset, counted from the end as opset 11 defines
+ * them (the ONNX test data use one at opset 6, pytorch-converted/test_GLU; onnxruntime reads them so),
+ * but Flatten's, which its schema rejects before opset 11;
+ * Resize follows the ONNX reference implementation (onnx/reference/ops/op_resize.py). Gradients as PyTorch autograd: cat ->
  * narrow of the gradient, split -> cat, slice -> slice_backward (zeros, then the gradient at the slice),
  * permute -> the inverse permute, squeeze/unsqueeze -> a reshape, expand -> sum_to_size, repeat -> the
  * sum over the repeats, upsample_nearest/linear -> their backward (the adjoint of the sampling).
@@ -130,15 +133,6 @@ static bool axes_attr(VccCtx *ctx, const VccNode *n, const char *name, int r, in
             }
     }
     return true;
-}
-
-/* Collect the problem "negative axes need opset 11" for attribute list or int `name` of n. */
-static void check_negative_axes(VccCtx *ctx, const VccGraph *g, const VccNode *n, const char *name) {
-    if (g->opset >= 11) return;
-    const VccAttr *a = vcc_attr_get(n, name);
-    bool neg = a && a->type == VCC_A_INT && a->i < 0;
-    for (int i = 0; a && a->type == VCC_A_INTS && i < a->n; i++) neg |= a->ints[i] < 0;
-    if (neg) vcc_op_attr_problem(ctx, n, "%s attribute '%s'", name, "negative axes need opset 11 or later");
 }
 
 /* Canonical form: constant input i of node k (an initializer or a Constant's output) becomes the
@@ -325,6 +319,8 @@ static void outer_inner(const VccShape *s, int axis, int64_t *outer, int64_t *in
 
 static const VccAttrSpec flatten_attrs[] = {{"axis", 1, VCC_OPSET_NOW, VCC_A_INT}, {NULL, 0, 0, 0}};
 
+/* Flatten is the one op whose schema rejects a negative axis before opset 11 (its shape inference, as
+ * onnxruntime applies it) */
 static void flatten_check_attrs(VccCtx *ctx, const VccGraph *g, const VccNode *n) {
     if (g->opset < 11 && vcc_attr_int(n, "axis", 1) < 0)
         vcc_op_attr_problem(ctx, n, "%s attribute '%s'", "axis<0", "negative axes need opset 11 or later");
@@ -468,7 +464,6 @@ const VccOpDef vcc_def_RESHAPE = {VCC_OPF_VIEW, 0, reshape_attrs, NULL, reshape_
 static const VccAttrSpec squeeze_attrs[] = {{"axes", 1, 12, VCC_A_INTS}, {NULL, 0, 0, 0}};
 
 static void squeeze_check_attrs(VccCtx *ctx, const VccGraph *g, const VccNode *n) {
-    check_negative_axes(ctx, g, n, "axes");
     if (n->op == VCC_OP_UNSQUEEZE && g->opset < 13 && !vcc_attr_get(n, "axes"))
         vcc_op_attr_problem(ctx, n, "%s attribute '%s'", "axes", "missing; ONNX requires it before opset 13");
 }
@@ -549,7 +544,6 @@ const VccOpDef vcc_def_UNSQUEEZE = {VCC_OPF_VIEW, 0, squeeze_attrs, squeeze_chec
 static const VccAttrSpec concat_attrs[] = {{"axis", 1, VCC_OPSET_NOW, VCC_A_INT}, {NULL, 0, 0, 0}};
 
 static void concat_check_attrs(VccCtx *ctx, const VccGraph *g, const VccNode *n) {
-    check_negative_axes(ctx, g, n, "axis");
     if (g->opset >= 4 && !vcc_attr_get(n, "axis"))
         vcc_op_attr_problem(ctx, n, "%s attribute '%s'", "axis", "missing; ONNX requires it from opset 4");
 }
@@ -661,7 +655,6 @@ static const VccAttrSpec split_attrs[] = {
 };
 
 static void split_check_attrs(VccCtx *ctx, const VccGraph *g, const VccNode *n) {
-    check_negative_axes(ctx, g, n, "axis");
     if (vcc_attr_get(n, "num_outputs") && has_input(n, 1))
         vcc_op_attr_problem(ctx, n, "%s attribute '%s'", "num_outputs", "given together with the split input");
 }
@@ -771,7 +764,6 @@ static const VccAttrSpec slice_attrs[] = {
 };
 
 static void slice_check_attrs(VccCtx *ctx, const VccGraph *g, const VccNode *n) {
-    check_negative_axes(ctx, g, n, "axes");
     if (g->opset < 10 && (!vcc_attr_get(n, "starts") || !vcc_attr_get(n, "ends")))
         vcc_op_attr_problem(ctx, n, "%s attribute '%s'", "starts/ends", "missing; ONNX requires both before opset 10");
 }

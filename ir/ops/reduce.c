@@ -7,7 +7,8 @@
  * Kernels: runtime/{elem,proto,cpu,cuda}/reduce.* (reduce_forward, reduce_backward; double accumulation).
  * Source: ONNX Operators "ReduceSum" (1: axes attribute; 11: negative axes; 13: axes an optional input,
  * noop_with_empty_axes), "ReduceMean", "ReduceMax", "ReduceMin" (1; 11: negative axes; 12, 13, 20: more
- * types; 18: axes an optional input, noop_with_empty_axes); keepdims (default 1) in every opset. No axes
+ * types; 18: axes an optional input, noop_with_empty_axes); keepdims (default 1) in every opset;
+ * negative axes in every opset (as the layout family, ir/ops/layout.c). No axes
  * (or an empty list) reduces every axis, unless noop_with_empty_axes=1, which makes the op an identity.
  * Canonical form: the axes input (which must be a constant) becomes the axes attribute of the earlier
  * opsets, so every form reads its axes one way.
@@ -85,13 +86,6 @@ static void reduce_check_attrs(VccCtx *ctx, const VccGraph *g, const VccNode *n)
         int64_t v = vcc_attr_int(n, flags[i], 0);
         if (v != 0 && v != 1) vcc_op_attr_problem(ctx, n, "%s attribute '%s'", flags[i], "must be 0 or 1");
     }
-    int64_t axes[VCC_MAX_RANK + 1];
-    int na = vcc_attr_ints(n, "axes", axes, VCC_MAX_RANK + 1);
-    for (int i = 0; g->opset < 11 && i < na && i <= VCC_MAX_RANK; i++)
-        if (axes[i] < 0) {
-            vcc_op_attr_problem(ctx, n, "%s attribute '%s'", "axes<0", "negative axes need opset 11 or later");
-            break;
-        }
     int since = n->op == VCC_OP_REDUCESUM ? 13 : 18; /* the opset that made axes an input */
     if (n->nin > 2)
         vcc_op_attr_problem(ctx, n, "%s %s", "with more than 2 inputs", "the op has data and axes inputs only");
