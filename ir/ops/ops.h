@@ -29,6 +29,9 @@ enum {
     VCC_OPF_INPLACE = 1u << 1,     /* output 0 may take the bytes of an input of its size that dies at the
                                       node (passes/inplace): an elementwise op reading each element once */
     VCC_OPF_WORKSPACE = 1u << 2,   /* the outputs from nout_regular on are WORKSPACE tensors */
+    VCC_OPF_LOWER = 1u << 3,       /* canon is a lowering into other ops that needs the input shapes:
+                                      passes/canonical leaves the node as it is and passes/shape runs canon
+                                      just before the node's shape rule (see VccOpDef.canon) */
 };
 
 #define VCC_OPSET_NOW 1000000 /* "until" of an attribute that still exists in the newest opset */
@@ -50,7 +53,11 @@ typedef struct VccOpDef {
     /* Values vcc does not support, collected with vcc_op_attr_problem (passes/support.c calls it before
      * anything changes); NULL: every value of a known attribute is supported. */
     void (*check_attrs)(VccCtx *ctx, const VccGraph *g, const VccNode *n);
-    /* One internal form for the opset variants (passes/canonical.c); NULL: nothing to do. */
+    /* One internal form for the opset variants (passes/canonical.c); NULL: nothing to do. With
+     * VCC_OPF_LOWER it runs in passes/shape instead, when the shapes of node k's inputs are known: it may
+     * append nodes to the graph (in canonical form, reading node k's inputs and each other's outputs)
+     * and rewrite node k into the op that writes k's outputs from theirs; passes/shape gives the appended
+     * nodes their shapes in order, then node k its own, and places them before node k. */
     VccStatus (*canon)(VccCtx *ctx, VccGraph *g, int k);
     /* The shape rule: check false gives node k's outputs their dtypes and shapes (forward ops, during
      * passes/shape; workspace outputs are added here); check true compares what the graph holds with
