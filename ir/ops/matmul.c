@@ -748,8 +748,9 @@ static VccStatus einsum_canon(VccCtx *ctx, VccGraph *g, int k) {
     const char *eq = vcc_attr_string(n, "equation", "");
     EinEq q;
     char why[160];
-    if (!ein_parse(eq, &q, why, sizeof why) || q.nterms != n->nin || n->nout != 1 || n->out[0] < 0) {
-        if (q.nterms != n->nin) snprintf(why, sizeof why, "%d input terms for %d inputs", q.nterms, n->nin);
+    bool parsed = ein_parse(eq, &q, why, sizeof why);
+    if (!parsed || q.nterms != n->nin || n->nout != 1 || n->out[0] < 0) {
+        if (parsed) snprintf(why, sizeof why, "%d input terms for %d inputs and %d outputs", q.nterms, n->nin, n->nout);
         vcc_error(ctx, "node '%s' (Einsum): equation '%s': %s", n->name, eq, why);
         return VCC_ERR_UNSUPPORTED;
     }
