@@ -107,6 +107,10 @@ void vcc_attr_drop(VccNode *n, const char *name);
 void vcc_drop_inputs(VccGraph *g, int k, int from);
 /* True if a node reads t or t is a graph output. */
 bool vcc_tensor_is_used(const VccGraph *g, int t);
+/* Canonical form of constant indices (Gather, ScatterElements): input i of node k, when it is an int32
+ * constant with values, becomes a new int64 constant "<node>.indices" of those values (the kernels read
+ * int64); any other input stays. */
+void vcc_indices_i64(VccGraph *g, int k, int i);
 
 /* ======================================================================== shared by gradient rules (ir/ops/common.c) */
 
