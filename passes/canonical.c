@@ -12,7 +12,8 @@
  *   BatchNormalization of every opset with an explicit training_mode, its running statistics BUFFERs
  *   updated in place (ir/ops/norm.c); the outputs of views (Flatten, Reshape, Identity, Squeeze, Unsqueeze)
  *   alias_of their data input, Reshape's shape a CONST input, the other layout ops' constant inputs
- *   attributes (ir/ops/layout.c). Attributes that only hinted at in-place
+ *   attributes (ir/ops/layout.c). Ops whose canonical form is a lowering into other ops that needs the
+ *   input shapes (VCC_OPF_LOWER: Einsum) are left to passes/shape. Attributes that only hinted at in-place
  *   execution in early opsets (consumed_inputs) are dropped from every node.
  */
 #include "passes.h"
@@ -74,7 +75,9 @@ VccStatus vcc_canonicalize(VccCtx *ctx, VccGraph *g) {
         n->canon_later = false;
         for (int i = 0; def->canon && !folds[k] && i < n->nin; i++)
             n->canon_later |= n->in[i] >= 0 && later[n->in[i]];
-        VccStatus s = def->canon && !n->canon_later ? def->canon(ctx, g, k) : VCC_OK;
+        /* a lowering into other ops (Einsum) needs its inputs' shapes: passes/shape runs it */
+        bool lower = def->flags & VCC_OPF_LOWER;
+        VccStatus s = def->canon && !n->canon_later && !lower ? def->canon(ctx, g, k) : VCC_OK;
         if (s) st = s;
     }
     free(folds);

@@ -6,10 +6,14 @@
  *   workspaces (Conv) gain their WORKSPACE outputs. Nodes whose inputs are all known while compiling
  *   (constants, and static shapes for Shape/Size) are evaluated instead (ir/ops/fold.c): their outputs
  *   become CONST tensors with data and the nodes go, with dead nodes and the constants only they read.
+ *   A node whose canonical form waited for shapes gets it first: canon_later ones (an input folded
+ *   during shapes) and the lowerings into other ops (VCC_OPF_LOWER: Einsum), whose new nodes get their
+ *   shapes at once and their place just before the node they lowered.
  * The rules are the op families' (ir/ops/<family>.c, VccOpDef.shape), after the ONNX operator spec.
  */
 #include "passes.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* The shape rule of node k (its family's), setting (check false) or checking (check true) its outputs. */
@@ -37,6 +41,44 @@ static VccStatus late_canon(VccCtx *ctx, VccGraph *g, int k) {
     return st;
 }
 
+/* Forward node k evaluated while compiling (ir/ops/fold.c; fold false: that was tried already) or given
+ * its outputs' shapes by its rule, every output checked against the size limit. */
+static VccStatus node_shapes(VccCtx *ctx, VccGraph *g, int k, bool fold) {
+    int64_t bytes;
+    bool folded = false; /* evaluated while compiling: its outputs are constants now */
+    VccStatus st = fold ? vcc_fold_node(ctx, g, k, &folded) : VCC_OK;
+    if (!st && !folded) st = node_rule(ctx, g, k, false);
+    if (st) return st;
+    const VccNode *n = &g->nodes[k];
+    for (int i = 0; i < n->nout; i++) {
+        const VccTensor *t = n->out[i] >= 0 ? &g->tensors[n->out[i]] : NULL;
+        if (t && t->dtype != VCC_DT_UNDEF && !vcc_shape_checked_bytes(&t->shape, t->dtype, &bytes)) {
+            vcc_error(ctx, "node '%s' (%s): output '%s' would be larger than vcc's limit of 2^47 bytes", n->name,
+                      vcc_op_name(n->op), t->name);
+            return VCC_ERR_SHAPE;
+        }
+    }
+    return VCC_OK;
+}
+
+/* The nodes from n0 on, which lowerings appended (anchor[j - n0]: the node whose lowering made node j),
+ * each placed just before its anchor, in the order they were made; producers follow. */
+static void place_lowered(VccGraph *g, int n0, const int *anchor) {
+    int n = g->nnodes;
+    VccNode *nodes = vcc_malloc(sizeof(VccNode) * (size_t)n);
+    int at = 0, j = n0;
+    for (int k = 0; k < n0; k++) {
+        while (j < n && anchor[j - n0] == k) nodes[at++] = g->nodes[j++];
+        nodes[at++] = g->nodes[k];
+    }
+    VCC_ASSERT(at == n);
+    memcpy(g->nodes, nodes, sizeof(VccNode) * (size_t)n);
+    free(nodes);
+    for (int k = 0; k < n; k++)
+        for (int i = 0; i < g->nodes[k].nout; i++)
+            if (g->nodes[k].out[i] >= 0) g->tensors[g->nodes[k].out[i]].producer = k;
+}
+
 VccStatus vcc_infer_shapes(VccCtx *ctx, VccGraph *g) {
     int64_t bytes;
     /* graph inputs: every dim at least 1; all sizes within VCC_MAX_TENSOR_BYTES, so no later size overflows */
@@ -57,23 +99,28 @@ VccStatus vcc_infer_shapes(VccCtx *ctx, VccGraph *g) {
             return VCC_ERR_SHAPE;
         }
     }
-    for (int k = 0; k < g->nnodes; k++) {
+    /* nodes in order; a lowering (VCC_OPF_LOWER) appends nodes that go before its node: they get their
+     * shapes right away and their place after the loop (anchor: per appended node, its lowered node) */
+    int n0 = g->nnodes, *anchor = NULL, nanchor = 0;
+    VccStatus st = VCC_OK;
+    for (int k = 0; k < n0 && !st; k++) {
         if (g->nodes[k].phase != VCC_PHASE_FORWARD) continue;
-        bool folded; /* evaluated while compiling: its outputs are constants now (ir/ops/fold.c) */
-        VccStatus st = vcc_fold_node(ctx, g, k, &folded);
-        if (!st && !folded && g->nodes[k].canon_later) st = late_canon(ctx, g, k);
-        if (!st && !folded) st = node_rule(ctx, g, k, false);
-        if (st) return st;
-        const VccNode *n = &g->nodes[k];
-        for (int i = 0; i < n->nout; i++) {
-            const VccTensor *t = n->out[i] >= 0 ? &g->tensors[n->out[i]] : NULL;
-            if (t && t->dtype != VCC_DT_UNDEF && !vcc_shape_checked_bytes(&t->shape, t->dtype, &bytes)) {
-                vcc_error(ctx, "node '%s' (%s): output '%s' would be larger than vcc's limit of 2^47 bytes", n->name,
-                          vcc_op_name(n->op), t->name);
-                return VCC_ERR_SHAPE;
-            }
+        bool folded;
+        st = vcc_fold_node(ctx, g, k, &folded);
+        if (st || folded) continue;
+        bool lower = vcc_op_def(g->nodes[k].op)->flags & VCC_OPF_LOWER;
+        if (g->nodes[k].canon_later || lower) {
+            int from = g->nnodes;
+            st = late_canon(ctx, g, k);
+            if (g->nnodes > from) anchor = vcc_realloc(anchor, sizeof(int) * (size_t)(g->nnodes - n0));
+            for (int j = from; j < g->nnodes; j++) anchor[nanchor++] = k;
+            for (int j = from; !st && j < g->nnodes; j++) st = node_shapes(ctx, g, j, true);
         }
+        if (!st) st = node_shapes(ctx, g, k, false);
     }
+    if (!st && g->nnodes > n0) place_lowered(g, n0, anchor);
+    free(anchor);
+    if (st) return st;
     vcc_fold_sweep(g); /* folded nodes, dead nodes and the constants only they read go */
     /* the graph outputs as the model declares them (element type, fixed dims) */
     for (int i = 0; i < g->noutputs && g->output_decl; i++) {

@@ -20,4 +20,5 @@
 #include "cpu/optim.h"
 #include "cpu/dropout.h"
 #include "cpu/attention.h"
+#include "cpu/scatter.h"
 #endif /* VCC_CPU_H */

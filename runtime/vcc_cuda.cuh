@@ -20,4 +20,5 @@
 #include "cuda/optim.cuh"
 #include "cuda/dropout.cuh"
 #include "cuda/attention.cuh"
+#include "cuda/scatter.cuh"
 #endif /* VCC_CUDA_CUH */

@@ -19,4 +19,5 @@
 #include "elem/optim.h"
 #include "elem/dropout.h"
 #include "elem/attention.h"
+#include "elem/scatter.h"
 #endif /* VCC_ELEM_H */

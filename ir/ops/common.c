@@ -293,3 +293,20 @@ void vcc_emit_ncs(const VccEmit *e, int t, int64_t *N, int64_t *C, int64_t *S) {
     *S = 1;
     for (int i = 2; i < s->rank; i++) *S *= s->dims[i];
 }
+
+void vcc_indices_i64(VccGraph *g, int k, int i) {
+    const VccTensor *ix = &g->tensors[g->nodes[k].in[i]];
+    if (ix->kind != VCC_T_CONST || !ix->data || ix->dtype != VCC_I32) return;
+    VccShape s = ix->shape;
+    size_t cnt = ix->data_bytes / 4;
+    int64_t *v = vcc_malloc((cnt ? cnt : 1) * sizeof *v);
+    for (size_t j = 0; j < cnt; j++) {
+        int32_t w;
+        memcpy(&w, (const unsigned char *)ix->data + 4 * j, 4);
+        v[j] = w;
+    }
+    int t = vcc_tensor_add_unique(g, VCC_I64, &s, VCC_T_CONST, "%s.indices", g->nodes[k].name);
+    g->tensors[t].data = v;
+    g->tensors[t].data_bytes = cnt * sizeof *v;
+    g->nodes[k].in[i] = t;
+}

@@ -1496,24 +1496,7 @@ static VccStatus gather_canon(VccCtx *ctx, VccGraph *g, int k) {
     VccNode *n = &g->nodes[k];
     if (n->nin != 2 || n->in[0] < 0 || n->in[1] < 0 || n->nout != 1 || n->out[0] < 0)
         return vcc_operands_missing(ctx, n);
-    const VccTensor *ix = &g->tensors[n->in[1]];
-    if (ix->kind != VCC_T_CONST || !ix->data || ix->dtype != VCC_I32) return VCC_OK;
-    VccShape s = ix->shape;
-    size_t cnt = ix->data_bytes / 4;
-    int64_t *v = malloc((cnt ? cnt : 1) * sizeof *v);
-    if (!v) {
-        vcc_error(ctx, "node '%s' (Gather): out of memory", n->name);
-        return VCC_ERR_SHAPE;
-    }
-    for (size_t i = 0; i < cnt; i++) {
-        int32_t w;
-        memcpy(&w, (const unsigned char *)ix->data + 4 * i, 4);
-        v[i] = w;
-    }
-    int t = vcc_tensor_add_unique(g, VCC_I64, &s, VCC_T_CONST, "%s.indices", n->name);
-    g->tensors[t].data = v;
-    g->tensors[t].data_bytes = cnt * sizeof *v;
-    g->nodes[k].in[1] = t;
+    vcc_indices_i64(g, k, 1);
     return VCC_OK;
 }
 

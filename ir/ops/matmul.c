@@ -1,6 +1,6 @@
 /*
  * matmul.c — the matmul family: Gemm and GemmGrad, MatMul and MatMulT (OpenBLAS sgemm on the CPU, cuBLAS
- * on CUDA).
+ * on CUDA); Einsum, lowered into MatMul, Transpose, Reshape, ReduceSum and Mul (see its section below).
  *
  * Kernels: runtime/{elem,proto,cpu,cuda}/matmul.*.
  * Source: ONNX Operators "Gemm": 1/6 (broadcast), 7, 9, 11 (C optional), 13:
@@ -17,6 +17,8 @@
 #include "ops.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* ------------------------------------------------------------------ Gemm */
 
@@ -295,3 +297,571 @@ const VccOpDef vcc_def_MATMUL = {0, 0, matmul_attrs, NULL, NULL, matmul_shape, m
 
 /* MatMulT(A, B) -> Y: op(A) op(B) with attributes transA, transB and fold_batch (backward only). */
 const VccOpDef vcc_def_MATMUL_T = {0, 0, NULL, NULL, NULL, matmul_shape, NULL, matmul_emit};
+
+/* ------------------------------------------------------------------ Einsum */
+
+/* Einsum(X [, Y]) -> Z, ONNX Operators "Einsum" 12: an equation of one term of subscripts per input, comma
+ * separated, and optionally "->" and the output's term (numpy.einsum / torch.einsum semantics). Letters
+ * a-z, A-Z name dims; "..." stands for the dims the letters leave, right-aligned and broadcast across the
+ * inputs. Without "->" the output is the letters that appear once, in ASCII order, after the ellipsis
+ * dims. Subscripts of the inputs that the output lacks are summed. vcc lowers one or two inputs, no
+ * subscript repeated within one input (a diagonal), into the ops below; its canonical form runs during
+ * shapes (VCC_OPF_LOWER), when the sizes are known:
+ *   - a subscript of one input only and not of the output: ReduceSum over its dim, first;
+ *   - one input: then a Transpose to the output's order (an Identity, a view, when there is nothing to do);
+ *   - two inputs, no subscript summed over both (elementwise and outer products): each input transposed
+ *     to the output's order, reshaped with dims of 1 where it lacks a subscript, then Mul (broadcast);
+ *   - two inputs with summed subscripts (the K group): MatMul of the inputs transposed and reshaped
+ *     (views) to (batch..., M, K) and (batch..., K, N), then a Reshape (a view) to the output (and a
+ *     Transpose where the output's order needs one). Batch dims are the subscripts kept in the output
+ *     before the rows (M) and columns (N); a batch subscript one input lacks is a dim of 1 there, which
+ *     MatMul broadcasts. Two plans are weighed by the elements they move (transposes of the inputs and
+ *     of the output, and the full gradient a broadcast operand's sum comes from): the output's own order
+ *     (its trailing subscripts of one input are N, those of the other before them M; no output
+ *     transpose), and batch = the subscripts of both inputs, M and N all of each input's own.
+ *     "bythwc,hkc->bythwk" (MViT's relative positions) is then one MatMul of X as it is, (byt, h, w, c),
+ *     with the small hkc transposed to (1, h, c, k); "bythwc,wkc->bythwk" moves w to the front instead.
+ * A dim of size 1 against a larger one of the same subscript is broadcast (dropped from its input by a
+ * Reshape). Gradients come from those ops' rules: no kernel of its own. */
+
+#define EIN_LETTERS 52                           /* A-Z then a-z: ids in ASCII order */
+#define EIN_LABELS (EIN_LETTERS + VCC_MAX_RANK)  /* and the ellipsis dims, right-aligned: the last is 59 */
+#define EIN_ELL (-1)                             /* the token "..." */
+#define EIN_MAX_STEPS 24
+
+/* An equation as written: the tokens (subscript ids, EIN_ELL) of input terms 0 and 1 and of the output
+ * term (2). */
+typedef struct {
+    int nterms;
+    int len[3];
+    int tok[3][VCC_MAX_RANK + 1];
+    bool out_given; /* "->" */
+} EinEq;
+
+static int ein_id(char c) { return c >= 'A' && c <= 'Z' ? c - 'A' : c >= 'a' && c <= 'z' ? 26 + c - 'a' : -1; }
+
+static char ein_char(int id) { return (char)(id < 26 ? 'A' + id : 'a' + id - 26); }
+
+/* Parse equation s into q; false with the reason in why (what vcc refuses included: more than two
+ * inputs, a subscript repeated within one input). */
+static bool ein_parse(const char *s, EinEq *q, char *why, size_t wlen) {
+    memset(q, 0, sizeof *q);
+    int t = 0;
+    bool out = false;
+    for (const char *p = s; *p; p++) {
+        int term = out ? 2 : t, tok;
+        if (*p == ' ' || *p == '\t') continue;
+        if (*p == ',' && !out) {
+            t++;
+            continue;
+        }
+        if (*p == '-' && p[1] == '>' && !out) {
+            out = true;
+            p++;
+            continue;
+        }
+        if (*p == '.' && p[1] == '.' && p[2] == '.') {
+            tok = EIN_ELL;
+            p += 2;
+        } else if ((tok = ein_id(*p)) < 0) {
+            snprintf(why, wlen, "'%c' is not a subscript (letters a-z, A-Z, '...', ',' and one '->')", *p);
+            return false;
+        }
+        if (!out && t > 1) continue; /* a third input: counted, refused below */
+        if (q->len[term] > VCC_MAX_RANK) {
+            snprintf(why, wlen, "a term has more than %d subscripts", VCC_MAX_RANK);
+            return false;
+        }
+        for (int i = 0; i < q->len[term]; i++)
+            if (q->tok[term][i] == tok) {
+                if (tok == EIN_ELL) snprintf(why, wlen, "a term has two ellipses");
+                else if (term == 2) snprintf(why, wlen, "subscript '%c' appears twice in the output", ein_char(tok));
+                else
+                    snprintf(why, wlen, "subscript '%c' appears twice in input %d (a diagonal); vcc does not take "
+                             "diagonals", ein_char(tok), term);
+                return false;
+            }
+        q->tok[term][q->len[term]++] = tok;
+    }
+    q->nterms = t + 1;
+    q->out_given = out;
+    if (q->nterms > 2) {
+        snprintf(why, wlen, "%d inputs; vcc lowers Einsum of one or two inputs", q->nterms);
+        return false;
+    }
+    for (int i = 0; i < q->len[2]; i++) {
+        bool found = false;
+        for (int j = 0; j < q->nterms; j++)
+            for (int a = 0; a < q->len[j]; a++) found |= q->tok[j][a] == q->tok[2][i];
+        if (!found) {
+            if (q->tok[2][i] == EIN_ELL) snprintf(why, wlen, "the output has an ellipsis and no input does");
+            else snprintf(why, wlen, "output subscript '%c' is in no input", ein_char(q->tok[2][i]));
+            return false;
+        }
+    }
+    return true;
+}
+
+static const VccAttrSpec einsum_attrs[] = {{"equation", 12, VCC_OPSET_NOW, VCC_A_STRING}, {NULL, 0, 0, 0}};
+
+/* Equations vcc does not lower, for the model's one report (the equation and the reason). */
+static void einsum_check_attrs(VccCtx *ctx, const VccGraph *g, const VccNode *n) {
+    (void)g;
+    const VccAttr *a = vcc_attr_get(n, "equation");
+    EinEq q;
+    char why[160], msg[320];
+    if (!a || a->type != VCC_A_STRING) {
+        vcc_op_attr_problem(ctx, n, "%s attribute '%s'", "equation", "missing; ONNX requires it");
+        return;
+    }
+    if (!ein_parse(a->s, &q, why, sizeof why)) {
+        snprintf(msg, sizeof msg, "'%.120s': %s", a->s, why);
+        vcc_op_attr_problem(ctx, n, "%s attribute '%s'", "equation", msg);
+    } else if (q.nterms != n->nin) {
+        snprintf(msg, sizeof msg, "'%.120s' has %d input terms for %d inputs", a->s, q.nterms, n->nin);
+        vcc_op_attr_problem(ctx, n, "%s attribute '%s'", "equation", msg);
+    }
+}
+
+/* A value of the lowering: a tensor of the graph (ref >= 0) or the output of step -1 - ref, with the
+ * subscript of each dim. */
+typedef struct {
+    int ref;
+    VccShape shape;
+    int lab[VCC_MAX_RANK];
+} EinVal;
+
+/* One node of the lowering, before it is made: op, inputs (refs), output shape, and its list attribute
+ * (Transpose's perm, ReduceSum's axes; Reshape's shape is the output shape). */
+typedef struct {
+    VccOp op;
+    int in[2], nin;
+    VccShape shape;
+    int64_t ints[VCC_MAX_RANK];
+    int nints;
+} EinStep;
+
+typedef struct {
+    EinStep step[EIN_MAX_STEPS];
+    int n;
+    int64_t size[EIN_LABELS]; /* per subscript: its size (the largest of its dims) */
+} EinPlan;
+
+#define EIN_NONE (-1000) /* a step's absent second input */
+
+/* A step of op reading refs a and b (EIN_NONE: one input) writing a value of shape s; returns its ref. */
+static int ein_push(EinPlan *p, VccOp op, int a, int b, const VccShape *s) {
+    VCC_ASSERT(p->n < EIN_MAX_STEPS);
+    EinStep *st = &p->step[p->n];
+    memset(st, 0, sizeof *st);
+    st->op = op;
+    st->in[0] = a;
+    st->in[1] = b;
+    st->nin = b == EIN_NONE ? 1 : 2;
+    st->shape = *s;
+    return -1 - p->n++;
+}
+
+/* v with its dims in the order of subscripts order[0..n) (a permutation of v's): a Transpose step
+ * unless it is the order v has. */
+static void ein_transpose(EinPlan *p, EinVal *v, const int *order) {
+    int perm[VCC_MAX_RANK];
+    bool same = true;
+    for (int i = 0; i < v->shape.rank; i++) {
+        for (perm[i] = 0; v->lab[perm[i]] != order[i]; perm[i]++) VCC_ASSERT(perm[i] < v->shape.rank - 1);
+        same &= perm[i] == i;
+    }
+    if (same) return;
+    EinVal o = *v;
+    for (int i = 0; i < v->shape.rank; i++) o.shape.dims[i] = v->shape.dims[perm[i]], o.lab[i] = order[i];
+    o.ref = ein_push(p, VCC_OP_TRANSPOSE, v->ref, EIN_NONE, &o.shape);
+    for (int i = 0; i < v->shape.rank; i++) p->step[-1 - o.ref].ints[i] = perm[i];
+    p->step[-1 - o.ref].nints = v->shape.rank;
+    *v = o;
+}
+
+/* v seen with shape s (the same elements): a Reshape step (a view) unless it has that shape; v's
+ * subscripts are the caller's to set. */
+static void ein_reshape(EinPlan *p, EinVal *v, const VccShape *s) {
+    if (!vcc_same_shape(&v->shape, s)) v->ref = ein_push(p, VCC_OP_RESHAPE, v->ref, EIN_NONE, s);
+    v->shape = *s;
+}
+
+/* v without the dims whose subscript keep[] does not name: summed by a ReduceSum step (none when every
+ * dim is kept). */
+static void ein_sum(EinPlan *p, EinVal *v, const bool *keep) {
+    EinVal o = *v;
+    int64_t axes[VCC_MAX_RANK];
+    int na = 0;
+    o.shape.rank = 0;
+    for (int i = 0; i < v->shape.rank; i++) {
+        if (!keep[v->lab[i]]) {
+            axes[na++] = i;
+            continue;
+        }
+        o.lab[o.shape.rank] = v->lab[i];
+        o.shape.dims[o.shape.rank++] = v->shape.dims[i];
+    }
+    if (!na) return;
+    o.ref = ein_push(p, VCC_OP_REDUCESUM, v->ref, EIN_NONE, &o.shape);
+    memcpy(p->step[-1 - o.ref].ints, axes, sizeof(int64_t) * (size_t)na);
+    p->step[-1 - o.ref].nints = na;
+    *v = o;
+}
+
+static bool ein_has(const EinVal *v, int l) {
+    for (int i = 0; i < v->shape.rank; i++)
+        if (v->lab[i] == l) return true;
+    return false;
+}
+
+/* The MatMul form of a product of two values: the operand on the left, the batch subscripts (in the
+ * output's order), the rows (M) and the columns (N); K: the subscripts both have and the output lacks,
+ * in the left operand's order. */
+typedef struct {
+    int left;
+    int nb, nm, nn, nk;
+    int bat[VCC_MAX_RANK], row[VCC_MAX_RANK], col[VCC_MAX_RANK], kk[VCC_MAX_RANK];
+} EinMM;
+
+static int64_t ein_prod(const EinPlan *p, const int *lab, int n) {
+    int64_t r = 1;
+    for (int i = 0; i < n; i++) r *= p->size[lab[i]];
+    return r;
+}
+
+/* The batch dims of m on operand v (which has or lacks each batch subscript): runs of consecutive batch
+ * subscripts that both operands have, or that only one has, merged; their sizes on v into dims (1 where v
+ * lacks them) and the full sizes into full. Returns the count. */
+static int ein_groups(const EinPlan *p, const EinMM *m, const EinVal *v, const EinVal *a, const EinVal *b,
+                      int64_t *dims, int64_t *full) {
+    int g = 0;
+    for (int i = 0; i < m->nb; i++) {
+        int l = m->bat[i], kind = ein_has(a, l) + 2 * ein_has(b, l);
+        int prev = i ? ein_has(a, m->bat[i - 1]) + 2 * ein_has(b, m->bat[i - 1]) : -1;
+        if (kind != prev) {
+            if (g == VCC_MAX_RANK) return VCC_MAX_RANK + 1;
+            dims[g] = full[g] = 1;
+            g++;
+        }
+        full[g - 1] *= p->size[l];
+        if (ein_has(v, l)) dims[g - 1] *= p->size[l];
+    }
+    return g;
+}
+
+/* Elements the MatMul form m moves besides the product (see the Einsum comment); -1 when it needs more
+ * dims than vcc has. out: the output's subscripts. */
+static int64_t ein_cost(const EinPlan *p, const EinMM *m, const EinVal *v, const int *out, int nout) {
+    const EinVal *l = &v[m->left], *r = &v[1 - m->left];
+    int64_t d[VCC_MAX_RANK + 1], f[VCC_MAX_RANK + 1], cost = 0;
+    int order[VCC_MAX_RANK], n;
+    if (ein_groups(p, m, l, &v[0], &v[1], d, f) > VCC_MAX_RANK - 2) return -1;
+    int64_t batch = ein_prod(p, m->bat, m->nb), M = ein_prod(p, m->row, m->nm), N = ein_prod(p, m->col, m->nn);
+    int64_t K = ein_prod(p, m->kk, m->nk);
+    bool l_lacks = false, r_lacks = false;
+    for (int i = 0; i < m->nb; i++) l_lacks |= !ein_has(l, m->bat[i]), r_lacks |= !ein_has(r, m->bat[i]);
+    for (int side = 0; side < 2; side++) { /* an input not in [batch, M, K] / [batch, K, N] order is copied */
+        const EinVal *x = side ? r : l;
+        n = 0;
+        for (int i = 0; i < m->nb; i++)
+            if (ein_has(x, m->bat[i])) order[n++] = m->bat[i];
+        for (int i = 0; i < (side ? m->nk : m->nm); i++) order[n++] = side ? m->kk[i] : m->row[i];
+        for (int i = 0; i < (side ? m->nn : m->nk); i++) order[n++] = side ? m->col[i] : m->kk[i];
+        for (int i = 0; i < n; i++)
+            if (order[i] != x->lab[i]) {
+                cost += vcc_shape_numel(&x->shape);
+                break;
+            }
+    }
+    n = 0;
+    for (int i = 0; i < m->nb; i++) order[n++] = m->bat[i];
+    for (int i = 0; i < m->nm; i++) order[n++] = m->row[i];
+    for (int i = 0; i < m->nn; i++) order[n++] = m->col[i];
+    for (int i = 0; i < nout; i++)
+        if (order[i] != out[i]) {
+            cost += batch * M * N;
+            break;
+        }
+    if (r_lacks) cost += batch * K * N; /* the right operand's gradient before its sum over what it lacks */
+    if (l_lacks) cost += batch * M * K;
+    return cost;
+}
+
+/* K of m: the subscripts both values have and out lacks, in the left one's order. */
+static void ein_contracted(EinMM *m, const EinVal *v, const bool *in_out) {
+    const EinVal *l = &v[m->left];
+    m->nk = 0;
+    for (int i = 0; i < l->shape.rank; i++)
+        if (!in_out[l->lab[i]] && ein_has(&v[1 - m->left], l->lab[i])) m->kk[m->nk++] = l->lab[i];
+}
+
+/* The two MatMul forms of v[0] v[1] -> out (the Einsum comment): the one that moves fewer elements. */
+static bool ein_choose(const EinPlan *p, const EinVal *v, const int *out, int nout, const bool *in_out, EinMM *best) {
+    EinMM c[3];
+    int nc = 0;
+    memset(c, 0, sizeof c);
+    /* the output's own order: N the trailing run of subscripts of one input only, M the run before it of
+     * the other's only; the left operand is M's (or the other than N's) */
+    EinMM *t = &c[nc++];
+    int j = nout, side_n = -1;
+    for (; j > 0; j--) {
+        int l = out[j - 1], s = ein_has(&v[0], l) && ein_has(&v[1], l) ? -1 : ein_has(&v[0], l) ? 0 : 1;
+        if (s < 0 || (side_n >= 0 && s != side_n)) break;
+        side_n = s;
+    }
+    int nstart = j;
+    for (; j > 0 && side_n >= 0; j--) {
+        int l = out[j - 1];
+        if (ein_has(&v[side_n], l) || !ein_has(&v[1 - side_n], l)) break;
+    }
+    t->left = side_n >= 0 ? 1 - side_n : 0;
+    for (int i = 0; i < j; i++) t->bat[t->nb++] = out[i];
+    for (int i = j; i < nstart; i++) t->row[t->nm++] = out[i];
+    for (int i = nstart; i < nout; i++) t->col[t->nn++] = out[i];
+    /* batch = the subscripts of both, M and N each input's own, in the output's order; either on the left */
+    for (int left = 0; left < 2; left++) {
+        EinMM *m = &c[nc++];
+        m->left = left;
+        for (int i = 0; i < nout; i++) {
+            bool a = ein_has(&v[left], out[i]), b = ein_has(&v[1 - left], out[i]);
+            if (a && b) m->bat[m->nb++] = out[i];
+            else if (a) m->row[m->nm++] = out[i];
+            else m->col[m->nn++] = out[i];
+        }
+    }
+    int64_t best_cost = -1;
+    for (int i = 0; i < nc; i++) {
+        ein_contracted(&c[i], v, in_out);
+        int64_t cost = ein_cost(p, &c[i], v, out, nout);
+        if (cost >= 0 && (best_cost < 0 || cost < best_cost)) best_cost = cost, *best = c[i];
+    }
+    return best_cost >= 0;
+}
+
+/* The steps of v[0] v[1] -> out by the MatMul form m; returns the output value. */
+static EinVal ein_matmul(EinPlan *p, const EinMM *m, EinVal *v, const int *out, int nout) {
+    EinVal *l = &v[m->left], *r = &v[1 - m->left];
+    int64_t dl[VCC_MAX_RANK + 1], dr[VCC_MAX_RANK + 1], full[VCC_MAX_RANK + 1];
+    int g = ein_groups(p, m, l, &v[0], &v[1], dl, full);
+    ein_groups(p, m, r, &v[0], &v[1], dr, full);
+    for (int side = 0; side < 2; side++) {
+        EinVal *x = side ? r : l;
+        int order[VCC_MAX_RANK], n = 0;
+        for (int i = 0; i < m->nb; i++)
+            if (ein_has(x, m->bat[i])) order[n++] = m->bat[i];
+        for (int i = 0; i < (side ? m->nk : m->nm); i++) order[n++] = side ? m->kk[i] : m->row[i];
+        for (int i = 0; i < (side ? m->nn : m->nk); i++) order[n++] = side ? m->col[i] : m->kk[i];
+        ein_transpose(p, x, order);
+        VccShape s = {g + 2, {0}};
+        for (int i = 0; i < g; i++) s.dims[i] = side ? dr[i] : dl[i];
+        s.dims[g] = side ? ein_prod(p, m->kk, m->nk) : ein_prod(p, m->row, m->nm);
+        s.dims[g + 1] = side ? ein_prod(p, m->col, m->nn) : ein_prod(p, m->kk, m->nk);
+        ein_reshape(p, x, &s);
+    }
+    EinVal y = {0};
+    y.shape.rank = g + 2;
+    for (int i = 0; i < g; i++) y.shape.dims[i] = full[i];
+    y.shape.dims[g] = ein_prod(p, m->row, m->nm);
+    y.shape.dims[g + 1] = ein_prod(p, m->col, m->nn);
+    y.ref = ein_push(p, VCC_OP_MATMUL, l->ref, r->ref, &y.shape);
+    VccShape s = {0, {0}};
+    for (int i = 0; i < m->nb; i++) y.lab[s.rank] = m->bat[i], s.dims[s.rank++] = p->size[m->bat[i]];
+    for (int i = 0; i < m->nm; i++) y.lab[s.rank] = m->row[i], s.dims[s.rank++] = p->size[m->row[i]];
+    for (int i = 0; i < m->nn; i++) y.lab[s.rank] = m->col[i], s.dims[s.rank++] = p->size[m->col[i]];
+    ein_reshape(p, &y, &s);
+    ein_transpose(p, &y, out);
+    (void)nout;
+    return y;
+}
+
+/* The steps of v[0] v[1] -> out when nothing is summed over both: Mul of each transposed to the output's
+ * order, with dims of 1 where it lacks a subscript. */
+static EinVal ein_mul(EinPlan *p, EinVal *v, const int *out, int nout) {
+    for (int side = 0; side < 2; side++) {
+        int order[VCC_MAX_RANK], n = 0;
+        VccShape s = {nout, {0}};
+        for (int i = 0; i < nout; i++) {
+            s.dims[i] = ein_has(&v[side], out[i]) ? p->size[out[i]] : 1;
+            if (ein_has(&v[side], out[i])) order[n++] = out[i];
+        }
+        ein_transpose(p, &v[side], order);
+        ein_reshape(p, &v[side], &s);
+    }
+    EinVal y = {0};
+    y.shape.rank = nout;
+    for (int i = 0; i < nout; i++) y.shape.dims[i] = p->size[out[i]], y.lab[i] = out[i];
+    y.ref = ein_push(p, VCC_OP_MUL, v[0].ref, v[1].ref, &y.shape);
+    return y;
+}
+
+/* The nodes of plan p: each step but the last a new node (its output a new value named after node k's
+ * output), the last one node k itself, rewritten to write k's output. Views (Reshape, Identity) alias
+ * their input; Reshape's shape is a new int64 constant. */
+static void ein_make(VccGraph *g, int k, const EinPlan *p) {
+    int *made = vcc_malloc(sizeof(int) * (size_t)p->n);
+    for (int s = 0; s < p->n; s++) {
+        const EinStep *st = &p->step[s];
+        bool last = s == p->n - 1;
+        int in[2], nin = st->nin, out;
+        for (int i = 0; i < nin; i++) in[i] = st->in[i] >= 0 ? st->in[i] : made[-1 - st->in[i]];
+        if (st->op == VCC_OP_RESHAPE) {
+            VccShape r = {1, {st->shape.rank}};
+            int c = vcc_tensor_add_unique(g, VCC_I64, &r, VCC_T_CONST, "%s.einsum%d_shape", g->nodes[k].name, s);
+            g->tensors[c].data = vcc_malloc(sizeof(int64_t) * (size_t)(st->shape.rank ? st->shape.rank : 1));
+            g->tensors[c].data_bytes = sizeof(int64_t) * (size_t)st->shape.rank;
+            if (st->shape.rank) memcpy(g->tensors[c].data, st->shape.dims, g->tensors[c].data_bytes);
+            in[nin++] = c;
+        }
+        VccNode *n;
+        if (last) {
+            n = &g->nodes[k];
+            out = n->out[0];
+            n->op = st->op;
+            free(n->onnx_op);
+            n->onnx_op = NULL;
+            vcc_attr_drop(n, "equation");
+            n->in = vcc_realloc(n->in, sizeof(int) * (size_t)nin);
+            memcpy(n->in, in, sizeof(int) * (size_t)nin);
+            n->nin = nin;
+        } else {
+            out = vcc_tensor_add_unique(g, VCC_F32, &st->shape, VCC_T_ACT, "%s.einsum%d", g->tensors[g->nodes[k].out[0]].name, s);
+            char *name = vcc_strfmt("%s.einsum%d", g->nodes[k].name, s);
+            n = &g->nodes[vcc_node_add(g, st->op, name, in, nin, &out, 1, VCC_PHASE_FORWARD)];
+            free(name);
+        }
+        made[s] = out;
+        if (st->op == VCC_OP_TRANSPOSE) vcc_attr_set_ints(n, "perm", st->ints, st->nints);
+        if (st->op == VCC_OP_REDUCESUM) {
+            vcc_attr_set_ints(n, "axes", st->ints, st->nints);
+            vcc_attr_set_int(n, "keepdims", 0);
+        }
+        if (st->op == VCC_OP_RESHAPE || st->op == VCC_OP_IDENTITY) g->tensors[out].alias_of = in[0];
+    }
+    free(made);
+}
+
+/* Canonical form of Einsum (VCC_OPF_LOWER: during shapes, when its inputs' shapes are known): the steps
+ * of the Einsum comment as nodes before node k, node k rewritten into the last of them. */
+static VccStatus einsum_canon(VccCtx *ctx, VccGraph *g, int k) {
+    const VccNode *n = &g->nodes[k];
+    const char *eq = vcc_attr_string(n, "equation", "");
+    EinEq q;
+    char why[160];
+    bool parsed = ein_parse(eq, &q, why, sizeof why);
+    if (!parsed || q.nterms != n->nin || n->nout != 1 || n->out[0] < 0) {
+        if (parsed) snprintf(why, sizeof why, "%d input terms for %d inputs and %d outputs", q.nterms, n->nin, n->nout);
+        vcc_error(ctx, "node '%s' (Einsum): equation '%s': %s", n->name, eq, why);
+        return VCC_ERR_UNSUPPORTED;
+    }
+    EinPlan *p = vcc_calloc(1, sizeof *p);
+    EinVal v[2];
+    bool in_out[EIN_LABELS] = {false};
+    int out[2 * VCC_MAX_RANK + 2], nout = 0, emax = 0, count[EIN_LABELS] = {0};
+    VccStatus st = VCC_OK;
+    char s1[128];
+    for (int i = 0; i < n->nin && !st; i++) {
+        const VccTensor *x = vcc_need_input(ctx, g, n, i, VCC_F32);
+        if (!x) {
+            st = VCC_ERR_SHAPE;
+            break;
+        }
+        int letters = 0, r = x->shape.rank;
+        bool ell = false;
+        for (int t = 0; t < q.len[i]; t++) ell |= q.tok[i][t] == EIN_ELL, letters += q.tok[i][t] != EIN_ELL;
+        int e = r - letters;
+        if (e < 0 || (!ell && e)) {
+            vcc_shape_str(s1, sizeof s1, &x->shape);
+            vcc_error(ctx, "node '%s' (Einsum): equation '%s': input %d %s does not have the %d dims its term names%s",
+                      n->name, eq, i, s1, letters, ell ? " (and an ellipsis)" : "");
+            st = VCC_ERR_SHAPE;
+            break;
+        }
+        emax = e > emax ? e : emax;
+        v[i].ref = n->in[i];
+        v[i].shape = x->shape;
+        for (int t = 0, d = 0; t < q.len[i]; t++)
+            if (q.tok[i][t] != EIN_ELL) v[i].lab[d++] = q.tok[i][t];
+            else
+                for (int j = 0; j < e; j++) v[i].lab[d++] = EIN_LABELS - e + j;
+        for (int d = 0; d < r; d++) {
+            int l = v[i].lab[d];
+            int64_t dim = x->shape.dims[d];
+            count[l]++;
+            if (p->size[l] == 0 || p->size[l] == 1) p->size[l] = dim > p->size[l] ? dim : p->size[l];
+            else if (dim != p->size[l] && dim != 1) {
+                vcc_shape_str(s1, sizeof s1, &x->shape);
+                if (l < EIN_LETTERS)
+                    vcc_error(ctx, "node '%s' (Einsum): equation '%s': subscript '%c' is %lld long in one input and "
+                              "%lld in input %d %s", n->name, eq, ein_char(l), (long long)p->size[l], (long long)dim,
+                              i, s1);
+                else
+                    vcc_error(ctx, "node '%s' (Einsum): equation '%s': the ellipsis dims of the inputs do not "
+                              "broadcast (input %d %s)", n->name, eq, i, s1);
+                st = VCC_ERR_SHAPE;
+            }
+        }
+    }
+    if (q.out_given) {
+        for (int t = 0; t < q.len[2]; t++)
+            if (q.tok[2][t] != EIN_ELL) out[nout++] = q.tok[2][t];
+            else
+                for (int j = 0; j < emax; j++) out[nout++] = EIN_LABELS - emax + j;
+    } else { /* the ellipsis dims, then the letters that appear once, in ASCII order */
+        for (int j = 0; j < emax; j++) out[nout++] = EIN_LABELS - emax + j;
+        for (int l = 0; l < EIN_LETTERS; l++)
+            if (count[l] == 1) out[nout++] = l;
+    }
+    if (!st && nout > VCC_MAX_RANK) {
+        vcc_error(ctx, "node '%s' (Einsum): equation '%s': the output would have more than %d dims", n->name, eq,
+                  VCC_MAX_RANK);
+        st = VCC_ERR_SHAPE;
+    }
+    for (int i = 0; i < nout; i++) in_out[out[i]] = true;
+    for (int i = 0; i < n->nin && !st; i++) { /* broadcast dims of 1 go; what only this input has and the
+                                                 output lacks is summed */
+        VccShape s = {0, {0}};
+        EinVal w = v[i];
+        for (int d = 0; d < v[i].shape.rank; d++)
+            if (v[i].shape.dims[d] == p->size[v[i].lab[d]]) w.lab[s.rank] = v[i].lab[d], s.dims[s.rank++] = v[i].shape.dims[d];
+        ein_reshape(p, &w, &s);
+        v[i] = w;
+    }
+    for (int i = 0; i < n->nin && !st; i++) {
+        bool keep[EIN_LABELS];
+        for (int l = 0; l < EIN_LABELS; l++) keep[l] = in_out[l] || (n->nin == 2 && ein_has(&v[1 - i], l));
+        ein_sum(p, &v[i], keep);
+    }
+    EinVal y = v[0];
+    if (!st && n->nin == 1) {
+        ein_transpose(p, &y, out);
+    } else if (!st) {
+        bool contracted = false;
+        for (int d = 0; d < v[0].shape.rank; d++) contracted |= !in_out[v[0].lab[d]] && ein_has(&v[1], v[0].lab[d]);
+        EinMM m;
+        if (!contracted) {
+            y = ein_mul(p, v, out, nout);
+        } else if (ein_choose(p, v, out, nout, in_out, &m)) {
+            y = ein_matmul(p, &m, v, out, nout);
+        } else {
+            vcc_error(ctx, "node '%s' (Einsum): equation '%s': its product needs more batch dims than vcc's "
+                      "MatMul has (%d)", n->name, eq, VCC_MAX_RANK - 2);
+            st = VCC_ERR_UNSUPPORTED;
+        }
+    }
+    if (!st && (p->n == 0 || y.ref >= 0)) y.ref = ein_push(p, VCC_OP_IDENTITY, y.ref, EIN_NONE, &y.shape);
+    if (!st) ein_make(g, k, p);
+    free(p);
+    return st;
+}
+
+/* Never reached for a forward graph: the canonical form replaced the node during shapes. */
+static VccStatus einsum_shape(VccCtx *ctx, VccGraph *g, int k, bool check) {
+    (void)check;
+    vcc_error(ctx, "node '%s' (Einsum): not lowered into other ops (its canonical form runs during shapes)",
+              g->nodes[k].name);
+    return VCC_ERR_INTERNAL;
+}
+
+const VccOpDef vcc_def_EINSUM = {VCC_OPF_LOWER, 0, einsum_attrs, einsum_check_attrs, einsum_canon, einsum_shape,
+                                 NULL, NULL};

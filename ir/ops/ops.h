@@ -31,6 +31,9 @@ enum {
     VCC_OPF_WORKSPACE = 1u << 2,   /* the outputs from nout_regular on are WORKSPACE tensors */
     VCC_OPF_TYPED = 1u << 3,       /* the forward op also runs on data that are not float32, on the typed
                                       kernels (runtime/{elem,proto,cpu,cuda}/typed.*): vcc_node_typed */
+    VCC_OPF_LOWER = 1u << 4,       /* canon is a lowering into other ops that needs the input shapes:
+                                      passes/canonical leaves the node as it is and passes/shape runs canon
+                                      just before the node's shape rule (see VccOpDef.canon) */
 };
 
 #define VCC_OPSET_NOW 1000000 /* "until" of an attribute that still exists in the newest opset */
@@ -52,7 +55,11 @@ typedef struct VccOpDef {
     /* Values vcc does not support, collected with vcc_op_attr_problem (passes/support.c calls it before
      * anything changes); NULL: every value of a known attribute is supported. */
     void (*check_attrs)(VccCtx *ctx, const VccGraph *g, const VccNode *n);
-    /* One internal form for the opset variants (passes/canonical.c); NULL: nothing to do. */
+    /* One internal form for the opset variants (passes/canonical.c); NULL: nothing to do. With
+     * VCC_OPF_LOWER it runs in passes/shape instead, when the shapes of node k's inputs are known: it may
+     * append nodes to the graph (in canonical form, reading node k's inputs and each other's outputs)
+     * and rewrite node k into the op that writes k's outputs from theirs; passes/shape gives the appended
+     * nodes their shapes in order, then node k its own, and places them before node k. */
     VccStatus (*canon)(VccCtx *ctx, VccGraph *g, int k);
     /* The shape rule: check false gives node k's outputs their dtypes and shapes (forward ops, during
      * passes/shape; workspace outputs are added here); check true compares what the graph holds with
@@ -102,6 +109,10 @@ void vcc_attr_drop(VccNode *n, const char *name);
 void vcc_drop_inputs(VccGraph *g, int k, int from);
 /* True if a node reads t or t is a graph output. */
 bool vcc_tensor_is_used(const VccGraph *g, int t);
+/* Canonical form of constant indices (Gather, ScatterElements): input i of node k, when it is an int32
+ * constant with values, becomes a new int64 constant "<node>.indices" of those values (the kernels read
+ * int64); any other input stays. */
+void vcc_indices_i64(VccGraph *g, int k, int i);
 
 /* ======================================================================== shared by gradient rules (ir/ops/common.c) */
 

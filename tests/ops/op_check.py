@@ -12,6 +12,9 @@ A family's test lists named cases and hands them to main():
     ]
     sys.exit(oc.main(CASES))        # run as: script.py --vcc BUILD/vcc --work DIR [--only NAME] [--cuda]
 
+`oc.main(CASES, references=f)` first hands the selected cases to f, which checks their references against an
+independent runtime (onnxruntime) and returns what is wrong; each such line fails the run.
+
 A Case is one ONNX node (op type `op`, attributes `attrs`, opset `opset`) whose inputs, in order, are
 the float tensors of `inputs` (name -> shape; values uniform in [lo, hi), or `init[name](rng, shape)`)
 and the constants of `consts` (name -> numpy array, written as initializers: int64 ones are constants to
@@ -267,7 +270,7 @@ def check_case(case, vcc, work, cuda=False, cuda_train_only=False):
     return rows
 
 
-def main(cases, argv=None):
+def main(cases, argv=None, references=None):
     ap = argparse.ArgumentParser(description="per-op checks of vcc (tests/ops/op_check.py)")
     ap.add_argument("--vcc", required=True)
     ap.add_argument("--work", required=True)
@@ -290,6 +293,9 @@ def main(cases, argv=None):
         if shutil.which("nvcc") is None:
             print("skip: nvcc not found")
             return 77
+    bad = references(selected) if references else []
+    for b in bad:
+        print("FAIL reference " + b)
     for c in selected:
         try:
             rows = check_case(c, vcc, os.path.abspath(args.work), args.cuda, args.cuda_one)
@@ -303,4 +309,4 @@ def main(cases, argv=None):
     if args.cuda and not _gpu():
         print("cuda: built only; no GPU here, so the CUDA programs were not run against the CPU ones")
     print("%d checks, %d failed%s" % (total, len(failed), (": " + "; ".join(failed)) if failed else ""))
-    return 1 if failed or total == 0 else 0
+    return 1 if failed or bad or total == 0 else 0
