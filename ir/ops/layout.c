@@ -5,8 +5,8 @@
  *     Squeeze, Unsqueeze, and Cast to the input's own element type;
  *   copies (one strided copy per part, runtime/elem/layout.h VccStrided): Concat, Split, Slice,
  *     Transpose, Expand, Tile; Cast between float and int64;
- *   Resize (nearest, n-linear); Gather along an axis with constant indices (an int64 constant input the
- *     program uploads, int32 ones converted);
+ *   Resize (nearest, n-linear, n-cubic, antialiasing filters, tf_crop_and_resize); Gather along an axis
+ *     with constant indices (an int64 constant input the program uploads, int32 ones converted);
  *   backward ops: SliceGrad (dy scattered into zeros), ExpandGrad (the sum over the copies of each
  *     element: the gradient of Expand and Tile), ResizeGrad (Resize's adjoint), GatherGrad (each dy
  *     row added at its index into zeros).
@@ -18,23 +18,26 @@
  * Transpose 1, 13, 21 (perm, default reversed); Squeeze 1, 11 (negative axes), 13 (axes input), 21;
  * Unsqueeze 1, 11, 13, 21 (likewise); Expand 8, 13; Tile 1 (tiles and axis inputs), 6 (repeats input),
  * 13; Cast 1 (to as a string), 6, 9, 13, 19 (saturate: float8 only, nothing to do), 21; Resize 10
- * (scales input; onnxruntime's asymmetric mapping), 11 (roi, scales, sizes; coordinate modes, nearest
- * modes), 13, 18 (axes, keep_aspect_ratio_policy), 19 (half_pixel_symmetric); Gather 1, 11 (negative
- * indices), 13. Negative axes are accepted in every opset, counted from the end as opset 11 defines
- * them (the ONNX test data use one at opset 6, pytorch-converted/test_GLU; onnxruntime reads them so),
- * but Flatten's, which its schema rejects before opset 11;
- * Resize follows the ONNX reference implementation (onnx/reference/ops/op_resize.py). Gradients as PyTorch autograd: cat ->
- * narrow of the gradient, split -> cat, slice -> slice_backward (zeros, then the gradient at the slice),
- * permute -> the inverse permute, squeeze/unsqueeze -> a reshape, expand -> sum_to_size, repeat -> the
- * sum over the repeats, upsample_nearest/linear -> their backward (the adjoint of the sampling).
+ * (scales input; onnxruntime's asymmetric mapping), 11 (roi, scales, sizes; coordinate modes with
+ * tf_crop_and_resize and extrapolation_value, nearest modes, cubic with cubic_coeff_a and
+ * exclude_outside), 13, 18 (axes, keep_aspect_ratio_policy, antialias), 19 (half_pixel_symmetric);
+ * Gather 1, 11 (negative indices), 13. Negative axes are accepted in every opset, counted from the end
+ * as opset 11 defines them (the ONNX test data use one at opset 6, pytorch-converted/test_GLU;
+ * onnxruntime reads them so), but Flatten's, which its schema rejects before opset 11. Resize follows the ONNX reference implementation
+ * (onnx/reference/ops/op_resize.py) and refuses the forms where it and the spec disagree. Gradients as
+ * PyTorch autograd: cat -> narrow of the gradient, split -> cat, slice -> slice_backward (zeros, then the
+ * gradient at the slice), permute -> the inverse permute, squeeze/unsqueeze -> a reshape, expand ->
+ * sum_to_size, repeat -> the sum over the repeats, upsample_nearest/linear/bicubic (antialiased too) ->
+ * their backward (the adjoint of the sampling).
  *
  * Canonical form: every constant an op takes as an input (Reshape's shape excepted, which stays a CONST
  * input) becomes an attribute and the input is dropped, so that shapes follow from the node alone
  * (also in a .vir dump, which holds no values): Split's "split", Slice's "starts"/"ends"/"axes"/"steps",
  * Squeeze's and Unsqueeze's "axes", Expand's "shape", Tile's "repeats" (Tile-1's "tiles" and "axis"),
- * Resize's "scales" or "sizes" (roi is dropped: only tf_crop_and_resize, which vcc refuses, reads it);
- * Cast-1's string "to" becomes its type code; Cast of a constant is folded (an Identity of a new
- * constant), and Cast to the input's own type becomes an Identity (a view) once shapes are known.
+ * Resize's "scales" or "sizes" and, under tf_crop_and_resize (the only mode that reads it), "roi" (roi is
+ * dropped otherwise); Cast-1's string "to" becomes its type code; Cast of a constant is folded (an
+ * Identity of a new constant), and Cast to the input's own type becomes an Identity (a view) once shapes
+ * are known.
  *
  * Element types: the data-movement ops take float, int64 (a trailing pair of 32-bit words to the
  * kernels) and, in shape rules, bool constants; Resize and the gradients are float.
@@ -1278,23 +1281,23 @@ static int name_index(const char *s, const char *const *names) {
     return -1;
 }
 
+static const char *const resize_modes[] = {"nearest", "linear", "cubic", NULL};
 static const char *const resize_coords[] = {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
-                                            "tf_half_pixel_for_nearest", "half_pixel_symmetric", NULL};
+                                            "tf_half_pixel_for_nearest", "half_pixel_symmetric",
+                                            "tf_crop_and_resize", NULL};
 static const char *const resize_nearest[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil", NULL};
 static const char *const resize_policies[] = {"stretch", "not_larger", "not_smaller", NULL};
 
 static void resize_check_attrs(VccCtx *ctx, const VccGraph *g, const VccNode *n) {
-    const char *mode = vcc_attr_string(n, "mode", "nearest");
-    const char *coord = vcc_attr_string(n, "coordinate_transformation_mode", "half_pixel");
-    int c = name_index(coord, resize_coords);
-    bool linear = strcmp(mode, "linear") == 0;
-    if (!linear && strcmp(mode, "nearest") != 0)
-        vcc_op_attr_problem(ctx, n, "%s attribute '%s'", "mode", strcmp(mode, "cubic") == 0
-                            ? "cubic: vcc resizes with nearest and linear" : "not an ONNX Resize mode");
+    int mode = name_index(vcc_attr_string(n, "mode", "nearest"), resize_modes);
+    int c = name_index(vcc_attr_string(n, "coordinate_transformation_mode", "half_pixel"), resize_coords);
+    if (mode < 0)
+        vcc_op_attr_problem(ctx, n, "%s attribute '%s'", "mode", "not an ONNX Resize mode");
+    else if (mode == VCC_RESIZE_CUBIC && g->opset < 11)
+        vcc_op_attr_problem(ctx, n, "%s attribute '%s'", "mode", "cubic exists from opset 11");
     if (c < 0)
         vcc_op_attr_problem(ctx, n, "%s attribute '%s'", "coordinate_transformation_mode",
-                            strcmp(coord, "tf_crop_and_resize") == 0 ? "tf_crop_and_resize (roi crops) is not supported"
-                                                                    : "not an ONNX coordinate_transformation_mode");
+                            "not an ONNX coordinate_transformation_mode");
     else if (c == VCC_RESIZE_TF_HALF_PIXEL_FOR_NEAREST && g->opset >= 13)
         vcc_op_attr_problem(ctx, n, "%s attribute '%s'", "coordinate_transformation_mode",
                             "tf_half_pixel_for_nearest exists in opsets 11-12 only");
@@ -1305,15 +1308,17 @@ static void resize_check_attrs(VccCtx *ctx, const VccGraph *g, const VccNode *n)
         vcc_op_attr_problem(ctx, n, "%s attribute '%s'", "nearest_mode", "not an ONNX nearest_mode");
     if (name_index(vcc_attr_string(n, "keep_aspect_ratio_policy", "stretch"), resize_policies) < 0)
         vcc_op_attr_problem(ctx, n, "%s attribute '%s'", "keep_aspect_ratio_policy", "not an ONNX policy");
-    if (vcc_attr_int(n, "antialias", 0) != 0)
-        vcc_op_attr_problem(ctx, n, "%s attribute '%s'", "antialias", "antialiasing filters are not supported");
-    if (vcc_attr_int(n, "exclude_outside", 0) != 0 && !linear)
-        vcc_op_attr_problem(ctx, n, "%s attribute '%s'", "exclude_outside",
-                            "supported with linear mode (where clamping gives the same samples) only");
+    /* nearest has no filter to stretch or renormalize (ONNX's reference refuses antialias there, and
+     * divides 0 by 0 where exclude_outside drops the nearest index) */
+    if (vcc_attr_int(n, "antialias", 0) != 0 && mode == VCC_RESIZE_NEAREST)
+        vcc_op_attr_problem(ctx, n, "%s attribute '%s'", "antialias", "applies to linear and cubic modes only");
+    if (vcc_attr_int(n, "exclude_outside", 0) != 0 && mode == VCC_RESIZE_NEAREST)
+        vcc_op_attr_problem(ctx, n, "%s attribute '%s'", "exclude_outside", "applies to linear and cubic modes only");
 }
 
 /* Opset 10: the scales input (1) becomes the scales attribute; opset 11+: scales (2) or sizes (3), exactly
- * one of them (an empty scales tensor counts as absent); roi (1) is dropped. */
+ * one of them (an empty scales tensor counts as absent); roi (1) becomes the roi attribute under
+ * tf_crop_and_resize, the only mode that reads it, and is dropped otherwise. */
 static VccStatus resize_canon(VccCtx *ctx, VccGraph *g, int k) {
     VccNode *n = &g->nodes[k];
     VccStatus st = max_inputs(ctx, g, n, g->opset < 11 ? 2 : 4);
@@ -1322,7 +1327,9 @@ static VccStatus resize_canon(VccCtx *ctx, VccGraph *g, int k) {
         st = const_input_to_attr(ctx, g, k, 1, "scales", VCC_F32);
     } else {
         if (has_input(n, 1) && vcc_is_initializer(g, n->in[1])) g->tensors[n->in[1]].kind = VCC_T_CONST;
-        if ((st = const_input_to_attr(ctx, g, k, 2, "scales", VCC_F32)) == VCC_OK)
+        if (strcmp(vcc_attr_string(n, "coordinate_transformation_mode", "half_pixel"), "tf_crop_and_resize") == 0)
+            st = const_input_to_attr(ctx, g, k, 1, "roi", VCC_F32);
+        if (!st && (st = const_input_to_attr(ctx, g, k, 2, "scales", VCC_F32)) == VCC_OK)
             st = const_input_to_attr(ctx, g, k, 3, "sizes", VCC_I64);
     }
     n = &g->nodes[k];
@@ -1336,10 +1343,93 @@ static VccStatus resize_canon(VccCtx *ctx, VccGraph *g, int k) {
     return st;
 }
 
+/* Whether axis a of d maps every output index to its own input index alone (the identity), checked with
+ * the kernels' own functions: such an axis is walked directly. */
+static bool resize_identity(const VccResize *d, int a) {
+    if (d->in[a] != d->out[a]) return false;
+    for (int64_t o = 0; o < d->out[a]; o++) {
+        if (vcc_resize_outside(d, a, o)) return false;
+        if (vcc_resize_filtered(d)) {
+            VccResizeWindow w;
+            vcc_resize_window(d, a, o, &w);
+            for (int64_t j = w.lo; j < w.lo + w.n; j++)
+                if (vcc_resize_raw(d, a, &w, j) / w.norm != (j == o ? 1.0 : 0.0)) return false;
+        } else {
+            int64_t i0, i1;
+            double w1;
+            vcc_resize_taps(d, a, o, &i0, &i1, &w1);
+            if (!(i0 == o && (i1 == o || w1 == 0.0))) return false;
+        }
+    }
+    return true;
+}
+
+/* tf_crop_and_resize's crop of d: roi holds the starts, then the ends, of the na resized axes (fractions
+ * of in - 1; an axis left out keeps [0, 1]). Refused: a crop whose end lies before its start (flipped:
+ * ONNX's reference flips the axis, onnxruntime leaves an axis whose length does not change as it is,
+ * and vcc's gradient gathers along a map that does not decrease) and values beyond +-1e6 (no input to
+ * sample there). */
+static VccStatus resize_roi(VccCtx *ctx, const VccNode *n, const int *axes, int na, VccResize *d) {
+    const VccAttr *roi = vcc_attr_get(n, "roi");
+    for (int a = 0; a < d->rank; a++) d->roi_start[a] = 0.0, d->roi_end[a] = 1.0;
+    if (d->coord != VCC_RESIZE_TF_CROP_AND_RESIZE) return VCC_OK;
+    if (!roi || roi->type != VCC_A_FLOATS || roi->n != 2 * na) {
+        vcc_error(ctx, "node '%s' (Resize): tf_crop_and_resize needs the roi input, a start and an end per resized "
+                  "axis (%d values)", n->name, 2 * na);
+        return VCC_ERR_SHAPE;
+    }
+    for (int i = 0; i < na; i++) {
+        double lo = roi->floats[i], hi = roi->floats[na + i];
+        if (!(fabs(lo) <= 1e6 && fabs(hi) <= 1e6 && lo <= hi)) {
+            vcc_error(ctx, "node '%s' (Resize): the roi of axis %d, [%.9g, %.9g], is not supported (vcc crops "
+                      "with start <= end, both within +-1e6)", n->name, axes[i], lo, hi);
+            return VCC_ERR_UNSUPPORTED;
+        }
+        d->roi_start[axes[i]] = lo;
+        d->roi_end[axes[i]] = hi;
+    }
+    return VCC_OK;
+}
+
+/* The forms where ONNX's spec and its reference implementation (onnx/reference/ops/op_resize.py) give
+ * axis a different samples, refused (onnxruntime follows the spec): with scales that give a fractional
+ * length, align_corners and tf_crop_and_resize divide by the output's length - 1 in the spec and by the
+ * fraction - 1 in the reference, and pytorch_half_pixel's length-1 test differs; tf_crop_and_resize's
+ * output length is floor(in * (end - start) * scale) in the spec and floor(in * scale) in the reference
+ * (and onnxruntime); for an output of length 1, pytorch_half_pixel's x_original is 0 in the spec and
+ * -0.5 in the reference, which only a filter (cubic, antialias) tells apart. */
+static VccStatus resize_unambiguous(VccCtx *ctx, const VccNode *n, const VccResize *d, int a, bool scales) {
+    bool fraction = scales && d->length[a] != (double)d->out[a];
+    if (fraction && (d->coord == VCC_RESIZE_ALIGN_CORNERS || d->coord == VCC_RESIZE_TF_CROP_AND_RESIZE ||
+                     (d->coord == VCC_RESIZE_PYTORCH_HALF_PIXEL && d->out[a] == 1))) {
+        vcc_error(ctx, "node '%s' (Resize): %s with a scale that does not give a whole length on axis %d "
+                  "(%lld x %.9g) is ambiguous in ONNX (the spec's formula takes the output's length, its "
+                  "reference implementation the fraction); give sizes instead of scales", n->name,
+                  resize_coords[d->coord], a, (long long)d->in[a], d->scale[a]);
+        return VCC_ERR_UNSUPPORTED;
+    }
+    double crop = floor((double)d->in[a] * (d->roi_end[a] - d->roi_start[a]) * d->scale[a]);
+    if (scales && d->coord == VCC_RESIZE_TF_CROP_AND_RESIZE && crop != (double)d->out[a]) {
+        vcc_error(ctx, "node '%s' (Resize): tf_crop_and_resize with scales on axis %d is ambiguous in ONNX (the "
+                  "spec's output length floor(in * (end - start) * scale) is %.0f, its reference implementation's "
+                  "floor(in * scale) %lld); give sizes instead of scales", n->name, a, crop, (long long)d->out[a]);
+        return VCC_ERR_UNSUPPORTED;
+    }
+    if (d->coord == VCC_RESIZE_PYTORCH_HALF_PIXEL && d->out[a] == 1 && d->in[a] > 1 && vcc_resize_filtered(d)) {
+        vcc_error(ctx, "node '%s' (Resize): pytorch_half_pixel with an output length of 1 on axis %d is ambiguous "
+                  "in ONNX for %s (the spec's x_original is 0, its reference implementation's -0.5)", n->name, a,
+                  d->antialias ? "an antialiasing filter" : "cubic mode");
+        return VCC_ERR_UNSUPPORTED;
+    }
+    return VCC_OK;
+}
+
 /* The sampling of Resize node n on x (rank <= 8): output dims, per axis scale and length, active axes
- * (those whose map is not the identity, checked with the kernels' own functions). Opset 10 maps
- * coordinates asymmetrically, nearest rounding down when an axis grows and up when it shrinks
- * (onnxruntime's Resize-10); later opsets as their attributes say, with the reference's arithmetic. */
+ * (those whose map is not the identity), the filter of cubic mode and antialias, tf_crop_and_resize's
+ * crop. Opset 10 maps coordinates asymmetrically, nearest rounding down when an axis grows and up when
+ * it shrinks (onnxruntime's Resize-10); later opsets as their attributes say (cubic_coeff_a,
+ * exclude_outside, extrapolation_value and roi from 11, antialias and axes from 18), with the
+ * reference's arithmetic. */
 static VccStatus resize_desc(VccCtx *ctx, const VccGraph *g, const VccNode *n, const VccShape *x, VccResize *d) {
     int r = x->rank, axes[VCC_MAX_RANK], na, ns = -1, nz = -1;
     memset(d, 0, sizeof *d);
@@ -1360,18 +1450,28 @@ static VccStatus resize_desc(VccCtx *ctx, const VccGraph *g, const VccNode *n, c
     int pol = nz >= 0 ? name_index(policy, resize_policies) : 0;
     double keep = pol == 1 ? INFINITY : 0.0; /* not_larger: the smallest ratio; not_smaller: the largest */
     d->rank = r;
-    d->linear = strcmp(vcc_attr_string(n, "mode", "nearest"), "linear") == 0;
+    d->mode = name_index(vcc_attr_string(n, "mode", "nearest"), resize_modes);
     d->coord = g->opset < 11 ? VCC_RESIZE_ASYMMETRIC
                              : name_index(vcc_attr_string(n, "coordinate_transformation_mode", "half_pixel"), resize_coords);
     int nm = name_index(vcc_attr_string(n, "nearest_mode", "round_prefer_floor"), resize_nearest);
-    if (d->coord < 0 || nm < 0 || pol < 0) {
-        vcc_error(ctx, "node '%s' (Resize): unknown coordinate_transformation_mode, nearest_mode or policy", n->name);
+    if (d->mode < 0 || d->coord < 0 || nm < 0 || pol < 0) {
+        vcc_error(ctx, "node '%s' (Resize): unknown mode, coordinate_transformation_mode, nearest_mode or policy",
+                  n->name);
         return VCC_ERR_UNSUPPORTED;
     }
+    d->cubic_a = -0.75;
+    if (g->opset >= 11) {
+        d->cubic_a = vcc_attr_float(n, "cubic_coeff_a", -0.75f);
+        d->exclude_outside = d->mode != VCC_RESIZE_NEAREST && vcc_attr_int(n, "exclude_outside", 0) != 0;
+        d->extrapolation = vcc_attr_float(n, "extrapolation_value", 0.0f);
+    }
+    d->antialias = g->opset >= 18 && d->mode != VCC_RESIZE_NEAREST && vcc_attr_int(n, "antialias", 0) != 0;
     for (int a = 0; a < r; a++) {
         d->in[a] = d->out[a] = x->dims[a];
         d->scale[a] = 1.0;
     }
+    VccStatus st = resize_roi(ctx, n, axes, na, d);
+    if (st) return st;
     for (int i = 0; i < na; i++) {
         int a = axes[i];
         double s = ns >= 0 ? (double)sc->floats[i] : (double)sizes[i] / (double)x->dims[a];
@@ -1396,24 +1496,8 @@ static VccStatus resize_desc(VccCtx *ctx, const VccGraph *g, const VccNode *n, c
             vcc_error(ctx, "node '%s' (Resize): axis %d would have %lld elements", n->name, a, (long long)d->out[a]);
             return VCC_ERR_SHAPE;
         }
-        bool fraction = ns >= 0 && d->length[a] != (double)d->out[a];
-        if (fraction && (d->coord == VCC_RESIZE_ALIGN_CORNERS || (d->coord == VCC_RESIZE_PYTORCH_HALF_PIXEL &&
-                                                                  d->out[a] == 1))) {
-            /* the spec's length_resized (onnxruntime, PyTorch) and the reference's scale * length differ */
-            vcc_error(ctx, "node '%s' (Resize): %s with a scale that does not give a whole length on axis %d "
-                      "(%lld x %.9g) is ambiguous in ONNX (the spec's formula takes the output's length, its "
-                      "reference implementation the fraction); give sizes instead of scales", n->name,
-                      resize_coords[d->coord], a, (long long)d->in[a], d->scale[a]);
-            return VCC_ERR_UNSUPPORTED;
-        }
-        d->active[a] = d->in[a] != d->out[a];
-        for (int64_t o = 0; o < d->out[a] && !d->active[a]; o++) {
-            int64_t i0, i1;
-            double w1;
-            d->active[a] = 1;
-            vcc_resize_taps(d, a, o, &i0, &i1, &w1);
-            d->active[a] = !(i0 == o && (i1 == o || w1 == 0.0));
-        }
+        if ((st = resize_unambiguous(ctx, n, d, a, ns >= 0))) return st;
+        d->active[a] = !resize_identity(d, a);
     }
     return VCC_OK;
 }
@@ -1440,9 +1524,19 @@ static void emit_ints8(FILE *f, const int *v, int n) {
     fputc('}', f);
 }
 
+/* v as a C constant expression (math.h's NAN and INFINITY where it is not finite). */
+static void emit_double(FILE *f, double v) {
+    if (isnan(v)) fputs("NAN", f);
+    else if (isinf(v)) fputs(v < 0 ? "-INFINITY" : "INFINITY", f);
+    else fprintf(f, "%.17g", v);
+}
+
 static void emit_doubles(FILE *f, const double *v, int n) {
     fputc('{', f);
-    for (int i = 0; i < n; i++) fprintf(f, i ? ", %.17g" : "%.17g", v[i]);
+    for (int i = 0; i < n; i++) {
+        if (i) fputs(", ", f);
+        emit_double(f, v[i]);
+    }
     fputc('}', f);
 }
 
@@ -1452,7 +1546,7 @@ static VccStatus emit_resize(VccEmit *e, int k, const VccShape *x, const char *f
     VccResize d;
     VccStatus st = resize_desc(e->ctx, e->g, n, x, &d);
     if (st) return st;
-    fprintf(e->f, "    { static const VccResize d = {%d, %d, %d, ", d.rank, d.linear, d.coord);
+    fprintf(e->f, "    { static const VccResize d = {%d, %d, %d, ", d.rank, d.mode, d.coord);
     emit_ints8(e->f, d.nearest, d.rank);
     fputs(", ", e->f);
     emit_ints8(e->f, d.active, d.rank);
@@ -1464,6 +1558,14 @@ static VccStatus emit_resize(VccEmit *e, int k, const VccShape *x, const char *f
     emit_doubles(e->f, d.scale, d.rank);
     fputs(", ", e->f);
     emit_doubles(e->f, d.length, d.rank);
+    fprintf(e->f, ", %d, %d, ", d.antialias, d.exclude_outside);
+    emit_double(e->f, d.cubic_a);
+    fputs(", ", e->f);
+    emit_double(e->f, d.extrapolation);
+    fputs(", ", e->f);
+    emit_doubles(e->f, d.roi_start, d.rank);
+    fputs(", ", e->f);
+    emit_doubles(e->f, d.roi_end, d.rank);
     fprintf(e->f, "}; %s(rt, &d, %s, %s); }\n", fn, vcc_emit_f32(e, n->in[0]), vcc_emit_f32(e, n->out[0]));
     return VCC_OK;
 }

@@ -70,8 +70,9 @@ VCC_CPU_FN void vcc__resize_all(const VccResize *d, const float *src, float *dst
     for (i = 0; i < n; i++) dst[i] = backward ? vcc_resize_bwd(d, src, i) : vcc_resize_fwd(d, src, i);
 }
 
-/* resize_forward: y (out) = ONNX Resize of x (in), nearest or n-linear (VccResize; per element
- * vcc_resize_fwd, e.g. x (N, C, T, H, W) -> y (N, C, 2T, 2H, 2W)). */
+/* resize_forward: y (out) = ONNX Resize of x (in): nearest, n-linear or n-cubic, antialiased filters,
+ * tf_crop_and_resize's crop and extrapolation (VccResize; per element vcc_resize_fwd, e.g. x (N, C, T, H,
+ * W) -> y (N, C, 2T, 2H, 2W)). */
 VCC_CPU_FN void resize_forward(VccRt *rt, const VccResize *d, const float *x, float *y)
 {
     (void)rt;
@@ -80,7 +81,8 @@ VCC_CPU_FN void resize_forward(VccRt *rt, const VccResize *d, const float *x, fl
 
 /* resize_backward: dx (in) = the adjoint of resize_forward applied to dy (out): each dx element sums
  * dy over the outputs that sample it, times their weights (vcc_resize_bwd; PyTorch's
- * upsample_nearest/linear backward). OVERWRITES dx. */
+ * upsample_nearest/linear/bicubic backward, antialiased too); an extrapolated output reads no x and
+ * sends nothing back. OVERWRITES dx. */
 VCC_CPU_FN void resize_backward(VccRt *rt, const VccResize *d, const float *dy, float *dx)
 {
     (void)rt;

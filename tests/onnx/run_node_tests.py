@@ -137,10 +137,10 @@ SUPPORTED = [
     "test_range_float_type_positive_delta", "test_range_int32_type_negative_delta",
     "test_gather_0", "test_gather_1", "test_gather_2d_indices", "test_gather_negative_indices",
     "test_where_example", "test_where_long_example", "test_equal", "test_equal_bcast",
-    # layout: Concat, Split, Slice, Transpose, Squeeze, Unsqueeze, Expand, Resize (nearest, linear). Not here:
-    # test_split_zero_size_splits_* (an input of 0 elements), Resize's cubic, antialias and tf_crop_and_resize
-    # tests, and test_resize_downsample_scales_linear_align_corners (a scale that gives no whole length with
-    # align_corners: refused as ambiguous, see ir/ops/layout.c)
+    # layout: Concat, Split, Slice, Transpose, Squeeze, Unsqueeze, Expand, Resize (nearest, linear, cubic,
+    # antialias, tf_crop_and_resize). Not here: test_split_zero_size_splits_* (an input of 0 elements), and
+    # test_resize_downsample_scales_linear_align_corners and test_resize_downsample_scales_cubic_align_corners
+    # (a scale that gives no whole length with align_corners: refused as ambiguous, see ir/ops/layout.c)
     "test_concat_1d_axis_0", "test_concat_1d_axis_negative_1", "test_concat_2d_axis_0", "test_concat_2d_axis_1",
     "test_concat_2d_axis_negative_1", "test_concat_2d_axis_negative_2", "test_concat_3d_axis_0",
     "test_concat_3d_axis_1", "test_concat_3d_axis_2", "test_concat_3d_axis_negative_1",
@@ -173,6 +173,14 @@ SUPPORTED = [
     "test_resize_upsample_sizes_nearest_ceil_half_pixel", "test_resize_upsample_sizes_nearest_floor_align_corners",
     "test_resize_upsample_sizes_nearest_not_larger", "test_resize_upsample_sizes_nearest_not_smaller",
     "test_resize_upsample_sizes_nearest_round_prefer_ceil_asymmetric",
+    "test_resize_downsample_scales_cubic", "test_resize_downsample_scales_cubic_A_n0p5_exclude_outside",
+    "test_resize_downsample_scales_cubic_antialias", "test_resize_downsample_scales_linear_antialias",
+    "test_resize_downsample_sizes_cubic", "test_resize_downsample_sizes_cubic_antialias",
+    "test_resize_downsample_sizes_linear_antialias", "test_resize_tf_crop_and_resize",
+    "test_resize_tf_crop_and_resize_axes_2_3", "test_resize_tf_crop_and_resize_axes_3_2",
+    "test_resize_tf_crop_and_resize_extrapolation_value", "test_resize_upsample_scales_cubic",
+    "test_resize_upsample_scales_cubic_A_n0p5_exclude_outside", "test_resize_upsample_scales_cubic_align_corners",
+    "test_resize_upsample_scales_cubic_asymmetric", "test_resize_upsample_sizes_cubic",
 ]
 # the unary family (elementwise activations and math functions)
 SUPPORTED += [

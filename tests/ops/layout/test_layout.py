@@ -4,9 +4,13 @@ against PyTorch float64, gradients against PyTorch float64 autograd and central 
 
 References: PyTorch's own ops where one computes the ONNX op (torch.cat, split, permute, squeeze,
 unsqueeze, expand, repeat, index_select for Gather, F.interpolate for nearest/asymmetric/floor,
-nearest-exact, bilinear and trilinear); elsewhere (Slice's index sets, the Resize coordinate modes and roundings PyTorch has no mode
-for) the ONNX spec's formulas written here in NumPy, applied in PyTorch (index_select, one interpolation
-matrix per axis: autograd gives the adjoint). Those references are themselves checked first against
+nearest-exact, bilinear, trilinear, bicubic, and antialiased bilinear and bicubic); elsewhere (Slice's index
+sets, the nearest and linear Resize coordinate modes and roundings PyTorch has no mode for) the ONNX spec's
+formulas written here in NumPy, applied in PyTorch (index_select, one interpolation matrix per axis:
+autograd gives the adjoint); Resize's cubic, antialias and tf_crop_and_resize forms PyTorch lacks (other
+coordinate modes, 1-D and 3-D cubic, ONNX's antialias, which reads the edge past it where PyTorch drops
+those taps, crops and extrapolation) by ONNX's reference implementation in float64, taken as the affine
+map it is (onnx_resize_ref). Those references are themselves checked first against
 onnxruntime (or ONNX's reference implementation where onnxruntime lacks the form) on the case's values;
 a reference that disagrees fails the run before any vcc figure counts.
 
@@ -115,6 +119,56 @@ def resize_plan(shape, scales=None, sizes=None, axes=None, policy="stretch"):
             for a in axes:
                 scale[a], out[a] = k, int(k * shape[a] + 0.5)
     return [(scale[a], out[a], scale[a] * shape[a]) for a in range(r)]
+
+
+def onnx_resize_ref(shape, attrs, given):
+    """Resize by ONNX's reference implementation (onnx.reference, onnx/reference/ops/op_resize.py) in float64,
+    as the affine map it is: y = M x + b along the resized axes, for every index of the others. M comes from
+    the reference applied to every unit vector at once (one slice each, Resize-18's axes naming the
+    resized axes: those of the case's axes, else those whose scale, size or crop is not the identity's),
+    less b, the reference on zeros (tf_crop_and_resize's extrapolation value). Computed once, on the first
+    call; autograd gives the adjoint M^T."""
+    from onnx.reference import ReferenceEvaluator
+    r = len(shape)
+    attrs = dict(attrs)
+    key = "scales" if "scales" in given else "sizes"
+    whole = "axes" not in attrs and attrs.get("keep_aspect_ratio_policy", "stretch") == "stretch"
+    axes = [a % r for a in attrs.pop("axes", range(r))]
+    vals = dict(zip(axes, given[key]))
+    roi = given.get("roi")
+    crop = {a: (roi[i], roi[len(axes) + i]) for i, a in enumerate(axes)} if roi is not None else {}
+    if whole:
+        plan = resize_plan(list(shape), **{key: given[key]})
+        axes = [a for a in range(r) if plan[a][0] != 1 or plan[a][1] != shape[a] or crop.get(a, (0, 1)) != (0, 1)]
+    k = int(np.prod([shape[a] for a in axes]))
+    consts = {key: np.array([vals[a] for a in axes], np.float32 if key == "scales" else I64)}
+    if roi is not None:
+        consts["roi"] = np.array([crop[a][0] for a in axes] + [crop[a][1] for a in axes], np.float32)
+    names = ["X"] + [n if n in consts else "" for n in ("roi", "scales", "sizes")]
+    node = helper.make_node("Resize", names, ["Y"], axes=list(range(1, len(axes) + 1)), **attrs)
+    g = helper.make_graph([node], "ref", [helper.make_tensor_value_info("X", TensorProto.DOUBLE, None)],
+                          [helper.make_value_info("Y", onnx.TypeProto())],
+                          [numpy_helper.from_array(v, n) for n, v in consts.items()])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 19)])
+    cache = {}
+
+    def ref(x):
+        if not cache:
+            run = ReferenceEvaluator(model)
+            sub = [shape[a] for a in axes]
+            y = run.run(None, {"X": np.eye(k).reshape([k] + sub)})[0]
+            b = run.run(None, {"X": np.zeros([1] + sub)})[0].reshape(-1)
+            cache["m"] = torch.tensor((y.reshape(k, -1) - b).T.copy())
+            cache["b"] = torch.tensor(b)
+            cache["out"] = list(y.shape[1:])
+        rest = [a for a in range(r) if a not in axes]
+        xm = x.permute(rest + axes).reshape(-1, k)
+        y = (xm @ cache["m"].T + cache["b"]).reshape([x.shape[a] for a in rest] + cache["out"])
+        inv = [0] * r
+        for i, a in enumerate(rest + axes):
+            inv[a] = i
+        return y.permute(inv)
+    return ref
 
 
 def resize_ref(x, ctm="half_pixel", mode="nearest", nearest="round_prefer_floor", opset=19, **plan):
@@ -260,7 +314,7 @@ CASES = [
             opset=19, ref=lambda X: X),
 ]
 
-# Resize: (name, opset, attrs, scales/sizes, reference); scales and sizes are constants (roi empty)
+# Resize: (name, opset, attrs, scales or sizes and a roi, reference); all constants (roi empty unless given)
 RESIZE = [
     # the UNet's form: nearest, asymmetric, floor (PyTorch's F.interpolate(scale_factor=2, mode="nearest"))
     ("resize_nearest_asymmetric_floor_5d_opset13", 13, X5,
@@ -304,22 +358,94 @@ RESIZE = [
      {"mode": "nearest", "axes": [-2, -1], "keep_aspect_ratio_policy": "not_smaller"}, {"sizes": (7, 9)}, None),
     ("resize_nearest_opset10", 10, (2, 2, 4, 6), {"mode": "nearest"}, {"scales": (1, 1, 2.5, 0.7)}, None),
     ("resize_linear_opset10", 10, (2, 2, 4, 6), {"mode": "linear"}, {"scales": (1, 1, 1.5, 0.5)}, None),
+    # cubic (opset 11+): PyTorch's bicubic (a = -0.75, taps past the edge read the edge) is ONNX's cubic with
+    # half_pixel and align_corners
+    ("resize_cubic_half_pixel_opset11", 11, (2, 3, 4, 5), {"mode": "cubic"}, {"scales": (1, 1, 2, 2)},
+     lambda X: F.interpolate(X, scale_factor=2, mode="bicubic", align_corners=False)),
+    ("resize_cubic_half_pixel_down_sizes_opset13", 13, (2, 2, 7, 9), {"mode": "cubic"}, {"sizes": (2, 2, 4, 5)},
+     lambda X: F.interpolate(X, size=(4, 5), mode="bicubic", align_corners=False)),
+    ("resize_cubic_align_corners_opset13", 13, (2, 3, 4, 5),
+     {"mode": "cubic", "coordinate_transformation_mode": "align_corners"}, {"sizes": (2, 3, 7, 3)},
+     lambda X: F.interpolate(X, size=(7, 3), mode="bicubic", align_corners=True)),
+    ("resize_cubic_align_corners_scales_opset19", 19, (1, 2, 3, 4),
+     {"mode": "cubic", "coordinate_transformation_mode": "align_corners"}, {"scales": (1, 1, 2, 3)},
+     lambda X: F.interpolate(X, size=(6, 12), mode="bicubic", align_corners=True)),
+    # the other coordinate modes, cubic_coeff_a, exclude_outside, 1-D and 3-D (PyTorch has no tricubic):
+    # ONNX's reference implementation
+    ("resize_cubic_asymmetric_opset11", 11, (2, 2, 4, 5),
+     {"mode": "cubic", "coordinate_transformation_mode": "asymmetric"}, {"scales": (1, 1, 1.5, 2.5)}, None),
+    ("resize_cubic_pytorch_half_pixel_opset13", 13, (2, 2, 4, 5),
+     {"mode": "cubic", "coordinate_transformation_mode": "pytorch_half_pixel"}, {"sizes": (2, 2, 7, 3)}, None),
+    ("resize_cubic_half_pixel_symmetric_opset19", 19, (2, 2, 3, 4),
+     {"mode": "cubic", "coordinate_transformation_mode": "half_pixel_symmetric"}, {"scales": (1, 1, 2.3, 1.7)},
+     None),
+    ("resize_cubic_a05_exclude_outside_opset13", 13, (2, 2, 5, 4),
+     {"mode": "cubic", "cubic_coeff_a": -0.5, "exclude_outside": 1}, {"scales": (1, 1, 1.6, 0.75)}, None),
+    ("resize_cubic_1d_opset18", 18, (2, 3, 6), {"mode": "cubic"}, {"sizes": (2, 3, 11)}, None),
+    ("resize_cubic_3d_half_pixel_opset13", 13, (1, 2, 3, 4, 5), {"mode": "cubic"},
+     {"scales": (1, 1, 2, 1.5, 0.8)}, None),
+    ("resize_cubic_3d_align_corners_axes_opset18", 18, (1, 2, 3, 4, 4),
+     {"mode": "cubic", "coordinate_transformation_mode": "align_corners", "axes": [2, 3, 4]},
+     {"sizes": (5, 3, 6)}, None),
+    ("resize_cubic_axes_not_smaller_opset18", 18, (2, 2, 5, 7),
+     {"mode": "cubic", "axes": [3, 2], "keep_aspect_ratio_policy": "not_smaller"}, {"sizes": (4, 3)}, None),
+    # antialias (opset 18): PyTorch's antialias=True is ONNX's with exclude_outside=1 (the filter's taps past
+    # the edge dropped, the rest renormalized; PyTorch's antialiased bicubic takes a = -0.5)
+    ("resize_linear_antialias_exclude_outside_opset18", 18, (2, 2, 9, 11),
+     {"mode": "linear", "antialias": 1, "exclude_outside": 1}, {"sizes": (2, 2, 4, 5)},
+     lambda X: F.interpolate(X, size=(4, 5), mode="bilinear", antialias=True, align_corners=False)),
+    ("resize_cubic_antialias_a05_exclude_outside_opset18", 18, (2, 2, 9, 11),
+     {"mode": "cubic", "antialias": 1, "exclude_outside": 1, "cubic_coeff_a": -0.5}, {"sizes": (2, 2, 4, 5)},
+     lambda X: F.interpolate(X, size=(4, 5), mode="bicubic", antialias=True, align_corners=False)),
+    # ONNX's own antialias (taps past the edge read the edge) differs from PyTorch's: its reference
+    ("resize_linear_antialias_opset18", 18, (2, 2, 8, 9), {"mode": "linear", "antialias": 1},
+     {"scales": (1, 1, 0.6, 0.45)}, None),
+    ("resize_cubic_antialias_opset19", 19, (2, 2, 8, 5), {"mode": "cubic", "antialias": 1},
+     {"scales": (1, 1, 0.5, 1.5)}, None),
+    ("resize_cubic_antialias_to_one_opset18", 18, (2, 2, 5, 12), {"mode": "cubic", "antialias": 1},
+     {"sizes": (2, 2, 7, 1)}, None),  # a window wider than the axis, reaching past both edges
+    ("resize_linear_antialias_3d_axes_opset19", 19, (1, 2, 6, 5, 7),
+     {"mode": "linear", "antialias": 1, "axes": [2, 3, 4], "coordinate_transformation_mode": "asymmetric"},
+     {"sizes": (3, 2, 4)}, None),
+    # tf_crop_and_resize (roi: the starts, then the ends, of the resized axes), extrapolation_value outside
+    ("resize_tf_crop_linear_opset11", 11, (2, 2, 5, 6),
+     {"mode": "linear", "coordinate_transformation_mode": "tf_crop_and_resize"},
+     {"roi": (0, 0, 0.2, 0.1, 1, 1, 0.8, 0.7), "sizes": (2, 2, 4, 5)}, None),
+    ("resize_tf_crop_cubic_extrapolation_opset13", 13, (2, 2, 5, 6),
+     {"mode": "cubic", "coordinate_transformation_mode": "tf_crop_and_resize", "extrapolation_value": 2.5},
+     {"roi": (0, 0, -0.2, 0.3, 1, 1, 1.1, 1.4), "sizes": (2, 2, 6, 5)}, None),
+    ("resize_tf_crop_nearest_axes_opset18", 18, (2, 2, 5, 6),
+     {"mode": "nearest", "coordinate_transformation_mode": "tf_crop_and_resize", "axes": [3, 2],
+      "extrapolation_value": -1.0}, {"roi": (0.15, 0.3, 1.2, 0.9), "sizes": (7, 3)}, None),
+    ("resize_tf_crop_scales_opset19", 19, (2, 2, 4, 6),
+     {"mode": "linear", "coordinate_transformation_mode": "tf_crop_and_resize"},
+     {"roi": (0, 0, 0, 0, 1, 1, 1, 1), "scales": (1, 1, 1.5, 0.5)}, None),
+    ("resize_tf_crop_cubic_antialias_opset18", 18, (2, 2, 9, 8),
+     {"mode": "cubic", "coordinate_transformation_mode": "tf_crop_and_resize", "antialias": 1},
+     {"roi": (0, 0, 0.1, 0.2, 1, 1, 0.9, 1.0), "sizes": (2, 2, 3, 4)}, None),
 ]
 
 
 def resize_case(name, opset, shape, attrs, given, torch_ref):
-    key, vals = next(iter(given.items()))
+    key = "scales" if "scales" in given else "sizes"
+    vals = given[key]
     const = f32(*vals) if key == "scales" else i64(*vals)
+    roi = f32(*given.get("roi", ()))
     ctm = attrs.get("coordinate_transformation_mode", "half_pixel")
     plan = {key: vals, "axes": attrs.get("axes"), "policy": attrs.get("keep_aspect_ratio_policy", "stretch")}
-    ref = torch_ref or (lambda X, **c: resize_ref(X, ctm, attrs.get("mode", "nearest"),
-                                                  attrs.get("nearest_mode", "round_prefer_floor"), opset, **plan))
+    if torch_ref:
+        ref = torch_ref
+    elif attrs.get("mode") == "cubic" or attrs.get("antialias") or ctm == "tf_crop_and_resize":
+        ref = onnx_resize_ref(shape, attrs, given)
+    else:
+        ref = (lambda X, **c: resize_ref(X, ctm, attrs.get("mode", "nearest"),
+                                         attrs.get("nearest_mode", "round_prefer_floor"), opset, **plan))
     if opset == 10:
         consts, order = {"scales": const}, ["X", "scales"]
     elif key == "scales":
-        consts, order = {"roi": f32(), "scales": const}, ["X", "roi", "scales"]
+        consts, order = {"roi": roi, "scales": const}, ["X", "roi", "scales"]
     else:
-        consts, order = {"roi": f32(), "scales": f32(), "sizes": const}, ["X", "roi", "scales", "sizes"]
+        consts, order = {"roi": roi, "scales": f32(), "sizes": const}, ["X", "roi", "scales", "sizes"]
     return oc.Case(name, "Resize", inputs={"X": shape}, consts=consts, order=order, attrs=attrs, opset=opset,
                    ref=lambda X, **c: ref(X))
 
@@ -331,7 +457,9 @@ CASES += [resize_case(*r) for r in RESIZE]
 
 def _independent(case, vals):
     """The case's node on its values by onnxruntime (or, for forms onnxruntime lacks, ONNX's reference
-    implementation)."""
+    implementation). Resize's cubic, antialias and tf_crop_and_resize forms go to ONNX's reference first:
+    onnxruntime computes their weights in float32 (about 1e-6 off) and leaves tf_crop_and_resize's crop out
+    on an axis whose length does not change."""
     import onnxruntime as ort
     from onnx.reference import ReferenceEvaluator
     outs = ["y%d" % i for i in range(case.outputs)]
@@ -339,8 +467,11 @@ def _independent(case, vals):
     if case.op == "Resize" and "axes" in attrs:  # onnxruntime 1.20 crashes on negative axes: the same axes counted
         r = len(next(iter(vals.values())).shape)  # from the front
         attrs["axes"] = [a % r for a in attrs["axes"]]
-    node = helper.make_node(case.op, case.order, outs, **attrs)
-    inits = [numpy_helper.from_array(np.asarray(c), n) for n, c in case.consts.items()]
+    # an empty roi is an absent one (ONNX's reference would read its first value)
+    order = ["" if case.op == "Resize" and n == "roi" and case.consts[n].size == 0 else n for n in case.order]
+    node = helper.make_node(case.op, order, outs, **attrs)
+    inits = [numpy_helper.from_array(np.asarray(c), n) for n, c in case.consts.items()
+             if n in order or case.op != "Resize"]
     g = helper.make_graph([node], case.name, [helper.make_tensor_value_info(n, TensorProto.FLOAT, v.shape)
                                               for n, v in vals.items()],
                           [helper.make_value_info(o, onnx.TypeProto()) for o in outs], inits)
@@ -348,6 +479,9 @@ def _independent(case, vals):
     m.ir_version = 8
     so = ort.SessionOptions()
     so.log_severity_level = 4
+    if case.op == "Resize" and (attrs.get("mode") == "cubic" or attrs.get("antialias") or
+                                attrs.get("coordinate_transformation_mode") == "tf_crop_and_resize"):
+        return ReferenceEvaluator(m).run(None, vals)
     try:
         return ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, vals)
     except Exception:  # a form onnxruntime does not implement (tf_half_pixel_for_nearest, opset 1 Split, ...)

@@ -3,6 +3,8 @@
   split_all_parts       every part of a Split reaches the loss (in another order): dX is the Concat of them all
   split_unused_part     a part no one reads: its slice of dX is zeros
   layout_chain          Transpose -> Resize -> Slice -> Unsqueeze -> Expand -> Squeeze -> Tile -> Concat, trained
+  resize_filters        Resize cubic with tf_crop_and_resize (a roi, extrapolation) -> Resize linear antialiased,
+                        trained (references: ONNX's reference implementation, then PyTorch's antialiased bilinear)
   cast_int_roundtrip    float -> INT64 -> FLOAT and float -> INT32 -> FLOAT at run time (forward: truncation)
   int64_movement        int64 values moved by Transpose, Slice (negative step), Concat, Tile, Expand,
                         Unsqueeze, Split at run time, then cast back to float (forward)
@@ -11,8 +13,8 @@
 
 Each is checked like an op_check case (forward against PyTorch float64; gradients against PyTorch autograd
 and central finite differences), the graph's first output being the trained one. Every dump of
-layout_chain after each pass must read back and print identically (print(parse(x)) == x), and the
-dumps must pass vcc's type check of every node (`vcc dump.vir`).
+layout_chain and resize_filters after each pass must read back and print identically (print(parse(x)) ==
+x), and the dumps must pass vcc's type check of every node (`vcc dump.vir`).
 """
 
 import os
@@ -25,7 +27,9 @@ import torch.nn.functional as F
 from onnx import helper, numpy_helper, TensorProto
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import op_check as oc  # noqa: E402
+from test_layout import onnx_resize_ref  # noqa: E402
 
 I64 = np.int64
 
@@ -98,6 +102,24 @@ def chain_ref(X, B, **c):
     return torch.cat([e, be], 1)
 
 
+CROP = {"mode": "cubic", "coordinate_transformation_mode": "tf_crop_and_resize", "extrapolation_value": 0.5}
+CROP_GIVEN = {"roi": (0, 0, 0.1, -0.1, 1, 1, 0.9, 1.2), "sizes": (2, 2, 8, 9)}
+
+
+def filters_nodes():
+    return [N("Resize", ["X", "roi", "", "sizes"], ["r"], **CROP),                        # (2, 2, 8, 9)
+            N("Resize", ["r", "", "", "sizes2"], ["y0"], mode="linear", antialias=1,    # (2, 2, 3, 4)
+              exclude_outside=1)]
+
+
+def filters_ref(X, **c):
+    r = filters_ref.crop(X)
+    return F.interpolate(r, size=(3, 4), mode="bilinear", antialias=True, align_corners=False)
+
+
+filters_ref.crop = onnx_resize_ref((2, 2, 6, 7), CROP, CROP_GIVEN)
+
+
 def cast_int_nodes():
     return [N("Cast", ["X"], ["i"], to=TensorProto.INT64), N("Cast", ["i"], ["y0"], to=TensorProto.FLOAT),
             N("Cast", ["X"], ["j"], to=TensorProto.INT32), N("Cast", ["j"], ["y1"], to=TensorProto.FLOAT)]
@@ -141,6 +163,9 @@ CASES = [
                       "ax2": np.array([2], I64), "ax0": np.array([0], I64),
                       "shape": np.array([2, 3, 2, 4, 6], I64), "reps": np.array([1, 2, 4, 6], I64)},
               ref=chain_ref),
+    GraphCase("resize_filters", filters_nodes, inputs={"X": (2, 2, 6, 7)}, opset=18,
+              consts={"roi": np.array(CROP_GIVEN["roi"], np.float32), "sizes": np.array(CROP_GIVEN["sizes"], I64),
+                      "sizes2": np.array([2, 2, 3, 4], I64)}, ref=filters_ref),
     GraphCase("cast_int_roundtrip", cast_int_nodes, inputs={"X": (3, 4)}, outputs=2, opset=13, grad=False,
               lo=-50.0, hi=50.0, ref=lambda X: (torch.trunc(X), torch.trunc(X))),
     GraphCase("int64_movement", int64_nodes, inputs={"X": (2, 3, 4)}, outputs=2, opset=13, grad=False,
@@ -155,25 +180,28 @@ CASES = [
 
 
 def check_dumps(vcc, work):
-    """layout_chain's trainer dumps after every pass: read back, printed identically, type-checked; and
-    cast_const_folded has no Cast left after canonical. Returns the failures."""
+    """layout_chain's and resize_filters' trainer dumps after every pass: read back, printed identically,
+    type-checked; and cast_const_folded has no Cast left after canonical. Returns the failures."""
     bad = []
     d = os.path.join(work, "dumps")
     os.makedirs(d, exist_ok=True)
-    case = next(c for c in CASES if c.name == "layout_chain")
-    vals = case.values()
-    shapes = [tuple(r.shape) for r in oc._ref_outputs(case, vals)]
     import onnx
-    onnx.save(case.model(vals, shapes, trainable=True), os.path.join(d, "chain.onnx"))
-    for p in ("canonical", "shape", "autodiff", "memplan"):
-        a = subprocess.run([vcc, "chain.onnx", "--loss", "mse", "--dump-ir=" + p], cwd=d, capture_output=True, text=True)
-        with open(os.path.join(d, p + ".vir"), "w") as f:
-            f.write(a.stdout)
-        b = subprocess.run([vcc, p + ".vir", "--loss", "mse", "--dump-ir=" + p], cwd=d, capture_output=True, text=True)
-        ok = a.returncode == 0 and b.returncode == 0 and a.stdout == b.stdout
-        print("%-40s %-22s %s" % ("layout_chain", "dump " + p, "ok" if ok else "FAIL " + (a.stderr + b.stderr)[:300]))
-        if not ok:
-            bad.append("layout_chain: dump " + p)
+    for name in ("layout_chain", "resize_filters"):
+        case = next(c for c in CASES if c.name == name)
+        vals = case.values()
+        shapes = [tuple(r.shape) for r in oc._ref_outputs(case, vals)]
+        onnx.save(case.model(vals, shapes, trainable=True), os.path.join(d, name + ".onnx"))
+        for p in ("canonical", "shape", "autodiff", "memplan"):
+            a = subprocess.run([vcc, name + ".onnx", "--loss", "mse", "--dump-ir=" + p], cwd=d, capture_output=True,
+                               text=True)
+            vir = "%s_%s.vir" % (name, p)
+            with open(os.path.join(d, vir), "w") as f:
+                f.write(a.stdout)
+            b = subprocess.run([vcc, vir, "--loss", "mse", "--dump-ir=" + p], cwd=d, capture_output=True, text=True)
+            ok = a.returncode == 0 and b.returncode == 0 and a.stdout == b.stdout
+            print("%-40s %-22s %s" % (name, "dump " + p, "ok" if ok else "FAIL " + (a.stderr + b.stderr)[:300]))
+            if not ok:
+                bad.append("%s: dump %s" % (name, p))
     case = next(c for c in CASES if c.name == "cast_const_folded")
     vals = case.values()
     onnx.save(case.model(vals, [(2, 3)], trainable=False), os.path.join(d, "castc.onnx"))
