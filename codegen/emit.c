@@ -108,6 +108,25 @@ static VccStatus emit_node(VccEmit *e, int k) {
         vcc_error(e->ctx, "node '%s' (%s): no code generator for this op", n->name, vcc_op_name(n->op));
         return VCC_ERR_UNSUPPORTED;
     }
+    /* Empty tensors (a dim of 0: forward-only programs take them, as ONNX does). A node with no output
+     * element has nothing to compute; one that makes elements out of an empty input does so only where
+     * the op defines it: a reduction of an empty set (reduce.c: its identity), a Concat skipping an empty
+     * piece. Any other such node is refused rather than handed to a kernel that assumes elements. */
+    bool out_empty = true;
+    for (int i = 0; i < n->nout; i++)
+        if (n->out[i] >= 0 && vcc_shape_numel(&e->g->tensors[n->out[i]].shape) != 0) out_empty = false;
+    if (out_empty) {
+        fputs("    /* no elements */\n", e->f);
+        return VCC_OK;
+    }
+    bool reduce = n->op == VCC_OP_REDUCESUM || n->op == VCC_OP_REDUCEMEAN || n->op == VCC_OP_REDUCEMAX ||
+                  n->op == VCC_OP_REDUCEMIN || n->op == VCC_OP_CONCAT;
+    for (int i = 0; i < n->nin && !reduce; i++)
+        if (n->in[i] >= 0 && vcc_shape_numel(&e->g->tensors[n->in[i]].shape) == 0) {
+            vcc_error(e->ctx, "node '%s' (%s): input '%s' has no elements; vcc computes this op from non-empty "
+                      "inputs only", n->name, vcc_node_op(n), e->g->tensors[n->in[i]].name);
+            return VCC_ERR_UNSUPPORTED;
+        }
     return def->emit(e, k);
 }
 

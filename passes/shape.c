@@ -81,11 +81,12 @@ static void place_lowered(VccGraph *g, int n0, const int *anchor) {
 
 VccStatus vcc_infer_shapes(VccCtx *ctx, VccGraph *g) {
     int64_t bytes;
-    /* graph inputs: every dim at least 1; all sizes within VCC_MAX_TENSOR_BYTES, so no later size overflows */
+    /* graph inputs: every dim at least 1 (0 too in forward-only programs, which ONNX lets hold empty
+     * tensors); all sizes within VCC_MAX_TENSOR_BYTES, so no later size overflows */
     for (int i = 0; i < g->ninputs; i++) {
         const VccTensor *t = &g->tensors[g->inputs[i]];
         for (int d = 0; d < t->shape.rank; d++)
-            if (t->shape.dims[d] < 1) {
+            if (t->shape.dims[d] < (ctx->forward_only ? 0 : 1)) {
                 vcc_error(ctx, "input '%s': dim %d is %lld; vcc needs every input dim to be at least 1", t->name, d,
                           (long long)t->shape.dims[d]);
                 return VCC_ERR_SHAPE;

@@ -186,6 +186,19 @@ static VccStatus reduce_emit(VccEmit *e, int k) {
     bool mask[VCC_MAX_RANK], noop;
     VccShape y;
     if (!reduced_shape(e->ctx, n, &e->g->tensors[n->in[0]].shape, &y, mask, &noop)) return VCC_ERR_SHAPE;
+    if (vcc_emit_numel(e, n->in[0]) == 0) {
+        /* reductions of empty sets: ReduceSum gives 0; ReduceMax and ReduceMin -inf and +inf from opset 18
+         * (ONNX's operator text); ReduceMean's, and the others' before 18, are undefined */
+        bool sum = n->op == VCC_OP_REDUCESUM, ext = n->op != VCC_OP_REDUCEMEAN && e->g->opset >= 18;
+        if (!sum && !ext) {
+            vcc_error(e->ctx, "node '%s' (%s): a reduction of an empty set, which ONNX leaves undefined here",
+                      n->name, vcc_node_op(n));
+            return VCC_ERR_UNSUPPORTED;
+        }
+        fprintf(e->f, "    fill_forward(rt, %" PRId64 ", %s, %s);\n", vcc_emit_numel(e, n->out[0]),
+                sum ? "0.0f" : n->op == VCC_OP_REDUCEMAX ? "-INFINITY" : "INFINITY", vcc_emit_f32(e, n->out[0]));
+        return VCC_OK;
+    }
     emit_reduce_desc(e, &e->g->tensors[n->in[0]].shape, mask);
     fprintf(e->f, "        reduce_forward(rt, %s, &d, 1.0f, %s, %s);\n    }\n", reduce_kind(n->op),
             vcc_emit_f32(e, n->in[0]), vcc_emit_f32(e, n->out[0]));
