@@ -30,7 +30,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define VCC_FOLD_MAX_ELEMS ((int64_t)1 << 20) /* elements of one folded result, at most */
 
 /* ======================================================================== values */
 
@@ -1165,7 +1164,8 @@ VccStatus vcc_fold_node(VccCtx *ctx, VccGraph *g, int k, bool *folded) {
     }
     free(f.in);
     if (st == F_ERR) return VCC_ERR_SHAPE;
-    if (st == F_CANT && fold_only(n)) return refuse(ctx, g, k, f.why);
+    /* a ConstantOfShape too large to fold may still fill at run time: its shape rule decides */
+    if (st == F_CANT && fold_only(n) && n->op != VCC_OP_CONSTANT_OF_SHAPE) return refuse(ctx, g, k, f.why);
     return VCC_OK;
 }
 

@@ -180,12 +180,14 @@ int vcc_bcast_collapse(const VccBroadcast *bc, int64_t ea, int64_t eb, int64_t *
 int vcc_diff_sum_to(VccDiff *d, int fwd, const char *suffix, int gt, int t, int axis, float scale);
 /* ======================================================================== compile-time evaluation (ir/ops/fold.c) */
 
+#define VCC_FOLD_MAX_ELEMS ((int64_t)1 << 20) /* elements of one folded result, at most */
+
 /* Evaluate forward node k while compiling, when every input it has is a compile-time value (a CONST
  * tensor with data) or, for Shape and Size, its input's shape is known: on the host, in ONNX semantics of
  * g->opset, for the ops the evaluator has (looked up by ONNX op name, so any family's row and ops that
  * have none). Its outputs become CONST tensors with data and *folded is set; vcc_fold_sweep removes the
  * node. Otherwise *folded is false and nothing changes, except for a fold-only op (the const family's,
- * or one vcc has no row for), which is then refused naming the node, the input that is not known
+ * or one vcc has no row for; but not a ConstantOfShape, whose shape rule may fill it at run time), which is then refused naming the node, the input that is not known
  * while compiling and where it comes from (or why the evaluator cannot: a result over 2^20 elements, an
  * element type vcc does not have). Errors of the model (an index out of range, an integer division by
  * zero, shapes that do not broadcast) name the node: VCC_ERR_SHAPE; refusals: VCC_ERR_UNSUPPORTED. */

@@ -368,6 +368,13 @@ CASES.append(Case("dead_code", nd, outs, inputs=ins, keep=["Identity"]))
 nd, outs, want = legacy_broadcast()
 CASES.append(Case("legacy_broadcast_opset6", nd, outs, opset=6, want=want))
 CASES.append(Case("constant_only", [c("k", np.array([[1, 2, 3]], I32))], ["k"]))
+# a ConstantOfShape over the compile-time size limit (2^20 elements): a float32 fill at run time, added to
+# an input so the program computes with it
+CASES.append(Case("constant_of_shape_runtime",
+                  [c("big", np.array([3, 1 << 19], I64)),
+                   n("ConstantOfShape", ["big"], "fill", value=numpy_helper.from_array(np.array([0.75], F32), "value")),
+                   n("Add", ["fill", "x"], "y")], ["y"],
+                  inputs={"x": rng.standard_normal((3, 1 << 19)).astype(F32)}, keep=["ConstantOfShape", "Add"]))
 
 X4 = {"x": np.ones((4,), F32)}
 REFUSALS = [
@@ -386,9 +393,11 @@ REFUSALS = [
             says=["node 'g_node' (Gather): index 5 is out of range for axis 0 of size 3"]),
     Refusal("int_division_by_zero", [c("a", np.array([4], I64)), c("b", np.array([0], I64)), n("Div", ["a", "b"], "q")],
             ["q"], says=["node 'q_node' (Div): integer division by zero"]),
-    Refusal("constant_of_shape_too_large", [c("sh", np.array([2048, 1024], I64)), n("ConstantOfShape", ["sh"], "z")],
-            ["z"], says=["node 'z_node' (ConstantOfShape): vcc evaluates ConstantOfShape only while compiling, and "
-                         "cannot here: its result would have more than 1048576 elements"]),
+    # too large to fold, and not float32, which a run-time fill would make
+    Refusal("constant_of_shape_too_large", [c("sh", np.array([2048, 1024], I64)),
+                                            n("ConstantOfShape", ["sh"], "z",
+                                              value=numpy_helper.from_array(np.array([3], I64), "value"))],
+            ["z"], says=["node 'z_node' (ConstantOfShape): vcc evaluates ConstantOfShape only while compiling"]),
     Refusal("cast_to_float16", [c("a", np.array([1.0], F32)), n("Cast", ["a"], "h", to=TP.FLOAT16)], ["h"],
             says=["Cast attribute 'to':", "'h_node' (vcc's tensors are FLOAT, INT64"]),
     Refusal("constant_sparse", [helper.make_node(
