@@ -12,7 +12,7 @@ simple/, and light/'s whole networks):
   - What vcc compiles is built with the command vcc printed and run on every test_data_set; each output
     must match the expected one: |got - want| <= 1e-5 + 1e-4 * |want|, NaN where it is NaN (shapes and
     dtypes exact).
-  - The tests in SUPPORTED must compile: they are the ONNX forms of the ops vcc trains.
+  - The tests in SUPPORTED must compile: the ONNX forms of the ops vcc trains, and the other forms it computes.
 
 Harness adaptations, each stated here: vcc needs static shapes, so a Reshape shape that a test feeds as
 a graph input is baked into the model as an initializer (its value is the test's input); so are the
@@ -213,6 +213,23 @@ SUPPORTED += [
     "test_logsoftmax_example_1", "test_logsoftmax_large_number", "test_logsoftmax_negative_axis",
     "test_Softmax", "test_LogSoftmax", "test_softmax_lastdim", "test_softmax_functional_dim3",
     "test_log_softmax_lastdim", "test_log_softmax_dim3",
+]
+
+# the typed kernels (Add, Sub, Mul, Div, Pow, Clip, MaxPool, Pad on integer and double data), empty tensors,
+# a negative Split axis at opset 6, and light_vgg19's run-time ConstantOfShape fills
+SUPPORTED += ["test_%s_%s" % (op, t) for op in ("add", "sub", "mul", "div")
+              for t in ("int8", "int16", "uint8", "uint16", "uint32", "uint64")]
+SUPPORTED += [
+    "test_div_int32_trunc", "test_maxpool_2d_uint8", "test_edge_pad", "test_reflect_pad", "test_wrap_pad",
+    "test_clip_default_int8_inbounds", "test_clip_default_int8_max", "test_clip_default_int8_min",
+    "test_pow_types_float32_int32", "test_pow_types_float32_int64", "test_pow_types_float32_uint32",
+    "test_pow_types_float32_uint64", "test_pow_types_int32_float32", "test_pow_types_int32_int32",
+    "test_pow_types_int64_float32", "test_pow_types_int64_int64",
+    "test_operator_add_broadcast", "test_operator_add_size1_broadcast", "test_operator_add_size1_right_broadcast",
+    "test_operator_add_size1_singleton_broadcast", "test_operator_addconstant",
+    "test_reduce_sum_empty_set", "test_reduce_sum_empty_set_non_reduced_axis_zero",
+    "test_reshape_allowzero_reordered", "test_split_zero_size_splits_opset13", "test_split_zero_size_splits_opset18",
+    "test_GLU", "light_vgg19",
 ]
 
 # (op type, input index): the inputs vcc reads at compile time, baked into the model when a test feeds them
