@@ -112,9 +112,15 @@ static VccStatus emit_node(VccEmit *e, int k) {
      * element has nothing to compute; one that makes elements out of an empty input does so only where
      * the op defines it: a reduction of an empty set (reduce.c: its identity), a Concat skipping an empty
      * piece. Any other such node is refused rather than handed to a kernel that assumes elements. */
-    bool out_empty = true;
+    bool out_empty = false; /* (a node without outputs, an optimizer update, writes in place) */
     for (int i = 0; i < n->nout; i++)
-        if (n->out[i] >= 0 && vcc_shape_numel(&e->g->tensors[n->out[i]].shape) != 0) out_empty = false;
+        if (n->out[i] >= 0) {
+            if (vcc_shape_numel(&e->g->tensors[n->out[i]].shape) != 0) {
+                out_empty = false;
+                break;
+            }
+            out_empty = true;
+        }
     if (out_empty) {
         fputs("    /* no elements */\n", e->f);
         return VCC_OK;
