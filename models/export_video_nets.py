@@ -14,6 +14,8 @@ Models (video_nets.MODELS; default shapes in video_nets.DEFAULT_SHAPES):
     s3d            2x3x16x224x224 torchvision s3d, unchanged (needs T >= 13, H, W >= 209)
     s3d_small      2x3x8x64x64    torchvision s3d with the final AvgPool3d sized to the clip
     vivit_tiny     2x3x4x32x32    ViViT factorised encoder: Conv3d tubelets, nn.MultiheadAttention, LayerNorm, GELU
+    videomae_tiny  2x3x4x32x32    Hugging Face VideoMAEForVideoClassification, tiny config (transformers)
+    timesformer_tiny 2x3x4x32x32  Hugging Face TimesformerForVideoClassification, divided space-time attention
 
 Writes, under --out:
 

@@ -33,7 +33,7 @@ Outputs:
                    float32, num_batches_tracked int64)
 
 The models of models/video_nets.py (x3d_s_tiny, slowfast_tiny, c3d_tiny, unet3d_block, s3d,
-s3d_small, vivit_tiny), written by export_video_nets.py, are rebuilt with video_nets.build_model(name, K, (B,
+s3d_small, vivit_tiny, videomae_tiny, timesformer_tiny), written by export_video_nets.py, are rebuilt with video_nets.build_model(name, K, (B,
 C, T, H, W), dropout) -- K from the state dict's last layer (video_nets.CLASSIFIER_KEYS), (C, T, H,
 W) from data.npy, B from --batch -- and loaded with load_state_dict(strict=True); training is the
 same. Their Dropout probability is --dropout (default: the paper's, as export_video_nets.py's
@@ -54,7 +54,8 @@ import sys
 
 MODELS = ("r3d_18", "mc3_18", "r2plus1d_18")
 # models/video_nets.py's models (video_nets.MODELS; checked when it is imported)
-VIDEO_NETS = ("x3d_s_tiny", "slowfast_tiny", "c3d_tiny", "unet3d_block", "s3d", "s3d_small", "vivit_tiny")
+VIDEO_NETS = ("x3d_s_tiny", "slowfast_tiny", "c3d_tiny", "unet3d_block", "s3d", "s3d_small", "vivit_tiny",
+              "videomae_tiny", "timesformer_tiny")
 LOSS_IN_GRAPH = ("unet3d_block",)
 
 

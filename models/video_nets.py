@@ -65,6 +65,17 @@ export:
                   LayerNorm and a linear head. The layers are nn.TransformerEncoderLayer (pre-norm,
                   nn.MultiheadAttention, a GELU MLP); default clip 4x32x32, width 32, 2 heads, one
                   spatial and one temporal layer.
+    videomae_tiny Hugging Face transformers' VideoMAEForVideoClassification (Tong et al., NeurIPS 2022),
+                  the library's own code at a tiny config: tubelets (2, 8, 8) by a Conv3d, the fixed
+                  sinusoid position table (a constant of the graph, not a parameter), 2 layers of width
+                  64 with 4 heads and an exact-GELU MLP of 128, mean pooling with fc_norm, a linear
+                  classifier; default clip 4x32x32.
+    timesformer_tiny  Hugging Face transformers' TimesformerForVideoClassification (Bertasius et al.,
+                  ICML 2021), divided space-time attention, the same tiny sizes (patch 8, 2 layers, width
+                  64, 4 heads), drop_path 0; default clip 4x32x32.
+                  Both take pixel_values (N, T, C, H, W): HFVideoClassifier permutes vcc's (N, C, T, H,
+                  W) clip to it inside the model, so the export reads the usual clip. They need the
+                  `transformers` package (python/requirements.txt pins it).
 
 build_model(name, num_classes, clip, dropout) builds any of them; MODELS lists the names,
 DEFAULT_SHAPES the (N, C, T, H, W) each is meant for, CLASSIFIER_KEYS the state_dict key whose
@@ -82,10 +93,11 @@ import torch
 import torch.nn as nn
 
 __all__ = ["MODELS", "DEFAULT_SHAPES", "DEFAULT_DROPOUT", "CLASSIFIER_KEYS", "build_model", "X3DTiny",
-           "SlowFastTiny", "C3DTiny", "UNet3DBlock", "ViViTTiny", "s3d_feature_thw", "s3d_small",
-           "count_parameters"]
+           "SlowFastTiny", "C3DTiny", "UNet3DBlock", "ViViTTiny", "HFVideoClassifier", "s3d_feature_thw",
+           "s3d_small", "count_parameters"]
 
-MODELS = ("x3d_s_tiny", "slowfast_tiny", "c3d_tiny", "unet3d_block", "s3d", "s3d_small", "vivit_tiny")
+MODELS = ("x3d_s_tiny", "slowfast_tiny", "c3d_tiny", "unet3d_block", "s3d", "s3d_small", "vivit_tiny",
+          "videomae_tiny", "timesformer_tiny")
 
 # (N, C, T, H, W) each model is sized for (batch 2, few frames, small H/W; s3d needs 16x224x224)
 DEFAULT_SHAPES = {
@@ -96,16 +108,19 @@ DEFAULT_SHAPES = {
     "s3d": (2, 3, 16, 224, 224),
     "s3d_small": (2, 3, 8, 64, 64),
     "vivit_tiny": (2, 3, 4, 32, 32),
+    "videomae_tiny": (2, 3, 4, 32, 32),
+    "timesformer_tiny": (2, 3, 4, 32, 32),
 }
 
 # the papers' dropout rates (X3D 0.5, SlowFast 0.5, C3D 0.5 after fc6 and fc7, torchvision S3D 0.2)
 DEFAULT_DROPOUT = {"x3d_s_tiny": 0.5, "slowfast_tiny": 0.5, "c3d_tiny": 0.5, "unet3d_block": None,
-                   "s3d": 0.2, "s3d_small": 0.2, "vivit_tiny": 0.1}
+                   "s3d": 0.2, "s3d_small": 0.2, "vivit_tiny": 0.1, "videomae_tiny": 0.1, "timesformer_tiny": 0.1}
 
 # state_dict key of the last layer's weight, whose dim 0 is K
 CLASSIFIER_KEYS = {"x3d_s_tiny": "proj.weight", "slowfast_tiny": "fc.weight", "c3d_tiny": "fc8.weight",
                    "unet3d_block": None, "s3d": "classifier.1.weight", "s3d_small": "classifier.1.weight",
-                   "vivit_tiny": "head.weight"}
+                   "vivit_tiny": "head.weight", "videomae_tiny": "hf.classifier.weight",
+                   "timesformer_tiny": "hf.classifier.weight"}
 
 
 def count_parameters(model):
@@ -617,6 +632,34 @@ class ViViTTiny(nn.Module):
         return self.head(self.norm(x[:, 0]))
 
 
+class HFVideoClassifier(nn.Module):
+    """A Hugging Face video classifier on vcc's clip layout: x (N, C, T, H, W) -> pixel_values (N, T, C, H,
+    W) -> the model's logits (N, K). The model's parameters are under "hf."."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.hf = model
+
+    def forward(self, x):
+        return self.hf(pixel_values=x.permute(0, 2, 1, 3, 4)).logits
+
+
+def hf_video(name, num_classes, clip_thw, dropout):
+    """videomae_tiny or timesformer_tiny (see the module's docstring) from the transformers package."""
+    import transformers
+    t, h, w = clip_thw
+    if h != w:
+        raise ValueError(f"{name}: needs square frames, got {h}x{w}")
+    common = dict(image_size=h, patch_size=8, num_channels=3, num_frames=t, hidden_size=64, num_hidden_layers=2,
+                  num_attention_heads=4, intermediate_size=128, num_labels=num_classes, hidden_act="gelu",
+                  hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
+    if name == "videomae_tiny":
+        cfg = transformers.VideoMAEConfig(tubelet_size=2, use_mean_pooling=True, **common)
+        return HFVideoClassifier(transformers.VideoMAEForVideoClassification(cfg))
+    cfg = transformers.TimesformerConfig(drop_path_rate=0.0, attention_type="divided_space_time", **common)
+    return HFVideoClassifier(transformers.TimesformerForVideoClassification(cfg))
+
+
 def build_model(name, num_classes=10, clip=None, dropout=None):
     """A freshly initialised model (draws from torch's RNG: seed it first), in train() mode.
 
@@ -645,6 +688,8 @@ def build_model(name, num_classes=10, clip=None, dropout=None):
         model = torchvision.models.video.s3d(num_classes=num_classes, dropout=p)
     elif name == "vivit_tiny":
         model = ViViTTiny(num_classes=num_classes, clip_thw=(t, h, w), dropout=p)
+    elif name in ("videomae_tiny", "timesformer_tiny"):
+        model = hf_video(name, num_classes, (t, h, w), p)
     else:
         model = s3d_small(num_classes=num_classes, clip_thw=(t, h, w), dropout=p)
     return model.train()
