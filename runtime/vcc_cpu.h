@@ -21,4 +21,5 @@
 #include "cpu/dropout.h"
 #include "cpu/attention.h"
 #include "cpu/scatter.h"
+#include "cpu/compare.h"
 #endif /* VCC_CPU_H */

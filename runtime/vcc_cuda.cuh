@@ -21,4 +21,5 @@
 #include "cuda/dropout.cuh"
 #include "cuda/attention.cuh"
 #include "cuda/scatter.cuh"
+#include "cuda/compare.cuh"
 #endif /* VCC_CUDA_CUH */

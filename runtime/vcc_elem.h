@@ -20,4 +20,5 @@
 #include "elem/dropout.h"
 #include "elem/attention.h"
 #include "elem/scatter.h"
+#include "elem/compare.h"
 #endif /* VCC_ELEM_H */

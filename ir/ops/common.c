@@ -310,3 +310,17 @@ void vcc_indices_i64(VccGraph *g, int k, int i) {
     g->tensors[t].data_bytes = cnt * sizeof *v;
     g->nodes[k].in[i] = t;
 }
+
+void vcc_emit_bcast_desc(VccEmit *e, const VccBroadcast *bc) {
+    int64_t dims[VCC_MAX_RANK], sa[VCC_MAX_RANK], sb[VCC_MAX_RANK], total;
+    int r = vcc_bcast_collapse(bc, 1, 1, dims, sa, sb, &total);
+    if (r == 0) { /* one element */
+        dims[0] = sa[0] = sb[0] = 1;
+        r = 1;
+    }
+    const int64_t *lists[3] = {dims, sa, sb};
+    int lens[3] = {r, r, r};
+    fprintf(e->f, "    {\n        static const VccBcast d = {%d, %" PRId64 ", ", r, total);
+    vcc_emit_i64s(e, 3, lists, lens);
+    fputs("};\n", e->f);
+}

@@ -1,10 +1,10 @@
 /*
  * const.c — the const family: ops vcc evaluates only while compiling. Shape, Size, ConstantOfShape and
- * Range, the comparisons Equal, Less, LessOrEqual, Greater, GreaterOrEqual, the logic ops Not, And, Or,
- * Xor, and Where: in the models vcc trains they compute shapes, index lists and masks from constants and
- * static shapes (torch exports of x.view(x.size(0), -1), expand, arange). Constant itself never becomes
- * a node: the loader makes its output a CONST tensor (frontend/onnx.c); its row lists it among the ops
- * vcc compiles.
+ * Range: in the models vcc trains they compute shapes and index lists from constants and static shapes
+ * (torch exports of x.view(x.size(0), -1), expand, arange). Constant itself never becomes a node: the
+ * loader makes its output a CONST tensor (frontend/onnx.c); its row lists it among the ops vcc compiles.
+ * The comparisons, logic ops and Where, which fold the same way when their inputs are known, also run on
+ * data: the compare family (ir/ops/compare.c).
  *
  * passes/shape evaluates them (ir/ops/fold.c, which also folds any other op whose inputs are all known,
  * whatever its family) and removes them, so they have no kernels, gradients or emission. One that is
@@ -13,18 +13,11 @@
  * run-time fill (fill_forward of the base runtime).
  *
  * Source: ONNX Operators: Shape 1, 13, 15 (start, end), 19, 21; Size 1, 13, 19, 21; ConstantOfShape 9,
- * 20, 21 (value: a one-element tensor attribute, the loader's second input); Range 11; Equal 1 and
- * Less/Greater 1 (broadcast, axis: legacy broadcasting until opset 6), 7, 9/11, 13, 19; LessOrEqual,
- * GreaterOrEqual 12, 16; Not 1; And/Or/Xor 1 (broadcast, axis), 7; Where 9, 16.
+ * 20, 21 (value: a one-element tensor attribute, the loader's second input); Range 11.
  */
 #include "ops.h"
 
 static const VccAttrSpec no_attrs[] = {{NULL, 0, 0, 0}};
-
-/* Equal, Less, Greater, And, Or, Xor before opset 7: broadcasting only with broadcast=1, B aligned at axis. */
-static const VccAttrSpec legacy_broadcast_attrs[] = {
-    {"broadcast", 1, 6, VCC_A_INT}, {"axis", 1, 6, VCC_A_INT}, {NULL, 0, 0, 0},
-};
 
 static const VccAttrSpec shape_attrs[] = {
     {"start", 15, VCC_OPSET_NOW, VCC_A_INT}, {"end", 15, VCC_OPSET_NOW, VCC_A_INT}, {NULL, 0, 0, 0},
@@ -86,13 +79,3 @@ static VccStatus constant_of_shape_emit(VccEmit *e, int k) {
 const VccOpDef vcc_def_CONSTANT_OF_SHAPE = {0, 0, no_attrs, NULL, NULL, constant_of_shape_shape, NULL,
                                             constant_of_shape_emit};
 CONST_OP(RANGE, no_attrs);
-CONST_OP(EQUAL, legacy_broadcast_attrs);
-CONST_OP(LESS, legacy_broadcast_attrs);
-CONST_OP(LESS_OR_EQUAL, no_attrs);
-CONST_OP(GREATER, legacy_broadcast_attrs);
-CONST_OP(GREATER_OR_EQUAL, no_attrs);
-CONST_OP(NOT, no_attrs);
-CONST_OP(AND, legacy_broadcast_attrs);
-CONST_OP(OR, legacy_broadcast_attrs);
-CONST_OP(XOR, legacy_broadcast_attrs);
-CONST_OP(WHERE, no_attrs);

@@ -166,6 +166,11 @@ bool vcc_broadcast(VccCtx *ctx, const VccGraph *g, const VccNode *n, const VccSh
 int vcc_bcast_collapse(const VccBroadcast *bc, int64_t ea, int64_t eb, int64_t *dims, int64_t *sa, int64_t *sb,
                        int64_t *total);
 
+/* Emission (ir/ops/common.c): "    {\n        static const VccBcast d = {...};\n" for an elementwise
+ * Y = op(A, B) of broadcast bc (vcc_bcast_collapse in units of elements; a one-element Y: rank 1 of
+ * one). The caller writes the kernel call reading &d and closes the block with "    }\n". */
+void vcc_emit_bcast_desc(VccEmit *e, const VccBroadcast *bc);
+
 /* ======================================================================== sums to a shape (ir/ops/reduce.c) */
 
 /* For gradient rules: the gradient of tensor t from gradient gt of a value t was broadcast to (ONNX

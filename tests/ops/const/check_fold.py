@@ -376,18 +376,21 @@ CASES.append(Case("constant_of_shape_runtime",
                    n("Add", ["fill", "x"], "y")], ["y"],
                   inputs={"x": rng.standard_normal((3, 1 << 19)).astype(F32)}, keep=["ConstantOfShape", "Add"]))
 
+# comparisons and Where on run-time data are not folded but run (the compare family): the nodes stay
+XM = {"x": np.array([1.0, 0.5, 1.0, -2.0], F32)}
+CASES.append(Case("equal_runtime", [c("k", np.ones((4,), F32)), n("Equal", ["x", "k"], "e")], ["e"], inputs=XM,
+                  keep=["Equal"]))
+CASES.append(Case("where_from_runtime_chain", [n("Relu", ["x"], "r"), c("k", np.ones((4,), F32)),
+                                               c("k2", np.full((4,), 2.0, F32)), n("Less", ["k", "r"], "lt"),
+                                               n("Where", ["lt", "k", "k2"], "w")], ["w"], inputs=XM,
+                  keep=["Relu", "Less", "Where"]))
+
 X4 = {"x": np.ones((4,), F32)}
 REFUSALS = [
     Refusal("range_runtime_limit", [c("z", np.array(0, I64)), c("one", np.array(1, I64)),
                                     n("Range", ["z", "lim", "one"], "r")], ["r"],
             inputs={"lim": np.array(3, I64)},
             says=["node 'r_node' (Range): input 1 'lim' is not known while compiling (it comes from graph input 'lim')"]),
-    Refusal("equal_runtime", [c("k", np.ones((4,), F32)), n("Equal", ["x", "k"], "e")], ["e"], inputs=X4,
-            says=["node 'e_node' (Equal): input 0 'x' is not known while compiling (it comes from graph input 'x')"]),
-    Refusal("where_from_runtime_chain", [n("Relu", ["x"], "r"), c("k", np.ones((4,), F32)),
-                                         n("Less", ["k", "r"], "lt"), n("Where", ["lt", "k", "k"], "w")], ["w"],
-            inputs=X4, says=["node 'lt_node' (Less): input 1 'r' is not known while compiling (it comes from graph "
-                             "input 'x')"]),
     Refusal("gather_out_of_range", [c("d", np.arange(3, dtype=I64)), c("i", np.array([5], I64)),
                                     n("Gather", ["d", "i"], "g")], ["g"],
             says=["node 'g_node' (Gather): index 5 is out of range for axis 0 of size 3"]),
