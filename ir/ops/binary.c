@@ -95,7 +95,7 @@ static const VccAttrSpec pow_attrs[] = {
     {"broadcast", 1, 6, VCC_A_INT}, {"axis", 1, 6, VCC_A_INT}, {NULL, 0, 0, 0},
 };
 
-static void binary_check_attrs(VccCtx *ctx, const VccGraph *g, const VccNode *n) {
+void vcc_legacy_bcast_check_attrs(VccCtx *ctx, const VccGraph *g, const VccNode *n) {
     (void)g;
     int64_t bc = vcc_attr_int(n, "broadcast", 0);
     if (bc != 0 && bc != 1) vcc_op_attr_problem(ctx, n, "%s attribute '%s'", "broadcast", "must be 0 or 1");
@@ -133,22 +133,6 @@ int vcc_bcast_collapse(const VccBroadcast *bc, int64_t ea, int64_t eb, int64_t *
     return r;
 }
 
-/* "{ static const VccBcast d = {...};" for Y = op(A, B) of broadcast bc (vcc_bcast_collapse; one element:
- * rank 1 of one). */
-static void emit_bcast_desc(VccEmit *e, const VccBroadcast *bc) {
-    int64_t dims[VCC_MAX_RANK], sa[VCC_MAX_RANK], sb[VCC_MAX_RANK], total;
-    int r = vcc_bcast_collapse(bc, 1, 1, dims, sa, sb, &total);
-    if (r == 0) { /* one element */
-        dims[0] = sa[0] = sb[0] = 1;
-        r = 1;
-    }
-    const int64_t *lists[3] = {dims, sa, sb};
-    int lens[3] = {r, r, r};
-    fprintf(e->f, "    {\n        static const VccBcast d = {%d, %" PRId64 ", ", r, total);
-    vcc_emit_i64s(e, 3, lists, lens);
-    fputs("};\n", e->f);
-}
-
 static const char *binary_code(VccOp op) {
     switch (op) {
     case VCC_OP_ADD: return "VCC_BIN_ADD";
@@ -173,7 +157,7 @@ static VccStatus binary_emit(VccEmit *e, int k) {
     VccBroadcast bc;
     if (!node_broadcast(e->ctx, e->g, n, &bc)) return VCC_ERR_SHAPE;
     if (vcc_node_typed(e->g, n)) {
-        emit_bcast_desc(e, &bc);
+        vcc_emit_bcast_desc(e, &bc);
         fprintf(e->f, "        typed_binary_forward(rt, %s, %s, %s, &d, %s, %s, %s);\n    }\n", binary_code(n->op),
                 vcc_emit_et(e->g->tensors[n->in[0]].dtype), vcc_emit_et(e->g->tensors[n->in[1]].dtype),
                 vcc_emit_ptr(e, n->in[0]), vcc_emit_ptr(e, n->in[1]), vcc_emit_ptr(e, n->out[0]));
@@ -181,7 +165,7 @@ static VccStatus binary_emit(VccEmit *e, int k) {
     }
     if (n->op == VCC_OP_ADD && vcc_same_shape(&e->g->tensors[n->in[0]].shape, &e->g->tensors[n->in[1]].shape))
         return emit_add(e, n);
-    emit_bcast_desc(e, &bc);
+    vcc_emit_bcast_desc(e, &bc);
     fprintf(e->f, "        binary_forward(rt, %s, &d, %s, %s, %s);\n    }\n", binary_code(n->op),
             vcc_emit_f32(e, n->in[0]), vcc_emit_f32(e, n->in[1]), vcc_emit_f32(e, n->out[0]));
     return VCC_OK;
@@ -296,15 +280,15 @@ static VccStatus pow_grad(VccDiff *d, int k) {
     return VCC_OK;
 }
 
-const VccOpDef vcc_def_ADD = {VCC_OPF_INPLACE | VCC_OPF_TYPED, 0, arith_attrs, binary_check_attrs, NULL, binary_shape, add_grad,
+const VccOpDef vcc_def_ADD = {VCC_OPF_INPLACE | VCC_OPF_TYPED, 0, arith_attrs, vcc_legacy_bcast_check_attrs, NULL, binary_shape, add_grad,
                               binary_emit};
-const VccOpDef vcc_def_SUB = {VCC_OPF_INPLACE | VCC_OPF_TYPED, 0, arith_attrs, binary_check_attrs, NULL, binary_shape, sub_grad,
+const VccOpDef vcc_def_SUB = {VCC_OPF_INPLACE | VCC_OPF_TYPED, 0, arith_attrs, vcc_legacy_bcast_check_attrs, NULL, binary_shape, sub_grad,
                               binary_emit};
-const VccOpDef vcc_def_MUL = {VCC_OPF_INPLACE | VCC_OPF_TYPED, 0, arith_attrs, binary_check_attrs, NULL, binary_shape, mul_grad,
+const VccOpDef vcc_def_MUL = {VCC_OPF_INPLACE | VCC_OPF_TYPED, 0, arith_attrs, vcc_legacy_bcast_check_attrs, NULL, binary_shape, mul_grad,
                               binary_emit};
-const VccOpDef vcc_def_DIV = {VCC_OPF_INPLACE | VCC_OPF_TYPED, 0, arith_attrs, binary_check_attrs, NULL, binary_shape, div_grad,
+const VccOpDef vcc_def_DIV = {VCC_OPF_INPLACE | VCC_OPF_TYPED, 0, arith_attrs, vcc_legacy_bcast_check_attrs, NULL, binary_shape, div_grad,
                               binary_emit};
-const VccOpDef vcc_def_POW = {VCC_OPF_INPLACE | VCC_OPF_TYPED, 0, pow_attrs, binary_check_attrs, NULL, binary_shape, pow_grad,
+const VccOpDef vcc_def_POW = {VCC_OPF_INPLACE | VCC_OPF_TYPED, 0, pow_attrs, vcc_legacy_bcast_check_attrs, NULL, binary_shape, pow_grad,
                               binary_emit};
 
 /* ------------------------------------------------------------------ PowGrad */
@@ -332,7 +316,7 @@ static VccStatus pow_grad_emit(VccEmit *e, int k) {
     const VccNode *n = &e->g->nodes[k];
     VccBroadcast bc;
     if (!node_broadcast(e->ctx, e->g, n, &bc)) return VCC_ERR_SHAPE;
-    emit_bcast_desc(e, &bc);
+    vcc_emit_bcast_desc(e, &bc);
     fprintf(e->f, "        pow_backward(rt, &d, %s, %s, %s, %s, %s, %s);\n    }\n", vcc_emit_f32(e, n->in[0]),
             vcc_emit_f32(e, n->in[1]), vcc_emit_f32(e, n->in[2]), vcc_emit_f32(e, n->in[3]),
             vcc_emit_f32(e, n->out[0]), vcc_emit_f32(e, n->out[1]));

@@ -32,14 +32,6 @@ static const VccAttrSpec legacy_broadcast_attrs[] = {
 };
 static const VccAttrSpec no_attrs[] = {{NULL, 0, 0, 0}};
 
-static void legacy_check_attrs(VccCtx *ctx, const VccGraph *g, const VccNode *n) {
-    (void)g;
-    int64_t bc = vcc_attr_int(n, "broadcast", 0);
-    if (bc != 0 && bc != 1) vcc_op_attr_problem(ctx, n, "%s attribute '%s'", "broadcast", "must be 0 or 1");
-    if (vcc_attr_int(n, "axis", 0) < 0)
-        vcc_op_attr_problem(ctx, n, "%s attribute '%s'", "axis", "a negative axis is not defined before opset 7");
-}
-
 /* The runtime's code of comparison or logic op op (runtime/elem/compare.h). */
 static const char *compare_code(VccOp op) {
     switch (op) {
@@ -99,14 +91,14 @@ static VccStatus compare_emit(VccEmit *e, int k) {
 #define COMPARE_OP(e, attrs, check)                                                                               \
     const VccOpDef vcc_def_##e = {0, 0, attrs, check, NULL, compare_shape, NULL, compare_emit}
 
-COMPARE_OP(EQUAL, legacy_broadcast_attrs, legacy_check_attrs);
-COMPARE_OP(LESS, legacy_broadcast_attrs, legacy_check_attrs);
+COMPARE_OP(EQUAL, legacy_broadcast_attrs, vcc_legacy_bcast_check_attrs);
+COMPARE_OP(LESS, legacy_broadcast_attrs, vcc_legacy_bcast_check_attrs);
 COMPARE_OP(LESS_OR_EQUAL, no_attrs, NULL);
-COMPARE_OP(GREATER, legacy_broadcast_attrs, legacy_check_attrs);
+COMPARE_OP(GREATER, legacy_broadcast_attrs, vcc_legacy_bcast_check_attrs);
 COMPARE_OP(GREATER_OR_EQUAL, no_attrs, NULL);
-COMPARE_OP(AND, legacy_broadcast_attrs, legacy_check_attrs);
-COMPARE_OP(OR, legacy_broadcast_attrs, legacy_check_attrs);
-COMPARE_OP(XOR, legacy_broadcast_attrs, legacy_check_attrs);
+COMPARE_OP(AND, legacy_broadcast_attrs, vcc_legacy_bcast_check_attrs);
+COMPARE_OP(OR, legacy_broadcast_attrs, vcc_legacy_bcast_check_attrs);
+COMPARE_OP(XOR, legacy_broadcast_attrs, vcc_legacy_bcast_check_attrs);
 
 /* ------------------------------------------------------------------ Not */
 

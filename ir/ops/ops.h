@@ -141,6 +141,10 @@ int vcc_diff_dy(const VccDiff *d, int k, int i);
 
 /* ======================================================================== broadcasting (ir/ops/binary.c) */
 
+/* The check of the legacy broadcast attributes of opsets 1-6 (Add, Sub, Mul, Div, Pow, the comparisons
+ * and logic ops): broadcast 0 or 1, axis not negative. */
+void vcc_legacy_bcast_check_attrs(VccCtx *ctx, const VccGraph *g, const VccNode *n);
+
 /* The operands of an elementwise op of two inputs A, B aligned to its output Y: a, b and y all have Y's
  * rank, a and b with 1 along the dims where the operand is broadcast. axis: where B's own dims start
  * among Y's in the legacy form (below), -1 when the operands are right-aligned (numpy). */
