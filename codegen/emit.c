@@ -127,8 +127,9 @@ static VccStatus emit_node(VccEmit *e, int k) {
     }
     bool reduce = n->op == VCC_OP_REDUCESUM || n->op == VCC_OP_REDUCEMEAN || n->op == VCC_OP_REDUCEMAX ||
                   n->op == VCC_OP_REDUCEMIN || n->op == VCC_OP_CONCAT;
-    for (int i = 0; i < n->nin && !reduce; i++)
-        if (n->in[i] >= 0 && vcc_shape_numel(&e->g->tensors[n->in[i]].shape) == 0) {
+    for (int i = 0; i < n->nin && !reduce; i++) /* (an empty constant, Reshape's shape () of a scalar, is fine) */
+        if (n->in[i] >= 0 && e->g->tensors[n->in[i]].kind != VCC_T_CONST &&
+            vcc_shape_numel(&e->g->tensors[n->in[i]].shape) == 0) {
             vcc_error(e->ctx, "node '%s' (%s): input '%s' has no elements; vcc computes this op from non-empty "
                       "inputs only", n->name, vcc_node_op(n), e->g->tensors[n->in[i]].name);
             return VCC_ERR_UNSUPPORTED;

@@ -9,6 +9,8 @@ with an error naming the node.
   max_empty18      ReduceMax (opset 18) of (2, 0, 3), every axis: -inf (ONNX's operator text; computed here)
   relu_empty       Relu of (2, 0, 3): an empty output, nothing to compute
   split_empty      Split of (4, 0) into (2, 0) and (2, 0)
+  reshape_scalar   Reshape of (1, 1) by the empty shape () into a scalar: an empty constant input is no
+                   empty data
   refused          ReduceMax before opset 18 and ReduceMean of an empty set (undefined in ONNX), MatMul of
                    (2, 0) by (0, 3), Pad of an empty input: exit 1, the node named, no output file
 A trainer still needs every input dim to be at least 1. Prints one line per check; exits 1 if any failed.
@@ -74,6 +76,9 @@ def main():
          [np.full((1, 1, 1), -np.inf, np.float32)]),
         ("relu_empty", [N("Relu", ["a"], ["y"])], [("a", [2, 0, 3])], ["y"], 17, None),
         ("split_empty", [N("Split", ["a"], ["y", "z"], axis=0)], [("a", [4, 0])], ["y", "z"], 17, None),
+        ("reshape_scalar", [N("Constant", [], ["s"], value=helper.make_tensor("s", TensorProto.INT64, [0], [])),
+                            N("Relu", ["a"], ["r"]), N("Reshape", ["r", "s"], ["y"])], [("a", [1, 1])], ["y"], 17,
+         None),
     ]
     for name, nodes, ins, outs, opset, want in computed:
         try:
