@@ -1286,6 +1286,12 @@ void vcc_fold_sweep(VccGraph *g) {
         /* outputs of removed nodes go unless they are folded constants still read; constants go when only
          * removed nodes read them */
         keep[t] = removed_output ? uses[t] > 0 : !(x->kind == VCC_T_CONST && uses[t] == 0 && read_by_removed[t]);
+        /* values no node makes or reads and without a type: the sequences of expanded control flow
+         * (passes/ctrlflow.c) */
+        if (x->dtype == VCC_DT_UNDEF && x->kind == VCC_T_ACT && x->producer < 0 && x->alias_of < 0 && uses[t] == 0) {
+            keep[t] = false;
+            changed = true;
+        }
     }
     if (changed) compact(g, live, keep);
     free(live);
