@@ -988,6 +988,12 @@ static bool outer_value(Loader *L, const char *name) {
  * loop-carried values), values of enclosing scopes read by name (placeholders, VccSubgraph.outer). Returns 1 + its index in the top-level
  * graph's table, 0 on error. */
 static int load_subgraph(Loader *L, const Onnx__GraphProto *gp) {
+    int depth = 0;
+    for (const Loader *p = L; p->parent; p = p->parent) depth++;
+    if (depth >= 32) {
+        fail(L, VCC_ERR_UNSUPPORTED, "subgraphs nested more than 32 deep");
+        return 0;
+    }
     Loader S = {.ctx = L->ctx, .path = L->path, .dir = L->dir, .status = VCC_OK, .parent = L, .g = vcc_graph_new()};
     S.g->opset = L->g->opset;
     load_initializers(&S, gp);

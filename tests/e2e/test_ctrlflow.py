@@ -12,6 +12,8 @@ checked to hold the control-flow ops it is meant to test:
 For each: `vcc --forward-only` against onnxruntime (1e-5), then the trainer (default --loss ce on the
 Linear head's logits) runs one step with --lr 0 --save-grads, and every parameter's gradient is compared
 with PyTorch float64 autograd of the same module (2e-4, relative to the largest gradient).
+A hand-made Loop whose body holds an If reading values two scopes out, with a scan output: forward
+against onnxruntime.
 Refused (exit 1, the message names the node, its op and the value): an If whose condition is a graph
 input, and a Loop whose trip count is computed from the data.
 """
@@ -153,6 +155,46 @@ def refused(args, name, nodes, inits, want, extra_inputs=()):
     return [("%s refused" % name, ok, p.stderr.strip().splitlines()[-1] if p.stderr.strip() else "no message")]
 
 
+def nested(args):
+    """A Loop of 3 iterations whose body holds an If on the iteration number; the branches read the graph's
+    input x (two scopes out) and the body's carried value; a scan output collects each iteration's value."""
+    d = os.path.join(args.work, "nested")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    F = TensorProto.FLOAT
+    then_g = helper.make_graph([helper.make_node("Add", ["v", "x"], ["t"])], "then", [],
+                               [helper.make_tensor_value_info("t", F, [2, 3])])
+    else_g = helper.make_graph([helper.make_node("Mul", ["v", "x"], ["e"])], "else", [],
+                               [helper.make_tensor_value_info("e", F, [2, 3])])
+    zero = helper.make_tensor("zero", TensorProto.INT64, [], [0])
+    body = helper.make_graph([helper.make_node("Identity", ["cin"], ["cout"]),
+                              helper.make_node("Equal", ["i", "zero"], ["first"]),
+                              helper.make_node("If", ["first"], ["v2"], then_branch=then_g, else_branch=else_g),
+                              helper.make_node("Relu", ["v2"], ["s"])], "body",
+                             [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                              helper.make_tensor_value_info("cin", TensorProto.BOOL, []),
+                              helper.make_tensor_value_info("v", F, [2, 3])],
+                             [helper.make_tensor_value_info("cout", TensorProto.BOOL, []),
+                              helper.make_tensor_value_info("v2", F, [2, 3]),
+                              helper.make_tensor_value_info("s", F, [2, 3])], [zero])
+    m3 = helper.make_tensor("m", TensorProto.INT64, [], [3])
+    g = helper.make_graph([helper.make_node("Loop", ["m", "", "x"], ["y", "scan"], name="/loop", body=body)], "nested",
+                          [helper.make_tensor_value_info("x", F, [2, 3])],
+                          [helper.make_tensor_value_info("y", F, [2, 3]), helper.make_tensor_value_info("scan", F, [3, 2, 3])],
+                          [m3])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(d, "model.onnx"))
+    x = np.random.default_rng(2).standard_normal((2, 3)).astype(np.float32)
+    np.save(os.path.join(d, "x.npy"), x)
+    fwd = build(args.vcc, "model.onnx", "fwd.c", d, ["--forward-only"])
+    run([fwd, "x.npy", "-o", "y.npy", "scan.npy"], d)
+    want = ort.InferenceSession(os.path.join(d, "model.onnx"), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    e = max(err(np.load(os.path.join(d, "y.npy")), want[0]), err(np.load(os.path.join(d, "scan.npy")), want[1]))
+    return [("nested If in a Loop body, scan output, forward vs onnxruntime", e <= 1e-6, "%.2e" % e)]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--vcc", required=True)
@@ -164,6 +206,7 @@ def main():
     rows += check_model(args, "squeeze_if", SqueezeIf(), (2, 6, 1, 2), {2: "d"}, ["d=1", "d=3"], ["If", "Squeeze"])
     rows += check_model(args, "split_loop", SplitLoop(), (2, 4, 8), None, [None],
                         ["Loop", "SequenceEmpty", "SequenceInsert", "SequenceAt"])
+    rows += nested(args)
     # an If on a value of the data
     then_g = helper.make_graph([helper.make_node("Relu", ["x"], ["t"])], "then", [],
                                [helper.make_tensor_value_info("t", TensorProto.FLOAT, [2, 3])])
