@@ -265,6 +265,7 @@ int main(int argc, char **argv) {
             /* the ONNX ops (ai.onnx domain) vcc compiles, one per line with its family */
             for (int op = 0; op < VCC_OP_COUNT; op++)
                 if (vcc_op_is_onnx((VccOp)op)) printf("%s %s\n", vcc_op_name((VccOp)op), vcc_op_family((VccOp)op));
+            for (int c = 0; vcc_ctrl_op_name(c); c++) printf("%s ctrlflow\n", vcc_ctrl_op_name(c));
             return 0;
         } else if ((v = opt_value(argc, argv, &i, "-o", &missing))) {
             if (set_once(&out, v, "-o")) return 2;

@@ -45,9 +45,11 @@ typedef struct {
     size_t used;
 } NameMap;
 
-typedef struct {
+typedef struct Loader {
     VccCtx *ctx;
     VccGraph *g;
+    struct Loader *parent; /* the enclosing graph's loader while a subgraph loads, else NULL */
+    int *outer, nouter;    /* subgraph: its placeholders for values of enclosing scopes */
     const char *path;
     char *dir;       /* folder of the model file, for external data */
     char *dir_real;  /* realpath(dir), computed on first use */
@@ -963,6 +965,112 @@ static void define_node_outputs(Loader *L, const Onnx__GraphProto *gp, char **la
     }
 }
 
+static void node_labels(Loader *L, const Onnx__GraphProto *gp, char **labels);
+static void define_node_outputs(Loader *L, const Onnx__GraphProto *gp, char **labels, bool *skip);
+static void load_nodes(Loader *L, const Onnx__GraphProto *gp, char **labels, const bool *skip);
+static void load_outputs(Loader *L, const Onnx__GraphProto *gp);
+static void record_unsupported_types(Loader *L, const Onnx__GraphProto *gp, char **labels);
+
+/* A subgraph reads name, which it does not define: when an enclosing scope defines it (or, recursively,
+ * reads it from its own enclosing scope), an untyped placeholder named so is defined here and marked as
+ * an outer value (L->outer); false at the top level or when no scope defines it. */
+static bool outer_value(Loader *L, const char *name) {
+    if (!L->parent || (name_find(L->parent, name) < 0 && !outer_value(L->parent, name))) return false;
+    VccShape unknown = {.rank = 0};
+    int t = add_tensor(L, name, VCC_DT_UNDEF, &unknown, VCC_T_ACT);
+    L->outer = vcc_realloc(L->outer, sizeof(int) * (size_t)(L->nouter + 1));
+    L->outer[L->nouter++] = t;
+    return true;
+}
+
+/* Load the GraphProto gp, an attribute of a node of L's graph, as a graph of its own (VccSubgraph): its
+ * inputs untyped (an If branch has none; a Loop body's are the iteration number, the condition and the
+ * loop-carried values), values of enclosing scopes read by name (placeholders, VccSubgraph.outer). Returns 1 + its index in the top-level
+ * graph's table, 0 on error. */
+static int load_subgraph(Loader *L, const Onnx__GraphProto *gp) {
+    int depth = 0;
+    for (const Loader *p = L; p->parent; p = p->parent) depth++;
+    if (depth >= 32) {
+        fail(L, VCC_ERR_UNSUPPORTED, "subgraphs nested more than 32 deep");
+        return 0;
+    }
+    Loader S = {.ctx = L->ctx, .path = L->path, .dir = L->dir, .status = VCC_OK, .parent = L, .g = vcc_graph_new()};
+    S.g->opset = L->g->opset;
+    load_initializers(&S, gp);
+    for (size_t i = 0; i < gp->n_input && S.status == VCC_OK; i++) {
+        const char *name = str_or_empty(gp->input[i]->name);
+        if (!*name || name_find(&S, name) >= 0) {
+            fail(&S, VCC_ERR_PARSE, "subgraph input %zu has no name or is defined twice", i);
+            break;
+        }
+        VccShape unknown = {.rank = 0};
+        int t = add_tensor(&S, name, VCC_DT_UNDEF, &unknown, VCC_T_ACT);
+        S.g->inputs = vcc_realloc(S.g->inputs, sizeof(int) * (size_t)(S.g->ninputs + 1));
+        S.g->inputs[S.g->ninputs++] = t;
+    }
+    char **labels = vcc_calloc(gp->n_node + 1, sizeof *labels);
+    bool *skip = vcc_calloc(gp->n_node + 1, sizeof *skip);
+    node_labels(&S, gp, labels);
+    if (S.status == VCC_OK) define_node_outputs(&S, gp, labels, skip);
+    if (S.status == VCC_OK) load_nodes(&S, gp, labels, skip);
+    if (S.status == VCC_OK) load_outputs(&S, gp);
+    if (S.status == VCC_OK) record_unsupported_types(&S, gp, labels);
+    for (size_t i = 0; i < gp->n_node; i++) free(labels[i]);
+    free(labels);
+    free(skip);
+    free(S.dir_real);
+    free(S.names.slot);
+    for (size_t u = 0; u < S.nunsup; u++) {
+        free(S.unsup[u].what);
+        free(S.unsup[u].dtype);
+    }
+    free(S.unsup);
+    if (S.status) {
+        L->status = S.status;
+        free(S.outer);
+        vcc_graph_free(S.g);
+        return 0;
+    }
+    Loader *top = L;
+    while (top->parent) top = top->parent;
+    return 1 + vcc_subgraph_add(top->g, S.g, S.outer, S.nouter);
+}
+
+/* The GRAPH attributes of If (then_branch, else_branch) and Loop (body) on node id, loaded as subgraphs
+ * (passes/ctrlflow.c expands the node once its condition or trip count is known). */
+static void load_subgraphs(Loader *L, int id, const Onnx__NodeProto *np, const char *label) {
+    const char *op = str_or_empty(np->op_type);
+    static const char *const names[][2] = {{"then_branch", "else_branch"}, {"body", NULL}};
+    int which = strcmp(op, "If") == 0 ? 0 : strcmp(op, "Loop") == 0 ? 1 : -1;
+    if (which < 0) return;
+    for (int s = 0; s < 2 && names[which][s]; s++) {
+        const Onnx__AttributeProto *a = NULL;
+        for (size_t k = 0; k < np->n_attribute && !a; k++)
+            if (strcmp(str_or_empty(np->attribute[k]->name), names[which][s]) == 0) a = np->attribute[k];
+        if (!a || attr_type(a) != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH || !a->g) {
+            fail(L, VCC_ERR_PARSE, "node '%s' (%s): attribute '%s' (a graph) is missing", label, op, names[which][s]);
+            return;
+        }
+        int sub = load_subgraph(L, a->g);
+        if (!sub) return;
+        /* the values of enclosing scopes it reads: extra inputs of the node (defined here, or read by this
+         * graph from its own enclosing scope: outer_value made a placeholder) */
+        Loader *top = L;
+        while (top->parent) top = top->parent;
+        const VccSubgraph *S = &top->g->subs[sub - 1];
+        VccNode *n = &L->g->nodes[id];
+        n->in = vcc_realloc(n->in, sizeof(int) * (size_t)(n->nin + S->nouter + 1));
+        for (int i = 0; i < S->nouter; i++) {
+            const char *name = S->g->tensors[S->outer[i]].name;
+            int t = name_find(L, name);
+            if (t < 0 && outer_value(L, name)) t = name_find(L, name);
+            VCC_ASSERT(t >= 0);
+            n->in[n->nin++] = t;
+        }
+        n->sub[s] = sub;
+    }
+}
+
 /* Stage 3: one IR node per ONNX node. A node of an op vcc does not have (or of another domain) becomes
  * a VCC_OP_UNSUPPORTED node with its inputs, outputs and attributes, so that passes/support.c can
  * report every problem of the model at once. */
@@ -983,6 +1091,7 @@ static void load_nodes(Loader *L, const Onnx__GraphProto *gp, char **labels, con
         for (int k = 0; k < nin; k++) {
             const char *tn = str_or_empty(np->input[k]);
             in[k] = *tn ? name_find(L, tn) : -1;
+            if (*tn && in[k] < 0 && outer_value(L, tn)) in[k] = name_find(L, tn);
             if (*tn && in[k] < 0) {
                 fail(L, VCC_ERR_PARSE, "node '%s' (%s): input '%s' is not defined", labels[i], op, tn);
                 ok = false;
@@ -998,6 +1107,7 @@ static void load_nodes(Loader *L, const Onnx__GraphProto *gp, char **labels, con
             n->onnx_op = vcc_strdup(op);
             if (!is_default_domain(np->domain)) n->domain = vcc_strdup(np->domain);
             copy_attributes(L, n, np, labels[i], vop == VCC_OP_UNSUPPORTED);
+            if (vop == VCC_OP_UNSUPPORTED && is_default_domain(np->domain)) load_subgraphs(L, id, np, labels[i]);
         }
         free(in);
     }
@@ -1093,6 +1203,21 @@ static void load_outputs(Loader *L, const Onnx__GraphProto *gp) {
 
 /* ======================================================================== vcc_onnx_load */
 
+/* labels[i]: node i's name, or "<op>_<i>" when it has none. */
+static void node_labels(Loader *L, const Onnx__GraphProto *gp, char **labels) {
+    for (size_t i = 0; i < gp->n_node; i++) {
+        const Onnx__NodeProto *np = gp->node[i];
+        if (np->name && *np->name) {
+            labels[i] = vcc_strdup(np->name);
+        } else {
+            size_t len = strlen(str_or_empty(np->op_type)) + 32;
+            labels[i] = vcc_malloc(len);
+            snprintf(labels[i], len, "%s_%zu", str_or_empty(np->op_type), i);
+        }
+        if (!np->op_type || !*np->op_type) fail(L, VCC_ERR_PARSE, "node '%s' has no op_type", labels[i]);
+    }
+}
+
 static VccStatus load_graph(Loader *L, const Onnx__ModelProto *m) {
     if (!m->has_ir_version || m->ir_version <= 0) {
         fail(L, VCC_ERR_PARSE, "not an ONNX model: ir_version is %s", m->has_ir_version ? "not positive" : "missing");
@@ -1141,17 +1266,7 @@ static VccStatus load_graph(Loader *L, const Onnx__ModelProto *m) {
                  str_or_empty(L->ctx->shapes[b].name));
     char **labels = vcc_calloc(gp->n_node + 1, sizeof *labels);
     bool *skip = vcc_calloc(gp->n_node + 1, sizeof *skip);
-    for (size_t i = 0; i < gp->n_node; i++) {
-        const Onnx__NodeProto *np = gp->node[i];
-        if (np->name && *np->name) {
-            labels[i] = vcc_strdup(np->name);
-        } else {
-            size_t len = strlen(str_or_empty(np->op_type)) + 32;
-            labels[i] = vcc_malloc(len);
-            snprintf(labels[i], len, "%s_%zu", str_or_empty(np->op_type), i);
-        }
-        if (!np->op_type || !*np->op_type) fail(L, VCC_ERR_PARSE, "node '%s' has no op_type", labels[i]);
-    }
+    node_labels(L, gp, labels);
     if (L->status == VCC_OK) define_node_outputs(L, gp, labels, skip);
 
     /* stages 3 and 4 */

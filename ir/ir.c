@@ -214,6 +214,12 @@ VccGraph *vcc_graph_new(void) {
     return g;
 }
 
+int vcc_subgraph_add(VccGraph *g, VccGraph *sub, int *outer, int nouter) {
+    g->subs = vcc_realloc(g->subs, sizeof *g->subs * (size_t)(g->nsubs + 1));
+    g->subs[g->nsubs] = (VccSubgraph){.g = sub, .outer = outer, .nouter = nouter};
+    return g->nsubs++;
+}
+
 void vcc_tensor_release(VccTensor *t) {
     free(t->name);
     free(t->data);
@@ -243,6 +249,11 @@ void vcc_graph_free(VccGraph *g) {
         free(g->meta_keys[i]);
         free(g->meta_values[i]);
     }
+    for (int i = 0; i < g->nsubs; i++) {
+        vcc_graph_free(g->subs[i].g);
+        free(g->subs[i].outer);
+    }
+    free(g->subs);
     free(g->meta_keys);
     free(g->meta_values);
     free(g->tensors);
@@ -389,6 +400,19 @@ static VccAttr *attr_slot(VccNode *n, const char *name, VccAttrType type) {
     a->name = vcc_strdup(name);
     a->type = type;
     return a;
+}
+
+void vcc_attr_copy_all(VccNode *dst, const VccNode *src) {
+    for (int a = 0; a < src->nattrs; a++) {
+        const VccAttr *at = &src->attrs[a];
+        switch (at->type) {
+        case VCC_A_INT: vcc_attr_set_int(dst, at->name, at->i); break;
+        case VCC_A_FLOAT: vcc_attr_set_float(dst, at->name, at->f); break;
+        case VCC_A_INTS: vcc_attr_set_ints(dst, at->name, at->ints, at->n); break;
+        case VCC_A_FLOATS: vcc_attr_set_floats(dst, at->name, at->floats, at->n); break;
+        case VCC_A_STRING: vcc_attr_set_string(dst, at->name, at->s); break;
+        }
+    }
 }
 
 void vcc_attr_set_int(VccNode *n, const char *name, int64_t v) { attr_slot(n, name, VCC_A_INT)->i = v; }

@@ -244,6 +244,8 @@ typedef struct {
     VccPhase phase;
     bool canon_later;          /* passes/canonical: an input is a value that folds during shapes, so the
                                   op's canonical form runs then, just before its shape rule */
+    int sub[2];                /* If: then_branch, else_branch; Loop: body (sub[0]); 1 + an index into the
+                                  graph's subs, 0: none (passes/ctrlflow.c expands them) */
 } VccNode;
 
 typedef struct {
@@ -265,9 +267,24 @@ typedef struct {
     int label;                /* the int64 labels input the trainer fills from --labels (-1: none) */
     int target;               /* the float targets input the trainer fills from --targets (-1: none) */
     int loss;                 /* loss tensor (-1 until passes/loss) */
+    struct VccSubgraph *subs; /* the subgraphs of If and Loop nodes (VccNode.sub), nsubs of them */
+    int nsubs;
     /* filled by passes/memplan */
     int64_t arena_bytes, persistent_bytes, planned_bytes, lower_bound_bytes, no_reuse_bytes;
 } VccGraph;
+
+/* A subgraph attribute of an If or Loop node (ONNX GraphProto: then_branch, else_branch, body), loaded as
+ * a graph of its own: its inputs are g->inputs (untyped), its outputs g->outputs. The values of enclosing
+ * scopes it reads are untyped placeholders outer[0..nouter) in g, and the node reads them as extra inputs
+ * after its ONNX ones (sub[0]'s, then sub[1]'s), so every pass sees them used. */
+typedef struct VccSubgraph {
+    VccGraph *g;
+    int *outer, nouter;
+} VccSubgraph;
+
+/* Append a subgraph entry to g's table, taking sub and outer (nouter placeholders of sub); returns its
+ * index. */
+int vcc_subgraph_add(VccGraph *g, VccGraph *sub, int *outer, int nouter);
 
 /* The value of the model's metadata_props entry key, or NULL. */
 const char *vcc_graph_meta(const VccGraph *g, const char *key);
@@ -344,6 +361,8 @@ void vcc_attr_set_float(VccNode *n, const char *name, float v);
 void vcc_attr_set_ints(VccNode *n, const char *name, const int64_t *v, int count);
 void vcc_attr_set_floats(VccNode *n, const char *name, const float *v, int count);
 void vcc_attr_set_string(VccNode *n, const char *name, const char *s);
+/* Set every attribute of src on dst (copies). */
+void vcc_attr_copy_all(VccNode *dst, const VccNode *src);
 /* Attribute getters: the attribute or NULL; typed getters return dflt when absent. */
 const VccAttr *vcc_attr_get(const VccNode *n, const char *name);
 int64_t vcc_attr_int(const VccNode *n, const char *name, int64_t dflt);

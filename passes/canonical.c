@@ -52,7 +52,7 @@ VccStatus vcc_canonicalize(VccCtx *ctx, VccGraph *g) {
     bool folded_any = false;
     for (int k = 0; k < g->nnodes; k++) {
         const VccNode *n = &g->nodes[k];
-        bool known = true;
+        bool known = !vcc_ctrl_op(n); /* control flow and sequences: passes/ctrlflow.c, during shapes */
         for (int i = 0; i < n->nin && known; i++) {
             const VccTensor *t = n->in[i] >= 0 ? &g->tensors[n->in[i]] : NULL;
             known = !t || (t->kind == VCC_T_CONST && t->data != NULL);

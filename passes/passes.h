@@ -35,6 +35,26 @@ VccStatus vcc_canonicalize(VccCtx *ctx, VccGraph *g);
  * Requires: every graph input shape bound. Errors: VCC_ERR_SHAPE naming node, op and the mismatch. */
 VccStatus vcc_infer_shapes(VccCtx *ctx, VccGraph *g);
 
+/* Compile-time sequences (passes/ctrlflow.c): per tensor index t < cap, n[t] >= 0 when t is a sequence
+ * of the n[t] tensors items[t], -1 otherwise. */
+typedef struct {
+    int **items;
+    int *n;
+    int cap;
+} VccSeqs;
+void vcc_seqs_free(VccSeqs *s);
+/* True for a node of an ONNX control-flow or sequence op that passes/ctrlflow.c expands (If, Loop,
+ * SequenceEmpty, SequenceInsert, SequenceAt, SequenceLength, ConcatFromSequence). */
+bool vcc_ctrl_op(const VccNode *n);
+/* The ONNX op type of the i-th op passes/ctrlflow.c expands, NULL past the last (vcc --ops). */
+const char *vcc_ctrl_op_name(int i);
+/* Expand node k (vcc_ctrl_op) into ordinary nodes, which take its place at k (*delta: how many more nodes
+ * the graph has now; the nodes after k move). Errors (VCC_ERR_UNSUPPORTED) when a condition, trip count,
+ * position or sequence it needs is computed at run time, naming the node, its op and the value.
+ * Source: ONNX operator spec, If, Loop, SequenceEmpty, SequenceInsert, SequenceAt, SequenceLength,
+ * ConcatFromSequence. */
+VccStatus vcc_ctrl_expand(VccCtx *ctx, VccGraph *g, int k, VccSeqs *s, int *delta);
+
 /* Check that every node's outputs have the dtypes and shapes its op's rule gives for its inputs and
  * attributes (conv workspaces of the size their kernel needs), for forward ops and the backward, loss
  * and update ops vcc makes alike: the kernels trust these types. A graph read back from a .vir dump

@@ -8,7 +8,8 @@
  *   become CONST tensors with data and the nodes go, with dead nodes and the constants only they read.
  *   A node whose canonical form waited for shapes gets it first: canon_later ones (an input folded
  *   during shapes) and the lowerings into other ops (VCC_OPF_LOWER: Einsum), whose new nodes get their
- *   shapes at once and their place just before the node they lowered.
+ *   shapes at once and their place just before the node they lowered. If, Loop and the sequence ops
+ *   are expanded into ordinary nodes when reached (passes/ctrlflow.c), which are processed next.
  * The rules are the op families' (ir/ops/<family>.c, VccOpDef.shape), after the ONNX operator spec.
  */
 #include "passes.h"
@@ -104,8 +105,16 @@ VccStatus vcc_infer_shapes(VccCtx *ctx, VccGraph *g) {
      * shapes right away and their place after the loop (anchor: per appended node, its lowered node) */
     int n0 = g->nnodes, *anchor = NULL, nanchor = 0;
     VccStatus st = VCC_OK;
+    VccSeqs seqs = {0};
     for (int k = 0; k < n0 && !st; k++) {
         if (g->nodes[k].phase != VCC_PHASE_FORWARD) continue;
+        if (vcc_ctrl_op(&g->nodes[k])) { /* static control flow: its expansion takes its place, from k on */
+            int delta;
+            st = vcc_ctrl_expand(ctx, g, k, &seqs, &delta);
+            n0 += delta;
+            k--;
+            continue;
+        }
         bool folded;
         st = vcc_fold_node(ctx, g, k, &folded);
         if (st || folded) continue;
@@ -121,6 +130,7 @@ VccStatus vcc_infer_shapes(VccCtx *ctx, VccGraph *g) {
     }
     if (!st && g->nnodes > n0) place_lowered(g, n0, anchor);
     free(anchor);
+    vcc_seqs_free(&seqs);
     if (st) return st;
     vcc_fold_sweep(g); /* folded nodes, dead nodes and the constants only they read go */
     /* the graph outputs as the model declares them (element type, fixed dims) */

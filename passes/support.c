@@ -157,7 +157,7 @@ VccStatus vcc_check_supported(VccCtx *ctx, VccGraph *g) {
     bool *folds = vcc_fold_plan(g); /* nodes evaluated while compiling need no run-time op */
     for (int k = 0; k < g->nnodes; k++) {
         const VccNode *n = &g->nodes[k];
-        if (n->op == VCC_OP_UNSUPPORTED && folds[k]) continue;
+        if (n->op == VCC_OP_UNSUPPORTED && (folds[k] || vcc_ctrl_op(n))) continue; /* ctrl: passes/ctrlflow.c */
         if (n->op == VCC_OP_UNSUPPORTED) {
             const char *op = n->onnx_op ? n->onnx_op : "?";
             if (n->domain) {

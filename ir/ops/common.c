@@ -167,25 +167,12 @@ void vcc_diff_accum(VccDiff *d, int t, int gt) {
     d->grad[t] = sum;
 }
 
-static void copy_attrs(VccNode *dst, const VccNode *src) {
-    for (int a = 0; a < src->nattrs; a++) {
-        const VccAttr *at = &src->attrs[a];
-        switch (at->type) {
-        case VCC_A_INT: vcc_attr_set_int(dst, at->name, at->i); break;
-        case VCC_A_FLOAT: vcc_attr_set_float(dst, at->name, at->f); break;
-        case VCC_A_INTS: vcc_attr_set_ints(dst, at->name, at->ints, at->n); break;
-        case VCC_A_FLOATS: vcc_attr_set_floats(dst, at->name, at->floats, at->n); break;
-        case VCC_A_STRING: vcc_attr_set_string(dst, at->name, at->s); break;
-        }
-    }
-}
-
 int vcc_diff_add_node(VccDiff *d, VccOp op, int fwd, const char *suffix, const int *in, int nin, const int *out,
                       int nout) {
     char *name = vcc_strfmt("%s.%s", d->g->nodes[fwd].name, suffix);
     int k = vcc_node_add(d->g, op, name, in, nin, out, nout, VCC_PHASE_BACKWARD);
     free(name);
-    copy_attrs(&d->g->nodes[k], &d->g->nodes[fwd]);
+    vcc_attr_copy_all(&d->g->nodes[k], &d->g->nodes[fwd]);
     free(d->g->nodes[k].onnx_op);
     d->g->nodes[k].onnx_op = NULL;
     return k;

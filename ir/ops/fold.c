@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define FOLD_SCRATCH 16 /* results of one node, at most (Split's); Fold.out[FOLD_SCRATCH] is scratch */
 
 /* ======================================================================== values */
 
@@ -138,7 +139,7 @@ typedef struct {
     int64_t opset;
     Val *in;         /* n->nin values; in[i].data NULL for an absent input */
     int nin;
-    Val out[4];      /* results 0-2 (data non-NULL once made, owned until moved into the graph); 3: scratch */
+    Val out[FOLD_SCRATCH + 1]; /* results (data non-NULL once made, owned until moved into the graph); then scratch */
     char why[192];
 } Fold;
 
@@ -365,9 +366,9 @@ static int binary_vals(Fold *f, BinOp op, const Val *a, const Val *b, int o) {
     if (!bcast_shape(&a->shape, &bs, &os)) return bad(f, "the shapes of its inputs do not broadcast");
     VccDType odt = cmp || logic ? VCC_BOOL : a->dt;
     Val r;
-    int st = new_out(f, 3, odt, &os); /* built in the scratch slot, then moved: a or b may be out[o] */
+    int st = new_out(f, FOLD_SCRATCH, odt, &os); /* built in the scratch slot, then moved: a or b may be out[o] */
     if (st) return st;
-    r = f->out[3];
+    r = f->out[FOLD_SCRATCH];
     for (int64_t i = 0; i < r.n && !st; i++) {
         int64_t ia = bcast_src(&os, &a->shape, i), ib = bcast_src(&os, &bs, i);
         if (cmp) {
@@ -387,12 +388,12 @@ static int binary_vals(Fold *f, BinOp op, const Val *a, const Val *b, int o) {
     }
     if (st) {
         free(r.data);
-        f->out[3].data = NULL;
+        f->out[FOLD_SCRATCH].data = NULL;
         return st;
     }
     free(f->out[o].data);
     f->out[o] = r;
-    f->out[3].data = NULL;
+    f->out[FOLD_SCRATCH].data = NULL;
     return F_OK;
 }
 
@@ -813,6 +814,42 @@ static int fold_concat(Fold *f) {
     return F_OK;
 }
 
+/* ONNX Split 1, 2 (split attribute), 11 (negative axis), 13 (split input), 18 (num_outputs): x cut along
+ * axis into the given lengths, or into equal parts (the last one smaller, from opset 18) when there are
+ * none. The evaluator gives at most FOLD_SCRATCH outputs. */
+static int fold_split(Fold *f) {
+    const Val *x = need(f, 0);
+    if (!x) return F_ERR;
+    int r = x->shape.rank, nout = f->n->nout, ns, st;
+    if (r < 1) return bad(f, "its input must have at least one dim");
+    if (nout > FOLD_SCRATCH) return cant(f, "the evaluator gives at most %d outputs, it has %d", FOLD_SCRATCH, nout);
+    int64_t axis = vcc_attr_int(f->n, "axis", 0), split[FOLD_SCRATCH], dim;
+    if (norm_axis(f, &axis, r, "axis")) return F_ERR;
+    if ((st = int_list(f, 1, "split", split, FOLD_SCRATCH, &ns))) return st;
+    dim = x->shape.dims[axis];
+    if (ns < 0) {
+        int64_t part = (dim + nout - 1) / nout;
+        for (int o = 0; o < nout; o++) split[o] = o < nout - 1 ? part : dim - part * (nout - 1);
+        ns = nout;
+    }
+    int64_t sum = 0;
+    for (int o = 0; o < ns; o++) sum += split[o] >= 0 ? split[o] : -1;
+    if (ns != nout || sum != dim) return bad(f, "its split lengths do not add up to dim %lld", (long long)dim);
+    int64_t outer = 1, inner = 1, at = 0;
+    for (int d = 0; d < axis; d++) outer *= x->shape.dims[d];
+    for (int d = (int)axis + 1; d < r; d++) inner *= x->shape.dims[d];
+    for (int o = 0; o < nout; o++) {
+        VccShape s = x->shape;
+        s.dims[axis] = split[o];
+        if ((st = new_out(f, o, x->dt, &s))) return st;
+        int64_t len = split[o] * inner, e = 0;
+        for (int64_t b = 0; b < outer; b++)
+            for (int64_t i = 0; i < len; i++) copy_elem(&f->out[o], e++, x, b * dim * inner + at * inner + i);
+        at += split[o];
+    }
+    return F_OK;
+}
+
 /* ONNX Slice 1 (starts, ends, axes attributes), 10 (inputs, steps), 11 (negative values), 13: per axis,
  * start and end count from the end when negative and are clamped ([0, dim] for steps > 0, [-1, dim-1] for
  * steps < 0). */
@@ -988,7 +1025,7 @@ static int fold_reduce(Fold *f, int kind) {
 
 enum { K_BINARY, K_UNARY, K_NOT, K_WHERE, K_CAST, K_CASTLIKE, K_SHAPE, K_SIZE, K_CONSTANT_OF_SHAPE, K_RANGE,
        K_GATHER, K_UNSQUEEZE, K_SQUEEZE, K_RESHAPE, K_FLATTEN, K_IDENTITY, K_CONCAT, K_SLICE, K_EXPAND,
-       K_TRANSPOSE, K_TILE, K_REDUCE };
+       K_TRANSPOSE, K_TILE, K_SPLIT, K_REDUCE };
 
 static const struct {
     const char *name;
@@ -1000,7 +1037,7 @@ static const struct {
     {"Gather", K_GATHER, 0},   {"Unsqueeze", K_UNSQUEEZE, 0}, {"Squeeze", K_SQUEEZE, 0},
     {"Reshape", K_RESHAPE, 0}, {"Flatten", K_FLATTEN, 0},   {"Identity", K_IDENTITY, 0},
     {"Concat", K_CONCAT, 0},   {"Slice", K_SLICE, 0},       {"Expand", K_EXPAND, 0},
-    {"Transpose", K_TRANSPOSE, 0}, {"Tile", K_TILE, 0},
+    {"Transpose", K_TRANSPOSE, 0}, {"Tile", K_TILE, 0}, {"Split", K_SPLIT, 0},
     {"ReduceSum", K_REDUCE, 0}, {"ReduceProd", K_REDUCE, 1}, {"ReduceMax", K_REDUCE, 2},
     {"ReduceMin", K_REDUCE, 3}, {"ReduceMean", K_REDUCE, 4},
 };
@@ -1042,6 +1079,7 @@ static int run(Fold *f, int kind, int arg) {
     case K_EXPAND: return fold_expand(f);
     case K_TRANSPOSE: return fold_transpose(f);
     case K_TILE: return fold_tile(f);
+    case K_SPLIT: return fold_split(f);
     default: return fold_reduce(f, arg);
     }
 }
@@ -1140,8 +1178,8 @@ VccStatus vcc_fold_node(VccCtx *ctx, VccGraph *g, int k, bool *folded) {
     for (int i = 0; i < n->nin && st == F_OK; i++)
         if (f.in[i].data && f.in[i].dt == VCC_U64) st = cant(&f, "vcc does not evaluate uint64 values while compiling");
     if (st == F_OK) st = run(&f, kind, arg);
-    free(f.out[3].data);
-    while (nout < 3 && f.out[nout].data) nout++;
+    free(f.out[FOLD_SCRATCH].data);
+    while (nout < FOLD_SCRATCH && f.out[nout].data) nout++;
     if (st == F_OK && nout != n->nout) st = cant(&f, "it has %d outputs, the evaluator gives %d", n->nout, nout);
     if (st == F_OK) {
         for (int o = 0; o < n->nout; o++) {
@@ -1160,7 +1198,7 @@ VccStatus vcc_fold_node(VccCtx *ctx, VccGraph *g, int k, bool *folded) {
         }
         *folded = true;
     } else {
-        for (int o = 0; o < 3; o++) free(f.out[o].data);
+        for (int o = 0; o < FOLD_SCRATCH; o++) free(f.out[o].data);
     }
     free(f.in);
     if (st == F_ERR) return VCC_ERR_SHAPE;
@@ -1286,6 +1324,12 @@ void vcc_fold_sweep(VccGraph *g) {
         /* outputs of removed nodes go unless they are folded constants still read; constants go when only
          * removed nodes read them */
         keep[t] = removed_output ? uses[t] > 0 : !(x->kind == VCC_T_CONST && uses[t] == 0 && read_by_removed[t]);
+        /* values no node makes or reads and without a type: the sequences of expanded control flow
+         * (passes/ctrlflow.c) */
+        if (x->dtype == VCC_DT_UNDEF && x->kind == VCC_T_ACT && x->producer < 0 && x->alias_of < 0 && uses[t] == 0) {
+            keep[t] = false;
+            changed = true;
+        }
     }
     if (changed) compact(g, live, keep);
     free(live);

@@ -286,9 +286,11 @@ def slices_etc():
              c("row", np.array([[1.5], [2.5]], F32)), c("esh", np.array([3, 1, 4], I64)),
              n("Expand", ["row", "esh"], "expand"), n("Identity", ["data"], "ident"),
              c("rsh", np.array([0, -1], I64)), n("Reshape", ["data", "rsh"], "reshape0"),
-             n("Concat", ["data", "data"], "cat_neg", axis=-2)]
+             n("Concat", ["data", "data"], "cat_neg", axis=-2),
+             c("spl", np.array([1, 3], I64)), n("Split", ["data", "spl"], ["split_a", "split_b"], axis=1),
+             n("Split", ["data"], ["split_%d" % i for i in range(5)], axis=-1)]
     return nodes, ["s_neg", "s_clamp", "unsq", "sq_all", "flat", "tr_default", "tr_perm", "tile", "expand", "ident",
-                   "reshape0", "cat_neg"]
+                   "reshape0", "cat_neg", "split_a", "split_b"] + ["split_%d" % i for i in range(5)]
 
 
 def reductions():
