@@ -108,26 +108,22 @@ static VccStatus emit_node(VccEmit *e, int k) {
         vcc_error(e->ctx, "node '%s' (%s): no code generator for this op", n->name, vcc_op_name(n->op));
         return VCC_ERR_UNSUPPORTED;
     }
-    /* Empty tensors (a dim of 0: forward-only programs take them, as ONNX does). A node with no output
-     * element has nothing to compute; one that makes elements out of an empty input does so only where
-     * the op defines it: a reduction of an empty set (reduce.c: its identity), a Concat skipping an empty
-     * piece. Any other such node is refused rather than handed to a kernel that assumes elements. */
-    bool out_empty = false; /* (a node without outputs, an optimizer update, writes in place) */
+    /* Empty tensors (a dim of 0: forward-only programs take them, as ONNX does). A node with outputs, none
+     * of which has an element, has nothing to compute (a node without outputs, an optimizer update, writes
+     * in place). One that makes elements out of an empty run-time input does so only where its op
+     * defines it (VCC_OPF_EMPTY_IN); any other such node is refused rather than handed to a kernel that
+     * assumes elements. An empty constant (Reshape's shape () of a scalar) is no empty data. */
+    int nouts = 0, nonempty = 0;
     for (int i = 0; i < n->nout; i++)
         if (n->out[i] >= 0) {
-            if (vcc_shape_numel(&e->g->tensors[n->out[i]].shape) != 0) {
-                out_empty = false;
-                break;
-            }
-            out_empty = true;
+            nouts++;
+            nonempty += vcc_shape_numel(&e->g->tensors[n->out[i]].shape) != 0;
         }
-    if (out_empty) {
+    if (nouts > 0 && nonempty == 0) {
         fputs("    /* no elements */\n", e->f);
         return VCC_OK;
     }
-    bool reduce = n->op == VCC_OP_REDUCESUM || n->op == VCC_OP_REDUCEMEAN || n->op == VCC_OP_REDUCEMAX ||
-                  n->op == VCC_OP_REDUCEMIN || n->op == VCC_OP_CONCAT;
-    for (int i = 0; i < n->nin && !reduce; i++) /* (an empty constant, Reshape's shape () of a scalar, is fine) */
+    for (int i = 0; i < n->nin && !(def->flags & VCC_OPF_EMPTY_IN); i++)
         if (n->in[i] >= 0 && e->g->tensors[n->in[i]].kind != VCC_T_CONST &&
             vcc_shape_numel(&e->g->tensors[n->in[i]].shape) == 0) {
             vcc_error(e->ctx, "node '%s' (%s): input '%s' has no elements; vcc computes this op from non-empty "

@@ -648,7 +648,8 @@ static VccStatus concat_emit(VccEmit *e, int k) {
     return st;
 }
 
-const VccOpDef vcc_def_CONCAT = {0, 0, concat_attrs, concat_check_attrs, NULL, concat_shape, concat_grad, concat_emit};
+const VccOpDef vcc_def_CONCAT = {VCC_OPF_EMPTY_IN, 0, concat_attrs, concat_check_attrs, NULL, concat_shape, concat_grad,
+                                 concat_emit};
 
 /* ------------------------------------------------------------------ Split */
 

@@ -34,6 +34,9 @@ enum {
     VCC_OPF_LOWER = 1u << 4,       /* canon is a lowering into other ops that needs the input shapes:
                                       passes/canonical leaves the node as it is and passes/shape runs canon
                                       just before the node's shape rule (see VccOpDef.canon) */
+    VCC_OPF_EMPTY_IN = 1u << 5,    /* the emission defines the op on an input with no elements (a reduction
+                                      of empty sets, a Concat skipping an empty piece); without the flag the
+                                      emitter refuses such a node (codegen/emit.c) */
 };
 
 #define VCC_OPSET_NOW 1000000 /* "until" of an attribute that still exists in the newest opset */

@@ -230,13 +230,13 @@ static VccStatus reduce_grad(VccDiff *d, int k) {
     return VCC_OK;
 }
 
-const VccOpDef vcc_def_REDUCESUM = {0, 0, sum_attrs, reduce_check_attrs, reduce_canon, reduce_shape, reduce_grad,
+const VccOpDef vcc_def_REDUCESUM = {VCC_OPF_EMPTY_IN, 0, sum_attrs, reduce_check_attrs, reduce_canon, reduce_shape, reduce_grad,
                                     reduce_emit};
-const VccOpDef vcc_def_REDUCEMEAN = {0, 0, reduce_attrs, reduce_check_attrs, reduce_canon, reduce_shape, reduce_grad,
+const VccOpDef vcc_def_REDUCEMEAN = {VCC_OPF_EMPTY_IN, 0, reduce_attrs, reduce_check_attrs, reduce_canon, reduce_shape, reduce_grad,
                                      reduce_emit};
-const VccOpDef vcc_def_REDUCEMAX = {0, 0, reduce_attrs, reduce_check_attrs, reduce_canon, reduce_shape, reduce_grad,
+const VccOpDef vcc_def_REDUCEMAX = {VCC_OPF_EMPTY_IN, 0, reduce_attrs, reduce_check_attrs, reduce_canon, reduce_shape, reduce_grad,
                                     reduce_emit};
-const VccOpDef vcc_def_REDUCEMIN = {0, 0, reduce_attrs, reduce_check_attrs, reduce_canon, reduce_shape, reduce_grad,
+const VccOpDef vcc_def_REDUCEMIN = {VCC_OPF_EMPTY_IN, 0, reduce_attrs, reduce_check_attrs, reduce_canon, reduce_shape, reduce_grad,
                                     reduce_emit};
 
 /* ReduceSumGrad, ReduceMeanGrad: (dY) -> dX; ReduceMaxGrad: (X, Y, dY) -> dX. The forward's attributes;
