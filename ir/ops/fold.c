@@ -860,7 +860,7 @@ static int fold_slice(Fold *f) {
     int64_t starts[VCC_MAX_RANK], ends[VCC_MAX_RANK], axes[VCC_MAX_RANK], steps[VCC_MAX_RANK];
     int ns, ne, na, nt, st;
     if ((st = int_list(f, 1, "starts", starts, VCC_MAX_RANK, &ns)) || (st = int_list(f, 2, "ends", ends, VCC_MAX_RANK, &ne)) ||
-        (st = int_list(f, 3, "axes", axes, VCC_MAX_RANK, &na)) || (st = int_list(f, 4, NULL, steps, VCC_MAX_RANK, &nt)))
+        (st = int_list(f, 3, "axes", axes, VCC_MAX_RANK, &na)) || (st = int_list(f, 4, "steps", steps, VCC_MAX_RANK, &nt)))
         return st;
     if (ns < 0 || ne != ns) return bad(f, "starts and ends must have one value per sliced axis");
     if ((na >= 0 && na != ns) || (nt >= 0 && nt != ns)) return bad(f, "axes and steps must have one value per start");
@@ -905,7 +905,7 @@ static int fold_expand(Fold *f) {
     const Val *x = need(f, 0);
     if (!x) return F_ERR;
     int64_t v[VCC_MAX_RANK];
-    int cnt, st = int_list(f, 1, NULL, v, VCC_MAX_RANK, &cnt);
+    int cnt, st = int_list(f, 1, "shape", v, VCC_MAX_RANK, &cnt);
     if (st) return st;
     if (cnt < 0) return bad(f, "the shape is missing");
     VccShape want = {cnt, {0}}, s;
@@ -949,7 +949,7 @@ static int fold_tile(Fold *f) {
     if (!x) return F_ERR;
     if (f->opset < 6) return cant(f, "Tile before opset 6 (tiles and axis inputs) is not evaluated");
     int64_t rep[VCC_MAX_RANK];
-    int cnt, r = x->shape.rank, st = int_list(f, 1, NULL, rep, VCC_MAX_RANK, &cnt);
+    int cnt, r = x->shape.rank, st = int_list(f, 1, "repeats", rep, VCC_MAX_RANK, &cnt);
     if (st) return st;
     if (cnt != r) return bad(f, "repeats must have one value per dim");
     VccShape s = x->shape;

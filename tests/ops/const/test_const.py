@@ -7,7 +7,8 @@ reads a value that the case's `pre` nodes compute from constants and from the st
 input: x.view(x.size(0), -1) and x.flatten(2) as torch exports them (Shape, Gather, Unsqueeze, Slice,
 Concat), in the opset forms ONNX defines (Unsqueeze/Squeeze axes as attribute before 13 and as input from
 13, Slice attributes before 10, Shape start/end from 15); torch's expand (ConstantOfShape, Equal, Where,
-Expand); torch.arange (Range, Cast); a fixed-timestep sinusoidal embedding (Mul, Sin, Cos, Concat of
+Expand); torch.arange (Range, Cast), expanded, tiled and sliced backwards by constant shape, repeats and
+steps that become attributes before the arange folds; a fixed-timestep sinusoidal embedding (Mul, Sin, Cos, Concat of
 Constants). For the trainer the float input X is a parameter, so Shape reads a parameter's shape there.
 The PyTorch reference computes the same function of X directly (x.reshape, x + c): vcc's figures come
 from its programs, whose constants it folded.
@@ -113,6 +114,24 @@ def arange_row(opset):
             helper.make_node("Cast", ["ri"], ["r"], name="cast", to=1), const("ax", np.array([0], I64)), unsq]
 
 
+def arange_expand_tile_slice():
+    """Expand, Tile and a reversed Slice of torch.arange(x.size(1))[None], their shape, repeats and steps
+    Constants: the canonical form makes those attributes before the Range folds (it reads Shape), so they
+    fold from their attributes: E = float(expand(a, (3, n))) + float(tile(a, (3, 1))[2::-1]) = 2 arange."""
+    return [helper.make_node("Shape", ["X"], ["s"], name="shape"), const("i1", np.array(1, I64)),
+            helper.make_node("Gather", ["s", "i1"], ["n"], name="gather"), const("z", np.array(0, I64)),
+            const("one", np.array(1, I64)), helper.make_node("Range", ["z", "n", "one"], ["r"], name="range"),
+            const("row", np.array([1, -1], I64)), helper.make_node("Reshape", ["r", "row"], ["a"], name="reshape"),
+            const("full", np.array([3, 4], I64)), helper.make_node("Expand", ["a", "full"], ["e"], name="expand"),
+            const("rep", np.array([3, 1], I64)), helper.make_node("Tile", ["a", "rep"], ["t"], name="tile"),
+            const("st", np.array([2], I64)), const("en", np.array([-7], I64)), const("ax0", np.array([0], I64)),
+            const("back", np.array([-1], I64)),
+            helper.make_node("Slice", ["t", "st", "en", "ax0", "back"], ["ts"], name="slice"),
+            helper.make_node("Cast", ["e"], ["ef"], name="cast_e", to=1),
+            helper.make_node("Cast", ["ts"], ["tf"], name="cast_t", to=1),
+            helper.make_node("Add", ["ef", "tf"], ["E"], name="sum")]
+
+
 T_STEPS = np.array([50.0, 950.0], np.float32)
 FREQS = np.exp(-math.log(10000.0) * np.arange(4, dtype=np.float32) / 4).astype(np.float32)
 
@@ -170,6 +189,8 @@ CASES = [
               ref=lambda X: X + torch.arange(6.0)[None]),
     ChainCase("arange_row_opset11", "Add", arange_row(11), inputs={"X": (1, 5)}, order=["X", "R"], opset=11,
               ref=lambda X: X + torch.arange(5.0)[None]),
+    ChainCase("expand_tile_slice_late", "Add", arange_expand_tile_slice(), inputs={"X": (3, 4)}, order=["X", "E"],
+              opset=13, ref=lambda X: X + 2 * torch.arange(4.0)[None]),
     ChainCase("timestep_embedding", "Add", timestep_embedding(), inputs={"X": (2, 8)}, order=["X", "E"], opset=13,
               ref=lambda X: X + embedding_ref()),
 ]
