@@ -142,6 +142,32 @@ class _TraceBuffersAsInitializers:
         return False
 
 
+class _TensorSplitAsSlices:
+    """While the exporter traces without its shape inference, torch.tensor_split with constant indices is
+    the same split written as slices. torch 1.13's tensor_split symbolic needs the indices' rank from shape
+    inference; without it, it takes the 1-D indices (1,) for a section count and writes a Tile whose
+    repeats are 2-D, a graph ONNX refuses and whose split would be wrong. The slices compute the same
+    tensors (x[..., :i0], x[..., i0:i1], ..., along dim)."""
+
+    def __enter__(self):
+        import torch
+        self.orig = torch.tensor_split
+
+        def tensor_split(x, indices_or_sections=None, dim=0, indices=None, **kw):
+            idx = indices if indices is not None else indices_or_sections
+            if kw or not isinstance(idx, (tuple, list)) or not all(isinstance(i, int) for i in idx):
+                return self.orig(x, idx, dim=dim, **kw)
+            size = int(x.shape[dim])  # static: the export fixes every shape
+            bounds = [0] + [min(max(i + size if i < 0 else i, 0), size) for i in idx] + [size]
+            return tuple(x.narrow(dim, a, max(b - a, 0)) for a, b in zip(bounds, bounds[1:]))
+        torch.tensor_split = tensor_split
+
+    def __exit__(self, *exc):
+        import torch
+        torch.tensor_split = self.orig
+        return False
+
+
 def initializers_to_constants(proto, names):
     """Replace the named initializers by Constant nodes (first in the graph) of the same output name."""
     from onnx import helper
@@ -436,6 +462,10 @@ def check_ort(proto, model, feeds, probes=(), out=sys.stdout):
 # ---------------------------------------------------------------------------------------------------
 
 
+# models whose export runs without torch's export-time shape inference by default (--shape-inference)
+NO_EXPORT_SHAPE_INFERENCE = ("mvit_v2_s",)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(
         description="Export a models/video_nets.py video model (random init) to ONNX in training mode, "
@@ -453,6 +483,9 @@ def main(argv=None):
                     help="also run the export in onnxruntime on the first batch and compare with PyTorch")
     ap.add_argument("--show-warnings", action="store_true", help="show the exporter's UserWarnings")
     ap.add_argument("--threads", type=int, default=1, help="torch.set_num_threads")
+    ap.add_argument("--shape-inference", choices=("on", "off"),
+                    help="torch's export-time ONNX shape inference (default: on, off for %s, whose graph "
+                         "it cannot hold in memory on a small machine)" % ", ".join(NO_EXPORT_SHAPE_INFERENCE))
     args = ap.parse_args(argv)
 
     shape_text = args.shape or "x".join(map(str, video_nets.DEFAULT_SHAPES[args.model]))
@@ -498,6 +531,7 @@ def main(argv=None):
         example = torch.from_numpy(np.ascontiguousarray(data[idx]))
         names = {}
 
+    infer = (args.shape_inference or ("off" if args.model in NO_EXPORT_SHAPE_INFERENCE else "on")) == "on"
     torch.manual_seed(args.seed)
     try:
         model = video_nets.build_model(args.model, num_classes=args.num_classes, clip=(n, c, t, h, w),
@@ -516,6 +550,10 @@ def main(argv=None):
             if is_unet:
                 with _TraceBuffersAsInitializers(model, UNET_CONST_BUFFERS):
                     report = export_for_training(model, example, onnx_path, opset_version=args.opset, **names)
+            elif not infer:
+                with _TensorSplitAsSlices():
+                    report = export_for_training(model, example, onnx_path, opset_version=args.opset,
+                                                 shape_inference=False, **names)
             else:
                 report = export_for_training(model, example, onnx_path, opset_version=args.opset, **names)
         except Exception as e:

@@ -76,6 +76,19 @@ export:
                   Both take pixel_values (N, T, C, H, W): HFVideoClassifier permutes vcc's (N, C, T, H,
                   W) clip to it inside the model, so the export reads the usual clip. They need the
                   `transformers` package (python/requirements.txt pins it).
+    mvit_v1_b     torchvision.models.video.mvit_v1_b (Fan et al., ICCV 2021, "Multiscale Vision
+                  Transformers"), unchanged but for stochastic depth 0 (its row-mode drop path draws
+                  with torch.bernoulli, which has no ONNX form); 16 blocks, pooling attention, absolute
+                  space-time position embeddings; made for 16x224x224 (its embeddings are sized for it).
+    mvit_v2_s     torchvision.models.video.mvit_v2_s (Li et al., CVPR 2022, "MViTv2"), likewise with
+                  stochastic depth 0: relative position terms (Einsum and an in-place slice-add that
+                  exports as ScatterND), residual pooling, projection after attention; 16x224x224.
+    mvit_v1_tiny  torchvision's own MViT class (the modules of mvit_v1_b, unchanged) at 4 blocks: widths
+    mvit_v2_tiny  16-64, 1-4 heads, query pooling at the two stage changes and key/value pooling by
+                  (1, 4, 4) then (1, 2, 2) as in the full models, sized for a 4x32x32 clip (tokens
+                  (2, 8, 8) after the (2, 4, 4)-strided patch embedding); v2_tiny with mvit_v2_s's
+                  relative positions, residual pooling and projection after attention. Both export
+                  the Loop/If/Sequence forms of the full models.
 
 build_model(name, num_classes, clip, dropout) builds any of them; MODELS lists the names,
 DEFAULT_SHAPES the (N, C, T, H, W) each is meant for, CLASSIFIER_KEYS the state_dict key whose
@@ -94,10 +107,10 @@ import torch.nn as nn
 
 __all__ = ["MODELS", "DEFAULT_SHAPES", "DEFAULT_DROPOUT", "CLASSIFIER_KEYS", "build_model", "X3DTiny",
            "SlowFastTiny", "C3DTiny", "UNet3DBlock", "ViViTTiny", "HFVideoClassifier", "s3d_feature_thw",
-           "s3d_small", "count_parameters"]
+           "s3d_small", "mvit", "count_parameters"]
 
 MODELS = ("x3d_s_tiny", "slowfast_tiny", "c3d_tiny", "unet3d_block", "s3d", "s3d_small", "vivit_tiny",
-          "videomae_tiny", "timesformer_tiny")
+          "videomae_tiny", "timesformer_tiny", "mvit_v1_tiny", "mvit_v2_tiny", "mvit_v1_b", "mvit_v2_s")
 
 # (N, C, T, H, W) each model is sized for (batch 2, few frames, small H/W; s3d needs 16x224x224)
 DEFAULT_SHAPES = {
@@ -110,17 +123,23 @@ DEFAULT_SHAPES = {
     "vivit_tiny": (2, 3, 4, 32, 32),
     "videomae_tiny": (2, 3, 4, 32, 32),
     "timesformer_tiny": (2, 3, 4, 32, 32),
+    "mvit_v1_tiny": (2, 3, 4, 32, 32),
+    "mvit_v2_tiny": (2, 3, 4, 32, 32),
+    "mvit_v1_b": (1, 3, 16, 224, 224),
+    "mvit_v2_s": (1, 3, 16, 224, 224),
 }
 
 # the papers' dropout rates (X3D 0.5, SlowFast 0.5, C3D 0.5 after fc6 and fc7, torchvision S3D 0.2)
 DEFAULT_DROPOUT = {"x3d_s_tiny": 0.5, "slowfast_tiny": 0.5, "c3d_tiny": 0.5, "unet3d_block": None,
-                   "s3d": 0.2, "s3d_small": 0.2, "vivit_tiny": 0.1, "videomae_tiny": 0.1, "timesformer_tiny": 0.1}
+                   "s3d": 0.2, "s3d_small": 0.2, "vivit_tiny": 0.1, "videomae_tiny": 0.1, "timesformer_tiny": 0.1,
+                   "mvit_v1_tiny": 0.5, "mvit_v2_tiny": 0.5, "mvit_v1_b": 0.5, "mvit_v2_s": 0.5}
 
 # state_dict key of the last layer's weight, whose dim 0 is K
 CLASSIFIER_KEYS = {"x3d_s_tiny": "proj.weight", "slowfast_tiny": "fc.weight", "c3d_tiny": "fc8.weight",
                    "unet3d_block": None, "s3d": "classifier.1.weight", "s3d_small": "classifier.1.weight",
                    "vivit_tiny": "head.weight", "videomae_tiny": "hf.classifier.weight",
-                   "timesformer_tiny": "hf.classifier.weight"}
+                   "timesformer_tiny": "hf.classifier.weight", "mvit_v1_tiny": "head.1.weight",
+                   "mvit_v2_tiny": "head.1.weight", "mvit_v1_b": "head.1.weight", "mvit_v2_s": "head.1.weight"}
 
 
 def count_parameters(model):
@@ -660,6 +679,36 @@ def hf_video(name, num_classes, clip_thw, dropout):
     return HFVideoClassifier(transformers.TimesformerForVideoClassification(cfg))
 
 
+# the tiny MViTs' blocks: (heads, in, out, kernel_q, stride_q, stride_kv); kernel_kv is (3, 3, 3) throughout
+_MVIT_TINY = {
+    "mvit_v1_tiny": [(1, 16, 32, [], [], [1, 4, 4]), (2, 32, 32, [3, 3, 3], [1, 2, 2], [1, 2, 2]),
+                     (2, 32, 64, [], [], [1, 2, 2]), (4, 64, 64, [3, 3, 3], [1, 2, 2], [1, 1, 1])],
+    "mvit_v2_tiny": [(1, 16, 16, [3, 3, 3], [1, 1, 1], [1, 4, 4]), (2, 16, 32, [3, 3, 3], [1, 2, 2], [1, 2, 2]),
+                     (2, 32, 32, [3, 3, 3], [1, 1, 1], [1, 2, 2]), (4, 32, 64, [3, 3, 3], [1, 2, 2], [1, 1, 1])],
+}
+
+
+def mvit(name, num_classes, clip_thw, dropout):
+    """mvit_v1_b, mvit_v2_s, mvit_v1_tiny or mvit_v2_tiny (see the module's docstring), stochastic depth 0."""
+    import torchvision
+    from torchvision.models.video.mvit import MSBlockConfig, MViT
+    t, h, w = clip_thw
+    if name in ("mvit_v1_b", "mvit_v2_s"):
+        if (t, h, w) != (16, 224, 224):
+            raise ValueError(f"{name}: its position embeddings are sized for 16x224x224, got {t}x{h}x{w}")
+        make = getattr(torchvision.models.video, name)
+        return make(num_classes=num_classes, dropout=dropout, stochastic_depth_prob=0.0)
+    if t % 2 or h % 4 or w % 4:
+        raise ValueError(f"{name}: the patch embedding strides (2, 4, 4) must divide the clip, got {t}x{h}x{w}")
+    blocks = [MSBlockConfig(num_heads=nh, input_channels=ci, output_channels=co, kernel_q=kq,
+                            kernel_kv=[3, 3, 3], stride_q=sq, stride_kv=skv)
+              for nh, ci, co, kq, sq, skv in _MVIT_TINY[name]]
+    v2 = name == "mvit_v2_tiny"
+    return MViT(spatial_size=(h, w), temporal_size=t, block_setting=blocks, residual_pool=v2,
+                residual_with_cls_embed=False, rel_pos_embed=v2, proj_after_attn=v2, dropout=dropout,
+                stochastic_depth_prob=0.0, num_classes=num_classes)
+
+
 def build_model(name, num_classes=10, clip=None, dropout=None):
     """A freshly initialised model (draws from torch's RNG: seed it first), in train() mode.
 
@@ -690,6 +739,8 @@ def build_model(name, num_classes=10, clip=None, dropout=None):
         model = ViViTTiny(num_classes=num_classes, clip_thw=(t, h, w), dropout=p)
     elif name in ("videomae_tiny", "timesformer_tiny"):
         model = hf_video(name, num_classes, (t, h, w), p)
+    elif name.startswith("mvit_"):
+        model = mvit(name, num_classes, (t, h, w), p)
     else:
         model = s3d_small(num_classes=num_classes, clip_thw=(t, h, w), dropout=p)
     return model.train()

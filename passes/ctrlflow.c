@@ -12,11 +12,12 @@
  *     per-iteration values Unsqueezed on a new axis 0.
  *   - Sequences with static lengths are compile-time lists of tensors (VccSeqs): SequenceEmpty and
  *     SequenceInsert build them, SequenceAt with a constant position picks one, SequenceLength is a
- *     constant, ConcatFromSequence a Concat.
+ *     constant, ConcatFromSequence a Concat, SplitToSequence (constant split, or none) a Split whose
+ *     outputs are the items (each Squeezed on the axis when keepdims is 0 and there is no split).
  * A condition, trip count or position computed at run time is an error naming the node, its op and the
  * value. The expansion's nodes get their canonical form and shapes as the pass reaches them.
  * Source: ONNX operator spec, If-16, Loop-16, SequenceEmpty-11, SequenceInsert-11, SequenceAt-11,
- * SequenceLength-11, ConcatFromSequence-11.
+ * SequenceLength-11, ConcatFromSequence-11, SplitToSequence-11.
  */
 #include "passes.h"
 
@@ -24,7 +25,7 @@
 #include <string.h>
 
 static const char *const ctrl_ops[] = {"If", "Loop", "SequenceEmpty", "SequenceInsert", "SequenceAt",
-                                       "SequenceLength", "ConcatFromSequence"};
+                                       "SequenceLength", "ConcatFromSequence", "SplitToSequence"};
 
 const char *vcc_ctrl_op_name(int i) {
     return i >= 0 && i < (int)(sizeof ctrl_ops / sizeof *ctrl_ops) ? ctrl_ops[i] : NULL;
@@ -371,6 +372,122 @@ static VccStatus seq_pos(VccCtx *ctx, const VccGraph *g, int k, int t, int len, 
     return VCC_OK;
 }
 
+/* SplitToSequence-11: x cut along `axis` into the pieces the constant split input gives (a scalar: pieces
+ * of that length, the last one shorter; a vector: the lengths), or with no split into pieces of length 1,
+ * Squeezed on the axis when keepdims is 0. Becomes one Split (and the Squeezes) whose outputs are the
+ * sequence's items. */
+static VccStatus split_to_seq(VccCtx *ctx, VccGraph *g, int k, VccSeqs *s) {
+    const VccNode *n = &g->nodes[k];
+    int x = n->nin > 0 ? n->in[0] : -1, out = n->nout > 0 ? n->out[0] : -1;
+    if (x < 0 || g->tensors[x].dtype == VCC_DT_UNDEF) {
+        vcc_error(ctx, "node '%s' (SplitToSequence): it has no input", n->name);
+        return VCC_ERR_PARSE;
+    }
+    VccShape xs = g->tensors[x].shape;
+    int64_t axis = vcc_attr_int(n, "axis", 0);
+    if (axis < -xs.rank || axis >= xs.rank) {
+        vcc_error(ctx, "node '%s' (SplitToSequence): axis %lld is outside the rank %d of '%s'", n->name,
+                  (long long)axis, xs.rank, g->tensors[x].name);
+        return VCC_ERR_SHAPE;
+    }
+    if (axis < 0) axis += xs.rank;
+    int64_t len = xs.dims[axis], cnt = 0, *sizes = NULL;
+    bool has_split = n->nin > 1 && n->in[1] >= 0, squeeze = !has_split && vcc_attr_int(n, "keepdims", 1) == 0;
+    if (has_split) {
+        int sp = n->in[1];
+        const VccTensor *t = &g->tensors[sp];
+        if (!known(g, sp)) return runtime_value(ctx, g, k, "split", sp);
+        if (t->dtype != VCC_I64 && t->dtype != VCC_I32) {
+            vcc_error(ctx, "node '%s' (SplitToSequence): split '%s' is not int32 or int64", n->name, t->name);
+            return VCC_ERR_PARSE;
+        }
+        int64_t nv = (int64_t)(t->data_bytes / (t->dtype == VCC_I64 ? 8 : 4)), sum = 0;
+        if (t->shape.rank > 1 || nv != vcc_shape_numel(&t->shape) || (t->shape.rank == 0 && nv != 1)) {
+            vcc_error(ctx, "node '%s' (SplitToSequence): split '%s' is neither a scalar nor a vector", n->name,
+                      t->name);
+            return VCC_ERR_SHAPE;
+        }
+        if (t->shape.rank == 0) {
+            int64_t c = t->dtype == VCC_I64 ? *(const int64_t *)t->data : *(const int32_t *)t->data;
+            if (c <= 0) {
+                vcc_error(ctx, "node '%s' (SplitToSequence): split length %lld is not positive", n->name,
+                          (long long)c);
+                return VCC_ERR_SHAPE;
+            }
+            cnt = (len + c - 1) / c;
+            sizes = vcc_malloc(sizeof(int64_t) * (size_t)(cnt + 1));
+            for (int64_t i = 0; i < cnt; i++) sizes[i] = i + 1 < cnt ? c : len - c * (cnt - 1);
+        } else {
+            cnt = nv;
+            sizes = vcc_malloc(sizeof(int64_t) * (size_t)(cnt + 1));
+            for (int64_t i = 0; i < cnt; i++) {
+                sizes[i] = t->dtype == VCC_I64 ? ((const int64_t *)t->data)[i] : ((const int32_t *)t->data)[i];
+                if (sizes[i] < 0 || sizes[i] > len - sum) {
+                    vcc_error(ctx, "node '%s' (SplitToSequence): split '%s' does not add up to the length %lld "
+                              "of axis %lld", n->name, t->name, (long long)len, (long long)axis);
+                    free(sizes);
+                    return VCC_ERR_SHAPE;
+                }
+                sum += sizes[i];
+            }
+            if (sum != len) {
+                vcc_error(ctx, "node '%s' (SplitToSequence): split '%s' adds up to %lld, not the length %lld of "
+                          "axis %lld", n->name, t->name, (long long)sum, (long long)len, (long long)axis);
+                free(sizes);
+                return VCC_ERR_SHAPE;
+            }
+        }
+    } else {
+        cnt = len;
+        sizes = vcc_malloc(sizeof(int64_t) * (size_t)(cnt + 1));
+        for (int64_t i = 0; i < cnt; i++) sizes[i] = 1;
+    }
+    if (cnt > 65536) {
+        vcc_error(ctx, "node '%s' (SplitToSequence): %lld pieces are more than vcc's limit of 65536", n->name,
+                  (long long)cnt);
+        free(sizes);
+        return VCC_ERR_UNSUPPORTED;
+    }
+    char *base = vcc_strdup(n->name);
+    int *items = vcc_malloc(sizeof(int) * (size_t)(cnt + 1)), *parts = vcc_malloc(sizeof(int) * (size_t)(cnt + 1));
+    VccShape none = {.rank = 0};
+    for (int64_t i = 0; i < cnt; i++) {
+        parts[i] = vcc_tensor_add_unique(g, VCC_DT_UNDEF, &none, VCC_T_ACT, "%s/item%lld", base, (long long)i);
+        items[i] = parts[i];
+    }
+    if (cnt > 0) {
+        char *nm = vcc_strfmt("%s/split", base);
+        int in[2] = {x, -1}, id;
+        if (g->opset >= 13) {
+            in[1] = new_const(g, VCC_I64, sizes, (int)cnt, false, nm);
+            id = add_node(g, "Split", nm, in, 2, parts, (int)cnt);
+        } else {
+            id = add_node(g, "Split", nm, in, 1, parts, (int)cnt);
+            vcc_attr_set_ints(&g->nodes[id], "split", sizes, (int)cnt);
+        }
+        vcc_attr_set_int(&g->nodes[id], "axis", axis);
+        free(nm);
+    }
+    for (int64_t i = 0; squeeze && i < cnt; i++) {
+        char *nm = vcc_strfmt("%s/squeeze%lld", base, (long long)i);
+        items[i] = vcc_tensor_add_unique(g, VCC_DT_UNDEF, &none, VCC_T_ACT, "%s", nm);
+        if (g->opset >= 13) {
+            int in[2] = {parts[i], new_const(g, VCC_I64, &axis, 1, false, nm)};
+            add_node(g, "Squeeze", nm, in, 2, &items[i], 1);
+        } else {
+            int id = add_node(g, "Squeeze", nm, &parts[i], 1, &items[i], 1);
+            vcc_attr_set_ints(&g->nodes[id], "axes", &axis, 1);
+        }
+        free(nm);
+    }
+    if (out >= 0) seq_set(s, out, items, (int)cnt);
+    free(items);
+    free(parts);
+    free(sizes);
+    free(base);
+    return VCC_OK;
+}
+
 static VccStatus expand_seq(VccCtx *ctx, VccGraph *g, int k, VccSeqs *s) {
     const VccNode *n = &g->nodes[k];
     const char *op = n->onnx_op;
@@ -381,6 +498,7 @@ static VccStatus expand_seq(VccCtx *ctx, VccGraph *g, int k, VccSeqs *s) {
         if (out >= 0) seq_set(s, out, NULL, 0);
         return VCC_OK;
     }
+    if (strcmp(op, "SplitToSequence") == 0) return split_to_seq(ctx, g, k, s);
     if ((st = seq_input(ctx, g, k, 0, s))) return st;
     int in = n->in[0], len = s->n[in];
     if (strcmp(op, "SequenceInsert") == 0) {

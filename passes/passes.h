@@ -44,7 +44,7 @@ typedef struct {
 } VccSeqs;
 void vcc_seqs_free(VccSeqs *s);
 /* True for a node of an ONNX control-flow or sequence op that passes/ctrlflow.c expands (If, Loop,
- * SequenceEmpty, SequenceInsert, SequenceAt, SequenceLength, ConcatFromSequence). */
+ * SequenceEmpty, SequenceInsert, SequenceAt, SequenceLength, ConcatFromSequence, SplitToSequence). */
 bool vcc_ctrl_op(const VccNode *n);
 /* The ONNX op type of the i-th op passes/ctrlflow.c expands, NULL past the last (vcc --ops). */
 const char *vcc_ctrl_op_name(int i);
@@ -52,7 +52,7 @@ const char *vcc_ctrl_op_name(int i);
  * the graph has now; the nodes after k move). Errors (VCC_ERR_UNSUPPORTED) when a condition, trip count,
  * position or sequence it needs is computed at run time, naming the node, its op and the value.
  * Source: ONNX operator spec, If, Loop, SequenceEmpty, SequenceInsert, SequenceAt, SequenceLength,
- * ConcatFromSequence. */
+ * ConcatFromSequence, SplitToSequence. */
 VccStatus vcc_ctrl_expand(VccCtx *ctx, VccGraph *g, int k, VccSeqs *s, int *delta);
 
 /* Check that every node's outputs have the dtypes and shapes its op's rule gives for its inputs and

@@ -365,7 +365,7 @@ def _runtime_shape_nodes(proto):
 
 
 def export_for_training(model, example_input, path, dynamic_batch=False, opset_version=17,
-                        input_names=("input",), output_names=("logits",)):
+                        input_names=("input",), output_names=("logits",), shape_inference=True):
     """Export `model` to the ONNX training form vcc compiles, leaving the model exactly as it was.
 
     model          a torch.nn.Module; its mode does not matter (the export traces in training mode).
@@ -379,6 +379,12 @@ def export_for_training(model, example_input, path, dynamic_batch=False, opset_v
     input_names, output_names
                    graph input / output names, default ("input",) and ("logits",), the names vcc's
                    trainer expects for the clip batch and the logits (N, K).
+    shape_inference
+                   False turns off torch's export-time ONNX shape inference (torch.onnx's
+                   onnx_shape_inference argument of torch.onnx.utils._export, which torch.onnx.export
+                   calls with True) for this export: it runs per node over the whole
+                   graph built so far, which for graphs of ten thousand nodes (torchvision's mvit_v2_s)
+                   takes more memory than a small machine has. vcc infers every shape itself.
 
     The file: torch.onnx.export(training=TrainingMode.TRAINING, do_constant_folding=False,
     export_params=True, keep_initializers_as_inputs=False), so BatchNormalization nodes carry
@@ -438,13 +444,15 @@ def export_for_training(model, example_input, path, dynamic_batch=False, opset_v
                           f"in eval mode: the training export traces every module in train mode (BatchNorm "
                           f"with batch statistics and running-statistics updates, dropout active)", stacklevel=2)
     tmp = tempfile.mkdtemp(prefix=".vcc-export-", dir=target_dir)
+    from torch.onnx._globals import GLOBALS
+    infer_before = GLOBALS.onnx_shape_inference
     try:
         raw = os.path.join(tmp, "export.onnx")
         try:
             with warnings.catch_warnings():
                 # the exporter drops num_batches_tracked's in-place add; the metadata carries the count
                 warnings.filterwarnings("ignore", message=r".*Removing mutation from node.*")
-                torch.onnx.export(
+                torch.onnx.utils._export(
                     model, args, raw,
                     export_params=True,
                     training=torch.onnx.TrainingMode.TRAINING,
@@ -455,10 +463,12 @@ def export_for_training(model, example_input, path, dynamic_batch=False, opset_v
                     keep_initializers_as_inputs=False,
                     dynamic_axes=({n: {0: BATCH_DIM} for n in input_names + output_names}
                                   if dynamic_batch else None),
+                    onnx_shape_inference=bool(shape_inference),
                 )
             after = model.state_dict()
             mutated = sorted(k for k in before if k in after and not _same_bits(before[k], after[k]))
         finally:
+            GLOBALS.onnx_shape_inference = infer_before
             state.restore()
 
         proto = onnx.load(raw)

@@ -8,7 +8,9 @@
  * every update written (reduction none) or added (add) at its element. vcc takes none and add; mul,
  * max and min are refused. The indices must be constants: initializers, Constants, or values that fold
  * while compiling (torch exports x[:, :, 1:, 1:] = v as a ScatterND whose index grid is computed from
- * Shape, Range and Expand); they may be negative. ScatterElements' int32 indices become int64 (the
+ * Shape, Range and Expand); they may be negative. A grid too large to fold (reduction none, one Range
+ * per indexed dim: torch's x[:, :, 1:, 1:] = v on MViT v2's full-size scores) is read from its parts
+ * and the write becomes Slices of data and Concats around the updates (scatternd_canon). ScatterElements' int32 indices become int64 (the
  * kernels' type). With reduction none an element named twice makes the result depend on the order of
  * the writes, which ONNX leaves undefined: refused while compiling. Under add, duplicates are summed in
  * the order of the updates on both targets (the CUDA kernel then walks the updates of one element in
@@ -59,6 +61,150 @@ static VccStatus scatter_canon(VccCtx *ctx, VccGraph *g, int k) {
         return vcc_operands_missing(ctx, n);
     vcc_indices_i64(g, k, 1);
     return VCC_OK;
+}
+
+/* ------------------------------------------------------------------ ScatterND at a box of data */
+
+/* torch writes x[..., s0:e0, s1:e1, ...] = v as a ScatterND whose index grid is the Concat along its last
+ * axis of one Unsqueezed Expand per indexed dim: component d is a Range s_d, s_d + 1, ... along grid axis
+ * d, constant along the others. When that grid is too large to fold while compiling (over
+ * VCC_FOLD_MAX_ELEMS values: MViT v2's scores at 16x224x224 index 10^7 elements), it is read from
+ * its parts (each the Unsqueeze of an Expand of a constant, or a constant when the part alone folded): true with the box [s[d], e[d]) of each of the k indexed dims when indices (of node n, for
+ * data x) are such a grid of consecutive, in-range positions. */
+static bool scatter_box(const VccGraph *g, const VccNode *n, const VccShape *x, int64_t *s, int64_t *e, int *k) {
+    const VccTensor *ix = &g->tensors[n->in[1]];
+    int q = ix->shape.rank;
+    if (ix->dtype != VCC_I64 || ix->producer < 0 || q < 2) return false;
+    const VccNode *cat = &g->nodes[ix->producer];
+    int kk = (int)ix->shape.dims[q - 1];
+    if (cat->op != VCC_OP_CONCAT || cat->nin != kk || kk > x->rank || q - 1 != kk) return false;
+    int64_t axis = vcc_attr_int(cat, "axis", 0);
+    if (axis != -1 && axis != q - 1) return false;
+    VccShape b = ix->shape;
+    b.rank = q - 1;
+    for (int d = 0; d < kk; d++) {
+        int u = cat->in[d];
+        int64_t len = x->dims[d], nb = vcc_shape_numel(&b);
+        if (u >= 0 && g->tensors[u].kind == VCC_T_CONST) { /* a part small enough to have folded: the grid's
+                                                              values themselves */
+            const VccTensor *c = &g->tensors[u];
+            if (c->dtype != VCC_I64 || !c->data || (int64_t)(c->data_bytes / 8) != nb) return false;
+            int64_t step = 1, first;
+            for (int a = b.rank - 1; a > d; a--) step *= b.dims[a];
+            const int64_t *v = c->data;
+            first = v[0] < 0 ? v[0] + len : v[0];
+            if (first < 0 || first + b.dims[d] > len) return false;
+            for (int64_t i = 1; i < nb; i++)
+                if ((v[i] < 0 ? v[i] + len : v[i]) != first + (i / step) % b.dims[d]) return false;
+            s[d] = first;
+            e[d] = first + b.dims[d];
+            continue;
+        }
+        if (u < 0 || g->tensors[u].producer < 0) return false;
+        const VccNode *un = &g->nodes[g->tensors[u].producer];
+        if (un->op != VCC_OP_UNSQUEEZE || un->nin < 1 || un->in[0] < 0) return false;
+        const VccTensor *et = &g->tensors[un->in[0]];
+        if (!vcc_same_shape(&et->shape, &b) || et->producer < 0) return false;
+        const VccNode *en = &g->nodes[et->producer];
+        if (en->op != VCC_OP_EXPAND || en->nin < 1 || en->in[0] < 0) return false;
+        const VccTensor *c = &g->tensors[en->in[0]];
+        if (c->kind != VCC_T_CONST || c->dtype != VCC_I64 || !c->data ||
+            (int64_t)(c->data_bytes / 8) != vcc_shape_numel(&c->shape) || c->shape.rank > b.rank)
+            return false;
+        /* c, right-aligned to the grid: 1 along every axis but d, s_d, s_d + 1, ... along d */
+        int off = b.rank - c->shape.rank;
+        int64_t cnt = 1;
+        for (int a = 0; a < c->shape.rank; a++) {
+            int64_t ca = c->shape.dims[a];
+            if (a + off != d && ca != 1) return false;
+            if (a + off == d) {
+                if (ca != 1 && ca != b.dims[d]) return false;
+                cnt = ca;
+            }
+        }
+        if (cnt != b.dims[d] && b.dims[d] != 1) return false;
+        const int64_t *v = c->data;
+        int64_t first = v[0] < 0 ? v[0] + len : v[0];
+        if (first < 0 || first + b.dims[d] > len) return false;
+        for (int64_t i = 1; i < cnt; i++)
+            if ((v[i] < 0 ? v[i] + len : v[i]) != first + i) return false;
+        s[d] = first;
+        e[d] = first + b.dims[d];
+    }
+    *k = kk;
+    return true;
+}
+
+/* A Slice of data x (data's tensor t) over [s[a], e[a]) for the axes a < d and [lo, hi) along d, as a new
+ * node before node k; returns its output. */
+static int box_slice(VccGraph *g, int k, int t, const int64_t *s, const int64_t *e, int d, int64_t lo, int64_t hi,
+                     int piece) {
+    int64_t starts[VCC_MAX_RANK], ends[VCC_MAX_RANK], axes[VCC_MAX_RANK], steps[VCC_MAX_RANK];
+    VccShape sh = g->tensors[t].shape;
+    for (int a = 0; a <= d; a++) {
+        starts[a] = a < d ? s[a] : lo;
+        ends[a] = a < d ? e[a] : hi;
+        axes[a] = a;
+        steps[a] = 1;
+        sh.dims[a] = ends[a] - starts[a];
+    }
+    int out = vcc_tensor_add_unique(g, VCC_F32, &sh, VCC_T_ACT, "%s.box%d", g->nodes[k].name, piece);
+    char *name = vcc_strfmt("%s.box%d", g->nodes[k].name, piece);
+    int id = vcc_node_add(g, VCC_OP_SLICE, name, &t, 1, &out, 1, VCC_PHASE_FORWARD);
+    free(name);
+    vcc_attr_set_ints(&g->nodes[id], "starts", starts, d + 1);
+    vcc_attr_set_ints(&g->nodes[id], "ends", ends, d + 1);
+    vcc_attr_set_ints(&g->nodes[id], "axes", axes, d + 1);
+    vcc_attr_set_ints(&g->nodes[id], "steps", steps, d + 1);
+    return out;
+}
+
+/* y = data with the box [s, e) of its first k dims replaced by updates, as Slices of data and Concats
+ * (exact copies, each with its gradient): innermost indexed dim first, the updates framed by data's
+ * elements before and after the box along that dim (within the box along the dims before it), so after
+ * dim d the piece spans all of dims d.. . Node k becomes the last Concat (or an Identity of the updates
+ * when the box is all of data). */
+static void lower_box(VccGraph *g, int k, const int64_t *s, const int64_t *e, int kk) {
+    int x = g->nodes[k].in[0], piece = g->nodes[k].in[2], made = 0, last = -1;
+    const VccShape xs = g->tensors[x].shape;
+    for (int d = kk - 1; d >= 0; d--)
+        if (s[d] > 0 || e[d] < xs.dims[d]) last = d;
+    for (int d = kk - 1; d >= 0; d--) {
+        if (s[d] == 0 && e[d] == xs.dims[d]) continue;
+        int in[3], nin = 0;
+        if (s[d] > 0) in[nin++] = box_slice(g, k, x, s, e, d, 0, s[d], made++);
+        in[nin++] = piece;
+        if (e[d] < xs.dims[d]) in[nin++] = box_slice(g, k, x, s, e, d, e[d], xs.dims[d], made++);
+        if (d == last) {
+            VccNode *n = &g->nodes[k];
+            n->op = VCC_OP_CONCAT;
+            n->in = vcc_realloc(n->in, sizeof(int) * (size_t)nin);
+            memcpy(n->in, in, sizeof(int) * (size_t)nin);
+            n->nin = nin;
+            vcc_attr_drop(n, "reduction");
+            vcc_attr_set_int(n, "axis", d);
+            break;
+        }
+        VccShape sh = xs;
+        for (int a = 0; a < d; a++) sh.dims[a] = e[a] - s[a];
+        int out = vcc_tensor_add_unique(g, VCC_F32, &sh, VCC_T_ACT, "%s.box%d", g->tensors[g->nodes[k].out[0]].name,
+                                        made);
+        char *name = vcc_strfmt("%s.box%d", g->nodes[k].name, made++);
+        int id = vcc_node_add(g, VCC_OP_CONCAT, name, in, nin, &out, 1, VCC_PHASE_FORWARD);
+        free(name);
+        vcc_attr_set_int(&g->nodes[id], "axis", d);
+        piece = out;
+    }
+    if (last < 0) {
+        VccNode *n = &g->nodes[k];
+        n->op = VCC_OP_IDENTITY;
+        n->in[0] = piece;
+        n->nin = 1;
+        vcc_attr_drop(n, "reduction");
+        g->tensors[n->out[0]].alias_of = piece;
+    }
+    free(g->nodes[k].onnx_op);
+    g->nodes[k].onnx_op = NULL;
 }
 
 /* Error "node 'x' (Op): indices (..) <why> data (..)"; returns VCC_ERR_SHAPE. */
@@ -257,8 +403,28 @@ static VccStatus scatter_emit(VccEmit *e, int k) {
     return VCC_OK;
 }
 
-const VccOpDef vcc_def_SCATTERND = {0, 0, scatternd_attrs, scatter_check_attrs, scatter_canon, scatter_shape,
-                                    scatter_grad, scatter_emit};
+/* ScatterND's canonical form (VCC_OPF_LOWER: during shapes, when its inputs are known): constant indices
+ * as scatter_canon; reduction none at a computed grid that scatter_box reads as a box: Slices and
+ * Concats (lower_box). Anything else stays for scatter_shape, which names what it lacks. */
+static VccStatus scatternd_canon(VccCtx *ctx, VccGraph *g, int k) {
+    VccStatus st = scatter_canon(ctx, g, k);
+    if (st) return st;
+    const VccNode *n = &g->nodes[k];
+    const VccTensor *x = &g->tensors[n->in[0]];
+    int64_t s[VCC_MAX_RANK], e[VCC_MAX_RANK];
+    int kk;
+    if (g->tensors[n->in[1]].kind == VCC_T_CONST || scatter_reduction(n) != 0 || x->dtype != VCC_F32 ||
+        g->tensors[n->in[2]].dtype != VCC_F32 || !scatter_box(g, n, &x->shape, s, e, &kk))
+        return VCC_OK;
+    VccShape us = x->shape;
+    for (int d = 0; d < kk; d++) us.dims[d] = e[d] - s[d];
+    if (!vcc_same_shape(&us, &g->tensors[n->in[2]].shape)) return VCC_OK; /* scatter_shape names it */
+    lower_box(g, k, s, e, kk);
+    return VCC_OK;
+}
+
+const VccOpDef vcc_def_SCATTERND = {VCC_OPF_LOWER, 0, scatternd_attrs, scatter_check_attrs, scatternd_canon,
+                                    scatter_shape, scatter_grad, scatter_emit};
 const VccOpDef vcc_def_SCATTER_ELEMENTS = {0, 0, scatter_elements_attrs, scatter_check_attrs, scatter_canon,
                                            scatter_shape, scatter_grad, scatter_emit};
 

@@ -12,8 +12,9 @@ checked to hold the control-flow ops it is meant to test:
 For each: `vcc --forward-only` against onnxruntime (1e-5), then the trainer (default --loss ce on the
 Linear head's logits) runs one step with --lr 0 --save-grads, and every parameter's gradient is compared
 with PyTorch float64 autograd of the same module (2e-4, relative to the largest gradient).
-A hand-made Loop whose body holds an If reading values two scopes out, with a scan output: forward
-against onnxruntime.
+A hand-made Loop whose body holds an If reading values two scopes out, with a scan output, and hand-made
+SplitToSequence graphs (scalar split, vector split, no split with keepdims 0): forward against
+onnxruntime.
 Refused (exit 1, the message names the node, its op and the value): an If whose condition is a graph
 input, and a Loop whose trip count is computed from the data.
 """
@@ -195,6 +196,41 @@ def nested(args):
     return [("nested If in a Loop body, scan output, forward vs onnxruntime", e <= 1e-6, "%.2e" % e)]
 
 
+def split_to_sequence(args):
+    """SplitToSequence in its three forms, each read back by SequenceAt and ConcatFromSequence: a scalar
+    split (pieces of 2 along axis 1 of x (2, 5, 3), the last of 1), a vector split ([1, 4]), and no split
+    with keepdims 0 (x unbound along axis 2, rejoined with new_axis on axis 0); forward vs onnxruntime."""
+    d = os.path.join(args.work, "split_to_sequence")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    F, I = TensorProto.FLOAT, TensorProto.INT64
+    nodes = [helper.make_node("SplitToSequence", ["x", "two"], ["s1"], name="/s1", axis=1),
+             helper.make_node("SequenceAt", ["s1", "last"], ["a"], name="/at"),
+             helper.make_node("ConcatFromSequence", ["s1"], ["b"], name="/cat1", axis=1),
+             helper.make_node("SplitToSequence", ["x", "sizes"], ["s2"], name="/s2", axis=-2),
+             helper.make_node("SequenceAt", ["s2", "one"], ["c"], name="/at2"),
+             helper.make_node("SplitToSequence", ["x"], ["s3"], name="/s3", axis=2, keepdims=0),
+             helper.make_node("ConcatFromSequence", ["s3"], ["e"], name="/cat3", axis=0, new_axis=1)]
+    inits = [helper.make_tensor("two", I, [], [2]), helper.make_tensor("last", I, [], [-1]),
+             helper.make_tensor("sizes", I, [2], [1, 4]), helper.make_tensor("one", I, [], [1])]
+    g = helper.make_graph(nodes, "split_to_sequence", [helper.make_tensor_value_info("x", F, [2, 5, 3])],
+                          [helper.make_tensor_value_info("a", F, [2, 1, 3]), helper.make_tensor_value_info("b", F, [2, 5, 3]),
+                           helper.make_tensor_value_info("c", F, [2, 4, 3]), helper.make_tensor_value_info("e", F, [3, 2, 5])],
+                          inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.checker.check_model(m, full_check=True)
+    onnx.save(m, os.path.join(d, "model.onnx"))
+    x = np.random.default_rng(3).standard_normal((2, 5, 3)).astype(np.float32)
+    np.save(os.path.join(d, "x.npy"), x)
+    fwd = build(args.vcc, "model.onnx", "fwd.c", d, ["--forward-only"])
+    names = ["a", "b", "c", "e"]
+    run([fwd, "x.npy", "-o"] + [n + ".npy" for n in names], d)
+    want = ort.InferenceSession(os.path.join(d, "model.onnx"), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    e = max(err(np.load(os.path.join(d, n + ".npy")), w) for n, w in zip(names, want))
+    return [("SplitToSequence (scalar, vector and no split), forward vs onnxruntime", e == 0.0, "%.2e" % e)]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--vcc", required=True)
@@ -207,6 +243,7 @@ def main():
     rows += check_model(args, "split_loop", SplitLoop(), (2, 4, 8), None, [None],
                         ["Loop", "SequenceEmpty", "SequenceInsert", "SequenceAt"])
     rows += nested(args)
+    rows += split_to_sequence(args)
     # an If on a value of the data
     then_g = helper.make_graph([helper.make_node("Relu", ["x"], ["t"])], "then", [],
                                [helper.make_tensor_value_info("t", TensorProto.FLOAT, [2, 3])])

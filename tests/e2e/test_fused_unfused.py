@@ -6,9 +6,11 @@ compiled as written (--no-fuse-attention): losses and every parameter gradient a
 The model (models/video_nets.py) is exported with attention dropout P (default 0.1: the fused op draws
 the same Philox masks as the Dropout it replaces), both trainers start from the exported weights and run
 S steps (default 3) on the same batches; each step's loss must agree within 1e-5 (relative), and the
-last step's gradients (--save-grads) within 1e-5 of each tensor's largest magnitude. The fused program
-must hold at least one FusedAttention and the unfused one none. Prints the worst figures; exits 1 on a
-failure.
+last step's gradients (--save-grads) within 1e-5 of the largest gradient magnitude of each tensor's layer
+(the parameters of one module: a weight and its bias sum the same incoming gradient, and a bias whose
+gradient is zero in exact arithmetic, as a key's LayerNorm bias under softmax, holds only rounding noise of
+that size). The fused program must hold at least one FusedAttention and the unfused one none. Prints the
+worst figures; exits 1 on a failure.
 """
 
 import argparse
@@ -62,14 +64,18 @@ def main():
         print("%-8s %d FusedAttention node(s), losses %s" % (tag, count, " ".join("%.7g" % v for v in losses[tag])))
     worst_loss = max(abs(f - u) / max(abs(u), 1e-30) for f, u in zip(losses["fused"], losses["unfused"]))
     worst, where = 0.0, ""
+    layer_max = {}
+    for k, u in grads["unfused"].items():
+        mod = k.rsplit(".", 1)[0]
+        layer_max[mod] = max(layer_max.get(mod, 0.0), float(np.abs(u).max()))
     for k, u in grads["unfused"].items():
         f = grads["fused"][k]
-        e = float(np.abs(f.astype(np.float64) - u).max() / max(float(np.abs(u).max()), 1e-30))
+        e = float(np.abs(f.astype(np.float64) - u).max() / max(layer_max[k.rsplit(".", 1)[0]], 1e-30))
         if e > worst:
             worst, where = e, k
     ok = worst_loss <= 1e-5 and worst <= 1e-5 and set(grads["fused"]) == set(grads["unfused"])
-    print("%s: %s, %d steps, dropout %g: losses within %.2e (relative), gradients within %.2e of their largest "
-          "magnitude (worst %s)" % ("PASS" if ok else "FAIL", a.model, a.steps, a.dropout, worst_loss, worst, where))
+    print("%s: %s, %d steps, dropout %g: losses within %.2e (relative), gradients within %.2e of their layer's "
+          "largest (worst %s)" % ("PASS" if ok else "FAIL", a.model, a.steps, a.dropout, worst_loss, worst, where))
     return 0 if ok else 1
 
 

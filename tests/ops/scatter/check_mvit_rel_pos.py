@@ -4,6 +4,9 @@ own _add_rel_pos), exported by torch.onnx at small sizes and compiled by vcc: it
 the relative-position tables, and the ScatterND pair torch writes for attn[:, :, 1:, 1:] += rel_pos (their
 index grids computed by Shape, Range and Expand nodes that fold while compiling). The block's parameters
 are a q and a k projection and the three tables; its input x is (B, heads, 1 + T*H*W, dim).
+With --large, (T, H, W) = (8, 8, 9): the grid of attn[:, :, 1:, 1:] holds 1.3 million index tuples, more
+than vcc evaluates while compiling (as at mvit_v2_s's full size), so vcc reads the box from the grid's
+parts and writes it as Slices and Concats; the check then also asserts that no ScatterND is left.
 
 Checked like an op_check case (tests/ops/op_check.py): the forward program against the module in PyTorch
 float64 on the same float32 values, and one trainer step (vcc --loss mse, --lr 0 --save-grads): every
@@ -11,7 +14,7 @@ parameter's gradient against float64 autograd of mean((y - targets)^2) and again
 differences of that loss in float64; both within 1e-6 relative to the largest reference value. With
 --cuda the forward and trainer .cu build with nvcc, no warnings allowed.
 
-    check_mvit_rel_pos.py --vcc BUILD/vcc --work DIR [--cuda]
+    check_mvit_rel_pos.py --vcc BUILD/vcc --work DIR [--large] [--cuda]
 """
 
 import argparse
@@ -58,7 +61,11 @@ def main():
     ap.add_argument("--vcc", required=True)
     ap.add_argument("--work", required=True)
     ap.add_argument("--cuda", action="store_true")
+    ap.add_argument("--large", action="store_true", help="(T, H, W) = (8, 8, 9): a grid too large to fold")
     args = ap.parse_args()
+    global T, H, W
+    if args.large:
+        T, H, W = 8, 8, 9
     vcc, d = os.path.abspath(args.vcc), os.path.abspath(args.work)
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
@@ -71,6 +78,10 @@ def main():
     m64 = RelPosBlock().double()
     m64.load_state_dict({k: v.double() for k, v in model.state_dict().items()})
     rows = []
+    if args.large:
+        ir = oc._run([vcc, "relpos.onnx", "--forward-only", "--dump-ir", "shape"], d)
+        left = sum(1 for line in ir.splitlines() if line.startswith("node ") and line.split()[3] == "ScatterND")
+        rows.append(("box lowering", float(left), left == 0, "%d ScatterND left after shapes" % left))
     # forward
     fwd = oc._build(vcc, "relpos.onnx", "fwd.c", d, ["--forward-only"])
     np.save(os.path.join(d, "input.npy"), x)
