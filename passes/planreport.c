@@ -353,8 +353,23 @@ void vcc_plan_write_svg(FILE *f, const VccGraph *g, const char *model) {
     for (double m = 0; m <= arena / MIB + 1e-9; m += ys)
         fprintf(f, "<text x=\"%d\" y=\"%.2f\" text-anchor=\"end\">%g</text>\n", SVG_L - 6, YPX(m * MIB) + 4, m);
     fputs("</g>\n", f);
-    fprintf(f, "<text x=\"%.0f\" y=\"%d\" text-anchor=\"middle\">schedule step (forward, loss, backward, update)"
-               "</text>\n", SVG_L + pw / 2, SVG_H - 18);
+    /* the phases of the schedule: a line where each begins, its name under the step numbers */
+    static const char *const PHASES[] = {"forward", "loss", "backward", "update"};
+    fputs("<g class=\"phases\" font-size=\"11\" fill=\"#444\">\n", f);
+    for (int k = 0; k < g->nnodes;) {
+        int e = k;
+        while (e < g->nnodes && g->nodes[e].phase == g->nodes[k].phase) e++;
+        if (k > 0)
+            fprintf(f, "<line x1=\"%.2f\" x2=\"%.2f\" y1=\"%d\" y2=\"%.0f\" stroke=\"#999\" stroke-width=\"0.6\"/>\n",
+                    SVG_L + k * sx, SVG_L + k * sx, SVG_T, SVG_T + ph);
+        if ((e - k) * sx >= 40)
+            fprintf(f, "<text x=\"%.2f\" y=\"%.0f\" text-anchor=\"middle\">%s</text>\n", SVG_L + (k + e) / 2.0 * sx,
+                    SVG_T + ph + 32, PHASES[g->nodes[k].phase]);
+        k = e;
+    }
+    fputs("</g>\n", f);
+    fprintf(f, "<text x=\"%.0f\" y=\"%d\" text-anchor=\"middle\">schedule step</text>\n", SVG_L + pw / 2,
+            SVG_H - 10);
     fprintf(f, "<text transform=\"translate(30 %.0f) rotate(-90)\" text-anchor=\"middle\">arena offset (MiB)</text>\n",
             SVG_T + ph / 2);
     /* the lower bound, the persistent region's top and the peak step */
