@@ -17,11 +17,15 @@
  *                    successor took them) has them overwritten with 0xff bytes (a float NaN) and its
  *                    granules marked free, so a later read of them fails the tag check or computes NaN.
  *
+ * With -DVCC_POISON_SWEEP as well, after each node every live planned tensor it did not write is hashed
+ * again, so the node that wrote over one is named at once (the cost: the live bytes, at every node).
+ *
  * vcc_poison_begin, at the start of each step, marks the planned region free and gives the persistent
  * tensors and the inputs the host wrote their granules (persistent tensors, which updates rewrite in place,
  * are checked by tag only). A violation prints one line naming the training step, the node (index, op,
- * name), the tensor read, and the tensor that owns its bytes instead (or that they are free), then
- * aborts. Host memory only: CUDA trainers do not take -DVCC_POISON.
+ * name), the tensor read, and the tensor that owns its bytes instead (or that they are free), or the
+ * nodes that ran since its bytes were last seen intact (one of them wrote over them), then aborts. Host
+ * memory only: CUDA trainers do not take -DVCC_POISON.
  */
 #ifdef VCC_POISON
 
@@ -48,6 +52,8 @@ typedef struct {
 
 static uint32_t *vcc_poison_tag;  /* per granule: 1 + the table index of the owner, 0 free */
 static uint64_t *vcc_poison_hash; /* per tensor: the hash of its bytes when written */
+static int *vcc_poison_seen;      /* per tensor: the last node after which its bytes were seen intact (-1: the
+                                     host's write before the step) */
 static int64_t vcc_poison_step;
 
 static uint64_t vcc_poison_fnv(const unsigned char *p, int64_t n) {
@@ -84,7 +90,8 @@ static void vcc_poison_begin(const VccPoisonPlan *P, unsigned char *A) {
     if (!vcc_poison_tag) {
         vcc_poison_tag = (uint32_t *)calloc(ngran, sizeof(uint32_t));
         vcc_poison_hash = (uint64_t *)calloc((size_t)P->ntensors + 1, sizeof(uint64_t));
-        if (!vcc_poison_tag || !vcc_poison_hash) {
+        vcc_poison_seen = (int *)calloc((size_t)P->ntensors + 1, sizeof(int));
+        if (!vcc_poison_tag || !vcc_poison_hash || !vcc_poison_seen) {
             fprintf(stderr, "VCC_POISON: out of memory for the shadow map\n");
             abort();
         }
@@ -95,6 +102,7 @@ static void vcc_poison_begin(const VccPoisonPlan *P, unsigned char *A) {
         int i = P->host[j];
         vcc_poison_own(P, i, (uint32_t)i + 1);
         if (!P->t[i].persistent) vcc_poison_hash[i] = vcc_poison_fnv(A + P->t[i].offset, P->t[i].bytes);
+        vcc_poison_seen[i] = -1;
     }
 }
 
@@ -113,12 +121,19 @@ static void vcc_poison_pre(const VccPoisonPlan *P, unsigned char *A, int k) {
                          (long long)(gr * VCC_POISON_GRANULE));
             vcc_poison_fail(P, k, i, msg);
         }
-        if (!P->t[d].persistent && vcc_poison_fnv(A + P->t[d].offset, P->t[d].bytes) != vcc_poison_hash[d]) {
+        if (P->t[d].persistent) continue;
+        if (vcc_poison_fnv(A + P->t[d].offset, P->t[d].bytes) != vcc_poison_hash[d]) {
             char msg[1024];
-            snprintf(msg, sizeof msg, "the bytes of '%s' changed since they were written (by its node, or by the "
-                     "host for an input)", P->t[d].name);
+            int s0 = vcc_poison_seen[d] + 1; /* intact after node s0 - 1, changed before node k */
+            if (s0 == k - 1)
+                snprintf(msg, sizeof msg, "the bytes of '%s' were written over by node %d (%s)", P->t[d].name, s0,
+                         P->node[s0]);
+            else
+                snprintf(msg, sizeof msg, "the bytes of '%s' were written over by one of nodes %d (%s) to %d (%s)",
+                         P->t[d].name, s0, P->node[s0], k - 1, P->node[k - 1]);
             vcc_poison_fail(P, k, i, msg);
         }
+        vcc_poison_seen[d] = k - 1;
     }
 }
 
@@ -127,7 +142,23 @@ static void vcc_poison_post(const VccPoisonPlan *P, unsigned char *A, int k) {
         int i = P->out[j];
         vcc_poison_own(P, i, (uint32_t)i + 1);
         vcc_poison_hash[i] = vcc_poison_fnv(A + P->t[i].offset, P->t[i].bytes);
+        vcc_poison_seen[i] = k;
     }
+#ifdef VCC_POISON_SWEEP
+    /* every live planned tensor this node did not write must be as it was: the writer named exactly */
+    for (int i = 0; i < P->ntensors; i++) {
+        if (P->t[i].def != i || P->t[i].persistent || vcc_poison_seen[i] == k) continue;
+        if (vcc_poison_foreign(P, i, (uint32_t)i + 1) >= 0) continue; /* not live, or taken in place */
+        if (vcc_poison_fnv(A + P->t[i].offset, P->t[i].bytes) != vcc_poison_hash[i]) {
+            fprintf(stderr, "VCC_POISON: step %lld, node %d (%s) wrote over '%s' (offset %lld, %lld bytes), which is "
+                    "still live\n", (long long)vcc_poison_step, k, P->node[k], P->t[i].name,
+                    (long long)P->t[i].offset, (long long)P->t[i].bytes);
+            fflush(stderr);
+            abort();
+        }
+        vcc_poison_seen[i] = k;
+    }
+#endif
     for (int j = P->end_at[k]; j < P->end_at[k + 1]; j++) {
         int i = P->end[j];
         if (vcc_poison_foreign(P, i, (uint32_t)i + 1) >= 0) continue; /* an in-place successor holds them */

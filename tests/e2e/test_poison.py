@@ -4,15 +4,17 @@
 
 For the tiny CNN in --model-dir (model.onnx, data.npy, labels.npy) and each models/video_nets.py model
 named by --export (exported into DIR by models/export_video_nets.py; vivit_tiny is a transformer):
-  - vcc -o train.c; the trainer built as vcc prints it and again with -DVCC_POISON (every dead tensor's
-    bytes overwritten with NaN, every read checked against its definition's owner and bytes) runs
-    --steps steps: the poisoned build exits 0 and prints the same losses, to the last digit, as the
-    plain one (no node read a byte after its tensor's interval ended);
+  - vcc -o train.c; the trainer built as vcc prints it, again with -DVCC_POISON (every dead tensor's
+    bytes overwritten with NaN, every read checked against its definition's owner and bytes), and with
+    -DVCC_POISON_SWEEP too (every live tensor re-checked after every node) runs --steps steps: the
+    poisoned builds exit 0 and print the same losses, to the last digit, as the plain one (no node read
+    a byte after its tensor's interval ended, none wrote over a live one);
   - a planted overlap: in a copy of the CNN's train.c, one forward node's output address is moved onto
     a tensor that is live across that node (what an emitter or planner bug would do; vcc's own plan
     check refuses such a plan, so the edit is made to the generated C). The poisoned build must abort
-    (non-zero exit) with a VCC_POISON line naming the tensor that was written over; the plain build of
-    the same edit runs to the end, which is why the check is needed.
+    (non-zero exit) with a VCC_POISON line naming the tensor that was written over and the node that
+    wrote it (or a range of nodes holding it); the plain build of the same edit runs to the end, which
+    is why the check is needed. Built with -DVCC_POISON_SWEEP too, it must stop at that node, naming it.
 Exits 1 on a failure.
 """
 
@@ -42,12 +44,13 @@ def losses(out):
     return [l for l in out.splitlines() if l.startswith("step ")]
 
 
-def build(d, src, exe, poison):
-    """The build command vcc printed for train.c, for src -> exe, with -DVCC_POISON when poison."""
+def build(d, src, exe, poison, sweep=False):
+    """The build command vcc printed for train.c, for src -> exe, with -DVCC_POISON when poison (and
+    -DVCC_POISON_SWEEP when sweep)."""
     cmd = open(os.path.join(d, "build.txt")).read().strip()
     cmd = cmd.replace(" train.c ", " %s " % src).replace("-o train ", "-o %s " % exe)
     if poison:
-        cmd = cmd.replace("-std=c11", "-std=c11 -DVCC_POISON -Wall -Wextra -Werror")
+        cmd = cmd.replace("-std=c11", "-std=c11 -DVCC_POISON -Wall -Wextra -Werror" + (" -DVCC_POISON_SWEEP" if sweep else ""))
     run(cmd, d, shell=True)
 
 
@@ -57,14 +60,16 @@ def compile_model(vcc, model, d, steps, data_args):
     open(os.path.join(d, "build.txt"), "w").write(printed.strip().splitlines()[-1])
     build(d, "train.c", "train", False)
     build(d, "train.c", "train_poison", True)
+    build(d, "train.c", "train_sweep", True, sweep=True)
     args = data_args + ["--steps", str(steps), "--lr", "0.01", "--seed", "3"]
     plain = run(["./train"] + args, d).stdout
-    p = run(["./train_poison"] + args, d, ok=False)
-    if p.returncode:
-        fail("%s: the -DVCC_POISON trainer exited %d: %s" % (model, p.returncode, p.stderr[-1500:]))
-    if losses(p.stdout) != losses(plain) or len(losses(plain)) != steps:
-        fail("%s: losses differ:\n  plain  %s\n  poison %s" % (model, losses(plain), losses(p.stdout)))
-    print("%s: %d steps, the poisoned build's losses equal the plain build's (%s)"
+    for exe in ("train_poison", "train_sweep"):
+        p = run(["./" + exe] + args, d, ok=False)
+        if p.returncode:
+            fail("%s: %s exited %d: %s" % (model, exe, p.returncode, p.stderr[-1500:]))
+        if losses(p.stdout) != losses(plain) or len(losses(plain)) != steps:
+            fail("%s: losses differ:\n  plain  %s\n  %s %s" % (model, losses(plain), exe, losses(p.stdout)))
+    print("%s: %d steps, the poisoned builds' losses equal the plain build's (%s)"
           % (os.path.basename(model), steps, losses(plain)[-1]))
     return args
 
@@ -104,8 +109,23 @@ def plant_overlap(d, args):
         if p.returncode == 0 or not line or ("'%s'" % y["name"]) not in line[0]:
             fail("planted overlap (node %d writes '%s' over '%s'): exit %d, stderr %r"
                  % (k, x["name"], y["name"], p.returncode, p.stderr[-800:]))
+        # the writer is named, or lies in the range of nodes named
+        one = re.search(r"written over by node (\d+) ", line[0])
+        rng = re.search(r"written over by one of nodes (\d+) .* to (\d+) ", line[0])
+        lo, hi = (int(one.group(1)),) * 2 if one else (int(rng.group(1)), int(rng.group(2))) if rng else (-1, -1)
+        if not lo <= k <= hi:
+            fail("planted overlap: node %d wrote over '%s', the poisoned build names nodes %d..%d: %s"
+                 % (k, y["name"], lo, hi, line[0]))
         print("planted overlap: node %d writes '%s' over '%s'; the poisoned build stops: %s"
               % (k, x["name"], y["name"], line[0]))
+        # -DVCC_POISON_SWEEP names the writer at once
+        build(d, "planted.c", "planted_sweep", True, sweep=True)
+        p = run(["./planted_sweep"] + args, d, ok=False)
+        want = "VCC_POISON: step 1, node %d (" % k
+        if p.returncode == 0 or not p.stderr.startswith(want) or ("wrote over '%s'" % y["name"]) not in p.stderr:
+            fail("planted overlap, -DVCC_POISON_SWEEP: exit %d, stderr %r (expected %r ... wrote over '%s')"
+                 % (p.returncode, p.stderr[-800:], want, y["name"]))
+        print("with -DVCC_POISON_SWEEP: %s" % p.stderr.splitlines()[0])
         return
     fail("found no node whose output could be moved onto a live tensor")
 
