@@ -236,7 +236,7 @@ void vcc_plan_write_trace(FILE *f, const VccGraph *g, const char *model) {
     int nd = 0;
     for (int i = 0; i < no; i++)
         if (!nd || offs[nd - 1] != offs[i]) offs[nd++] = offs[i];
-    fputs("{\"displayTimeUnit\": \"ns\",\n \"otherData\": {\"model\": ", f);
+    fputs("{\"otherData\": {\"model\": ", f);
     vcc_json_str(f, model);
     fprintf(f, ", \"time_unit\": \"1 us = 1 schedule step\", \"steps\": %d, \"arena_bytes\": %" PRId64
                ", \"lower_bound_bytes\": %" PRId64 ", \"persistent_bytes\": %" PRId64 ", \"peak_step\": %d},\n"
@@ -303,6 +303,21 @@ static double tick_step(double range, int n) {
     return (r <= 1 ? 1 : r <= 2 ? 2 : r <= 5 ? 5 : 10) * mag;
 }
 
+/* Arena offset (bytes) -> page y. When the persistent region holds more than a quarter of the arena it
+ * is drawn to a smaller scale, in the bottom fifth of the plot, so the planned region, where the plan's
+ * choices are, gets the rest; each part is linear, so rectangles keep their order and never overlap. */
+typedef struct {
+    double bottom, h;   /* the plot's bottom edge and height, px */
+    double split, band; /* the persistent region's bytes and the height it gets (0: one scale) */
+    double arena;
+} YMap;
+
+static double ypx(const YMap *m, double bytes) {
+    if (m->band <= 0) return m->bottom - bytes * m->h / m->arena;
+    if (bytes <= m->split) return m->bottom - bytes * m->band / m->split;
+    return m->bottom - m->band - (bytes - m->split) * (m->h - m->band) / (m->arena - m->split);
+}
+
 enum { SVG_W = 1280, SVG_H = 760, SVG_L = 100, SVG_R = 250, SVG_T = 60, SVG_B = 60 };
 
 void vcc_plan_write_svg(FILE *f, const VccGraph *g, const char *model) {
@@ -310,8 +325,10 @@ void vcc_plan_write_svg(FILE *f, const VccGraph *g, const char *model) {
     view_init(&v, g);
     const double pw = SVG_W - SVG_L - SVG_R, ph = SVG_H - SVG_T - SVG_B;
     const double arena = g->arena_bytes > 0 ? (double)g->arena_bytes : 1.0;
-    const double sx = pw / (v.steps + 1), sy = ph / arena;
-#define YPX(bytes) (SVG_T + ph - (double)(bytes) * sy)
+    const double sx = pw / (v.steps + 1);
+    const double pers = (double)g->persistent_bytes;
+    const YMap ym = {SVG_T + ph, ph, pers, pers > arena / 4 && pers < arena ? ph / 5 : 0, arena};
+#define YPX(bytes) ypx(&ym, (double)(bytes))
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
                "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
                "font-family=\"sans-serif\" font-size=\"12\">\n"
@@ -330,7 +347,8 @@ void vcc_plan_write_svg(FILE *f, const VccGraph *g, const char *model) {
         const VccTensor *x = &g->tensors[b->t];
         fprintf(f, "<rect class=\"b\" x=\"%.4f\" y=\"%.4f\" width=\"%.4f\" height=\"%.4f\" fill=\"%s\" "
                    "data-offset=\"%" PRId64 "\" data-bytes=\"%" PRId64 "\" data-x0=\"%d\" data-x1=\"%d\"><title>",
-                SVG_L + b->x0 * sx, YPX(b->offset + b->bytes), (b->x1 - b->x0) * sx, (double)b->bytes * sy,
+                SVG_L + b->x0 * sx, YPX(b->offset + b->bytes), (b->x1 - b->x0) * sx,
+                YPX(b->offset) - YPX(b->offset + b->bytes),
                 COLOURS[cat_index(x)], b->offset, b->bytes, b->x0, b->x1);
         xml_text(f, x->name);
         fprintf(f, " (%s, %s): %" PRId64 " bytes at offset %" PRId64 ", ", vcc_tensor_category(x), tensor_op(g, x),
@@ -349,8 +367,13 @@ void vcc_plan_write_svg(FILE *f, const VccGraph *g, const char *model) {
     for (double s = 0; s <= v.steps + 1; s += xs)
         fprintf(f, "<text x=\"%.2f\" y=\"%.0f\" text-anchor=\"middle\">%.0f</text>\n", SVG_L + s * sx, SVG_T + ph + 16,
                 s);
-    double ys = tick_step(arena / MIB, 8);
-    for (double m = 0; m <= arena / MIB + 1e-9; m += ys)
+    /* MiB ticks over the planned region (over the whole arena on one scale); 0 and the persistent top */
+    double lo = ym.band > 0 ? pers / MIB : 0, ys = tick_step(arena / MIB - lo, ym.band > 0 ? 6 : 8);
+    if (ym.band > 0)
+        fprintf(f, "<text x=\"%d\" y=\"%.2f\" text-anchor=\"end\">0</text>\n"
+                   "<text x=\"%d\" y=\"%.2f\" text-anchor=\"end\">%.1f</text>\n",
+                SVG_L - 6, YPX(0) + 4, SVG_L - 6, YPX(pers) + 4, lo);
+    for (double m = ceil(lo / ys + (ym.band > 0 ? 0.25 : 0)) * ys; m <= arena / MIB + 1e-9; m += ys)
         fprintf(f, "<text x=\"%d\" y=\"%.2f\" text-anchor=\"end\">%g</text>\n", SVG_L - 6, YPX(m * MIB) + 4, m);
     fputs("</g>\n", f);
     /* the phases of the schedule: a line where each begins, its name under the step numbers */
@@ -382,8 +405,9 @@ void vcc_plan_write_svg(FILE *f, const VccGraph *g, const char *model) {
             SVG_T, SVG_T + ph);
     fprintf(f, "<text x=\"%.0f\" y=\"%.2f\" font-size=\"11\" text-anchor=\"end\">lower bound</text>\n",
             SVG_L + pw - 4, YPX(g->lower_bound_bytes) - 3);
-    fprintf(f, "<text x=\"%.0f\" y=\"%.2f\" font-size=\"11\" text-anchor=\"end\">persistent region (below)"
-               "</text>\n", SVG_L + pw - 4, YPX(g->persistent_bytes) - 3);
+    fprintf(f, "<text x=\"%.0f\" y=\"%.2f\" font-size=\"11\" text-anchor=\"end\">persistent region (below%s)"
+               "</text>\n", SVG_L + pw - 4, YPX(g->persistent_bytes) - 3,
+            ym.band > 0 ? ", drawn to a smaller scale" : "");
     fprintf(f, "<text x=\"%.2f\" y=\"%d\" font-size=\"11\" text-anchor=\"middle\">peak step %d</text>\n",
             SVG_L + (v.peak + 0.5) * sx, SVG_T - 6, v.peak);
     /* legend: the categories the plan has */

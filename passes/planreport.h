@@ -39,7 +39,8 @@ void vcc_plan_report(FILE *f, const VccGraph *g, const char *model, const VccGra
 void vcc_plan_write_trace(FILE *f, const VccGraph *g, const char *model);
 
 /* Write an SVG picture of the plan: one rectangle per block (x: the steps it holds its bytes, y: its
- * bytes in the arena, offset 0 at the bottom), filled by category, with a <title> (name, bytes, offset,
+ * bytes in the arena, offset 0 at the bottom; a persistent region of more than a quarter of the arena is
+ * drawn to a smaller scale in the bottom fifth, labelled so), filled by category, with a <title> (name, bytes, offset,
  * live interval, category) and data-offset/data-bytes/data-x0/data-x1 attributes holding the exact
  * numbers (bytes, steps; the block covers steps x0 .. x1-1); a title line (model, arena, LB), axes in
  * steps and MiB, a legend, dashed lines at the lower bound and the persistent region's top, and the peak
