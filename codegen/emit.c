@@ -13,6 +13,7 @@
  * Every tensor is an arena address A + offset; views emit no code (they share their base's bytes).
  */
 #include "codegen.h"
+#include "poison.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -359,7 +360,10 @@ VccStatus vcc_emit_trainer(VccCtx *ctx, const VccGraph *g, VccTarget target, con
             fprintf(e.f, "static void vcc_step_%d(VccRt *rt, unsigned char *A, const VccOptim *o) {\n"
                          "    (void)rt; (void)A; (void)o;\n", nparts++);
         }
+        bool poison = target == VCC_TARGET_C; /* -DVCC_POISON checks the plan around each node */
+        if (poison) fprintf(e.f, "    VCC_POISON_PRE(%d);\n", k);
         st = emit_node(&e, k);
+        if (poison) fprintf(e.f, "    VCC_POISON_POST(%d);\n", k);
     }
     if (nparts) fputs("}\n\n", e.f);
     fclose(e.f);
@@ -418,6 +422,7 @@ VccStatus vcc_emit_trainer(VccCtx *ctx, const VccGraph *g, VccTarget target, con
     for (int k = 0; k < g->nnodes && !typed; k++) typed = vcc_node_typed(g, &g->nodes[k]);
     if (typed) put_runtime(f, &inl, target == VCC_TARGET_CUDA ? "cuda/typed.cuh" : "cpu/typed.h");
     put_runtime(f, &inl, "vcc_state.h");
+    if (target == VCC_TARGET_C) put_runtime(f, &inl, "vcc_poison.h");
     put_runtime(f, &inl, ctx->forward_only ? "vcc_forward_main.h" : ctx->eval ? "vcc_eval_main.h" : "vcc_main.h");
     if (target == VCC_TARGET_CUDA) fputs("#pragma nv_diagnostic pop\n", f);
 
@@ -450,10 +455,12 @@ VccStatus vcc_emit_trainer(VccCtx *ctx, const VccGraph *g, VccTarget target, con
     if (ctx->forward_only || ctx->eval) emit_io_tables(f, g);
     emit_consts(f, g);
     int nstate = emit_state_table(f, g);
+    if (target == VCC_TARGET_C) vcc_emit_poison_plan(f, g);
     fwrite(body, 1, body_len, f);
     free(body);
     fputs("VCC_STEP_FN void vcc_step(VccRt *rt, unsigned char *A, const VccOptim *o) {\n", f);
     fputs("    (void)rt; (void)A; (void)o;\n", f);
+    if (target == VCC_TARGET_C) fputs("    VCC_POISON_BEGIN();\n", f);
     for (int i = 0; i < nparts; i++) fprintf(f, "    vcc_step_%d(rt, A, o);\n", i);
     fputs("}\n\n", f);
 

@@ -1,9 +1,9 @@
 /*
  * cli.c — the vcc command line.
  *
- *   vcc MODEL.onnx|DUMP.vir [-o train.c | -o train.cu] [--shape NAME=2x3x8x112x112 ...] [--dump-ir PASS]
- *       [--plan-json FILE] [--loss ce|mse|graph] [--optimizer sgd|adamw] [--momentum M]
- *       [--forward-only | --eval]
+ *   vcc [plan] MODEL.onnx|DUMP.vir [-o train.c | -o train.cu] [--shape NAME=2x3x8x112x112 ...]
+ *       [--dump-ir PASS] [--plan-json FILE] [--plan-trace FILE] [--plan-svg FILE]
+ *       [--loss ce|mse|graph] [--optimizer sgd|adamw] [--momentum M] [--forward-only | --eval]
  *       [--allow-inference-export] [--no-fuse-attention]
  *
  * Every option that takes a value accepts it as the next argument or after '=' (--dump-ir memplan,
@@ -11,9 +11,10 @@
  * was dumped after run), runs the pass pipeline, and writes the program, its initial weights
  * (<output without extension>.safetensors) and the plan JSON, and prints the trainer's build command
  * as it runs from the current folder (paths shell-quoted; the binary of X.c is X, of X.cu X_cuda; the
- * file's first line holds the same command relative to its own folder); with none of -o, --plan-json and
- * --dump-ir it prints a one-line summary of the plan. Every output is written to a temporary
- * file and renamed, so a failure leaves no half-written output. Exit status 0 on success, 1 on any error
+ * file's first line holds the same command relative to its own folder); with none of -o, --plan-json,
+ * --plan-trace, --plan-svg and --dump-ir it prints a one-line summary of the plan. `vcc plan` takes the
+ * same options and prints the plan report (passes/planreport.h) instead of the summary. Every output is
+ * written to a temporary file and renamed, so a failure leaves no half-written output. Exit status 0 on success, 1 on any error
  * (the message names the file, node and op), 2 on a usage error.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -26,12 +27,15 @@
 
 #include "../codegen/codegen.h"
 #include "../passes/passes.h"
+#include "../passes/planreport.h"
 #include "frontend.h"
+#include "plan_cmd.h"
 
 #define VCC_VERSION "0.1.0"
 
 static void usage(FILE *f) {
     fputs("usage: vcc MODEL.onnx [-o OUT.c|OUT.cu] [options]\n"
+          "       vcc plan MODEL.onnx [options]\n"
           "\n"
           "Compile an ONNX model into a training program (forward, loss, backward, SGD with momentum or AdamW)\n"
           "whose every tensor lives in one statically planned arena.\n"
@@ -45,6 +49,10 @@ static void usage(FILE *f) {
           "                     schedule liveness inplace memplan (memplan shows live intervals, offsets, arena\n"
           "                     size; fuse shows each FusedAttention with the nodes it replaced)\n"
           "  --plan-json FILE   write the memory plan as JSON\n"
+          "  --plan-trace FILE  write the memory plan as Chrome trace-event JSON (open it in ui.perfetto.dev):\n"
+          "                     1 us = 1 schedule step, one track per arena offset, each tensor an event\n"
+          "  --plan-svg FILE    draw the memory plan as SVG: schedule steps across, arena offsets up, tensors\n"
+          "                     coloured by category\n"
           "  --loss ce|mse|graph  what the trainer minimizes: ce, softmax cross-entropy of the output (logits\n"
           "                     (N, K)) with int64 labels, ./train --labels Y.npy (the default); mse, the mean\n"
           "                     squared error of the output against float targets of its shape, ./train\n"
@@ -68,6 +76,10 @@ static void usage(FILE *f) {
           "                     convolutions, exporter-named parameters) instead of refusing it\n"
           "  --ops              list the ONNX ops vcc compiles (ai.onnx domain) with their op family\n"
           "  --version, --help\n"
+          "\n"
+          "vcc plan prints the memory plan: arena, lower bound, no-reuse sum, bytes by category at the peak\n"
+          "step, the tensors live there (largest first, with op and layer) and what in-place sharing, views and\n"
+          "fused attention removed. It takes every option above.\n"
           "\n"
           "MODEL may be a .vir dump (vcc MODEL.onnx --dump-ir PASS > m.vir): the passes after PASS run on it,\n"
           "so an edited schedule or plan can be re-planned or checked. A .vir file holds no weights: run the\n"
@@ -198,16 +210,16 @@ static bool same_file(const char *a, const char *b) {
 
 /* An output must not be the model or another output. The program and its weights must not be an
  * existing file that is not a regular one (a device, a FIFO, a folder: the rename of the finished output
- * would replace it); the plan JSON may go to a device or FIFO (--plan-json /dev/stdout: written
- * directly), not to a folder. out writes out and <out without extension>.safetensors. Prints the usage
- * error; returns 1 when they clash. */
-static int paths_clash(const char *model, const char *out, const char *plan_json) {
+ * would replace it); the plan JSON, trace and SVG may go to a device or FIFO (--plan-json /dev/stdout:
+ * written directly), not to a folder. out writes out and <out without extension>.safetensors. Prints the
+ * usage error; returns 1 when they clash. */
+static int paths_clash(const char *model, const char *out, const char *plan_json, const char *trace, const char *svg) {
     char *weights = out && strrchr(out, '.') ? vcc_strfmt("%.*s.safetensors", (int)(strrchr(out, '.') - out), out)
                                              : NULL;
-    const char *paths[4] = {model, out, weights, plan_json};
-    const char *names[4] = {"the model", "-o", "the weights beside -o", "--plan-json"};
+    const char *paths[6] = {model, out, weights, plan_json, trace, svg};
+    const char *names[6] = {"the model", "-o", "the weights beside -o", "--plan-json", "--plan-trace", "--plan-svg"};
     int rc = 0;
-    for (int i = 1; i < 4 && !rc; i++) {
+    for (int i = 1; i < 6 && !rc; i++) {
         struct stat sb;
         if (!paths[i]) continue;
         if (stat(paths[i], &sb) == 0 && !S_ISREG(sb.st_mode) && (i < 3 || S_ISDIR(sb.st_mode))) {
@@ -217,13 +229,47 @@ static int paths_clash(const char *model, const char *out, const char *plan_json
         }
         for (int j = 0; j < i && !rc; j++)
             if (paths[j] && same_file(paths[i], paths[j]) &&
-                !(i == 3 && access(paths[i], F_OK) == 0 && !is_regular(paths[i]))) { /* /dev/stdout twice is fine */
+                !(i >= 3 && access(paths[i], F_OK) == 0 && !is_regular(paths[i]))) { /* /dev/stdout twice is fine */
                 fprintf(stderr, "vcc: %s '%s' is also %s\n", names[i], paths[i], names[j]);
                 rc = 1;
             }
     }
     free(weights);
     return rc;
+}
+
+/* What writes one plan file: the JSON, the trace or the SVG (model names the input). */
+typedef void (*PlanWriter)(FILE *f, const VccGraph *g, const char *model);
+
+static void write_json(FILE *f, const VccGraph *g, const char *model) {
+    (void)model;
+    vcc_plan_write_json(f, g);
+}
+
+/* Write one plan file: to a device or FIFO directly (/dev/stdout), to anything else through a temporary
+ * file renamed into place, so a failure leaves no partial file. Returns 0, or 1 with the error printed. */
+static int write_plan_file(const char *path, PlanWriter write, const VccGraph *g, const char *model) {
+    FILE *f;
+    char *tmp = NULL;
+    if (!is_regular(path) && access(path, F_OK) == 0) { /* a device or FIFO */
+        if (!(f = fopen(path, "w"))) {
+            fprintf(stderr, "vcc: %s: cannot write: %s\n", path, strerror(errno));
+            return 1;
+        }
+        write(f, g, model);
+        bool bad = ferror(f) != 0;
+        if (fclose(f) != 0 || bad) {
+            fprintf(stderr, "vcc: %s: cannot write: %s\n", path, strerror(errno));
+            return 1;
+        }
+        return 0;
+    }
+    if (!(f = open_tmp(path, &tmp))) {
+        fprintf(stderr, "vcc: %s: cannot write: %s\n", path, strerror(errno));
+        return 1;
+    }
+    write(f, g, model);
+    return commit_tmp(f, tmp, path);
 }
 
 /* The pass a .vir dump was written after, from its first line "# vcc IR after PASS" (what --dump-ir
@@ -244,7 +290,9 @@ static int vir_stage(const char *path) {
 }
 
 int main(int argc, char **argv) {
-    const char *model = NULL, *out = NULL, *plan_json = NULL, *dump = NULL;
+    const char *model = NULL, *out = NULL, *plan_json = NULL, *plan_trace = NULL, *plan_svg = NULL, *dump = NULL;
+    bool plan_cmd = vcc_plan_subcommand(argc, argv); /* vcc plan MODEL [options]: the options that follow */
+    if (plan_cmd) argv[1] = argv[0], argv++, argc--;
     VccShapeBinding shapes[32];
     int nshapes = 0;
     float momentum = 0.9f;
@@ -271,6 +319,10 @@ int main(int argc, char **argv) {
             if (set_once(&out, v, "-o")) return 2;
         } else if ((v = opt_value(argc, argv, &i, "--plan-json", &missing))) {
             if (set_once(&plan_json, v, "--plan-json")) return 2;
+        } else if ((v = opt_value(argc, argv, &i, "--plan-trace", &missing))) {
+            if (set_once(&plan_trace, v, "--plan-trace")) return 2;
+        } else if ((v = opt_value(argc, argv, &i, "--plan-svg", &missing))) {
+            if (set_once(&plan_svg, v, "--plan-svg")) return 2;
         } else if ((v = opt_value(argc, argv, &i, "--dump-ir", &missing))) {
             if (set_once(&dump, v, "--dump-ir")) return 2;
         } else if (!strcmp(a, "--forward-only")) {
@@ -339,7 +391,7 @@ int main(int argc, char **argv) {
         fputs("vcc: no model given: vcc MODEL.onnx [-o OUT.c|OUT.cu] [options] (see vcc --help)\n", stderr);
         return 2;
     }
-    if (paths_clash(model, out, plan_json)) return 2;
+    if (paths_clash(model, out, plan_json, plan_trace, plan_svg)) return 2;
     if (forward_only && eval) {
         fprintf(stderr, "vcc: --forward-only and --eval are two different programs; give one\n");
         return 2;
@@ -414,25 +466,9 @@ int main(int argc, char **argv) {
     VccStatus st = vir ? vcc_vir_load(&ctx, model, &g) : vcc_onnx_load(&ctx, model, &g);
     if (st == VCC_OK) st = vcc_run_passes_after(&ctx, g, vir ? stage : 0);
     if (st != VCC_OK) goto done;
-    if (plan_json && !is_regular(plan_json) && access(plan_json, F_OK) == 0) { /* a device or FIFO */
-        if (!(f = fopen(plan_json, "w"))) {
-            fprintf(stderr, "vcc: %s: cannot write: %s\n", plan_json, strerror(errno));
-            goto done;
-        }
-        vcc_plan_write_json(f, g);
-        bool bad = ferror(f) != 0;
-        if (fclose(f) != 0 || bad) {
-            fprintf(stderr, "vcc: %s: cannot write: %s\n", plan_json, strerror(errno));
-            goto done;
-        }
-    } else if (plan_json) {
-        if (!(f = open_tmp(plan_json, &tmp))) {
-            fprintf(stderr, "vcc: %s: cannot write: %s\n", plan_json, strerror(errno));
-            goto done;
-        }
-        vcc_plan_write_json(f, g);
-        if (commit_tmp(f, tmp, plan_json)) goto done;
-    }
+    if (plan_json && write_plan_file(plan_json, write_json, g, model)) goto done;
+    if (plan_trace && write_plan_file(plan_trace, vcc_plan_write_trace, g, model)) goto done;
+    if (plan_svg && write_plan_file(plan_svg, vcc_plan_write_svg, g, model)) goto done;
     if (out) {
         /* weights beside the program: train.c -> train.safetensors */
         wpath = vcc_strfmt("%.*s.safetensors", (int)(strrchr(out, '.') - out), out);
@@ -465,7 +501,11 @@ int main(int argc, char **argv) {
             fprintf(stderr, "vcc: note: %s holds no weights; run the program with --weights FILE.safetensors (the "
                             "file vcc wrote beside a program compiled from the ONNX model)\n", model);
     }
-    if (!out && !plan_json && !dump)
+    if (plan_cmd) {
+        VccGraph *unfused = vcc_plan_unfused(&ctx, model, g);
+        vcc_plan_report(stdout, g, model, unfused);
+        vcc_graph_free(unfused);
+    } else if (!out && !plan_json && !plan_trace && !plan_svg && !dump)
         printf("%s: %d steps, arena %lld bytes (persistent %lld, planned %lld), lower bound %lld, no reuse %lld\n",
                model, g->nnodes, (long long)g->arena_bytes, (long long)g->persistent_bytes,
                (long long)g->planned_bytes, (long long)g->lower_bound_bytes, (long long)g->no_reuse_bytes);

@@ -291,7 +291,7 @@ VccStatus vcc_plan_check(VccCtx *ctx, const VccGraph *g) {
     return st;
 }
 
-static void json_str(FILE *f, const char *s) {
+void vcc_json_str(FILE *f, const char *s) {
     fputc('"', f);
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
@@ -313,17 +313,17 @@ void vcc_plan_write_json(FILE *f, const VccGraph *g) {
         if (vcc_tensor_bytes(x) == 0 || x->offset < 0) continue;
         fputs(first ? "\n    {\"name\": " : ",\n    {\"name\": ", f);
         first = false;
-        json_str(f, x->name);
+        vcc_json_str(f, x->name);
         fprintf(f, ", \"bytes\": %" PRId64 ", \"offset\": %" PRId64 ", ", vcc_tensor_bytes(x), x->offset);
         if (x->start >= 0) fprintf(f, "\"start\": %d, \"end\": %d, ", x->start, x->end);
         else fputs("\"start\": null, \"end\": null, ", f);
         fputs("\"category\": ", f);
-        json_str(f, vcc_tensor_category(x));
+        vcc_json_str(f, vcc_tensor_category(x));
         const char *keys[2] = {", \"inplace_of\": ", ", \"view_of\": "};
         int src[2] = {x->inplace_of, x->alias_of};
         for (int i = 0; i < 2; i++) {
             fputs(keys[i], f);
-            if (src[i] >= 0) json_str(f, g->tensors[src[i]].name);
+            if (src[i] >= 0) vcc_json_str(f, g->tensors[src[i]].name);
             else fputs("null", f);
         }
         fputc('}', f);

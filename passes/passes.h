@@ -153,6 +153,10 @@ void vcc_plan_totals(VccGraph *g);
  * the tensor a view (Flatten/Reshape/Identity, BN running outputs) shares; both null otherwise. */
 void vcc_plan_write_json(FILE *f, const VccGraph *g);
 
+/* Write s as a JSON string literal: quoted, with the quote and backslash escaped and control characters
+ * written as u-escapes (backslash, u, four hex digits). */
+void vcc_json_str(FILE *f, const char *s);
+
 /* ======================================================================== passes/pipeline.c */
 
 /* Pass names accepted by --dump-ir, in order. */
