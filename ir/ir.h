@@ -89,6 +89,7 @@ typedef struct VccCtx {
                               statistics, Dropout off) for the evaluation program: --eval */
     bool allow_inference_export; /* compile a trainer from an inference-form export: --allow-inference-export */
     bool no_fuse_attention;      /* keep scaled dot-product attention unfused (passes/fuse.c): --no-fuse-attention */
+    bool keep_grads;       /* keep every gradient until all updates ran (passes/optimizer.c): --keep-grads */
     bool from_dump;        /* the graph was read from a .vir dump: its intervals and plan are the user's */
     const char *dump_after;/* --dump-ir=PASS, or NULL */
     FILE *dump;            /* where dumps go (stdout) */
@@ -185,10 +186,13 @@ typedef enum {
     VCC_T_CONST,      /* non-trainable, never written (shape tensors, Constant outputs) */
     VCC_T_ACT,        /* forward value */
     VCC_T_LOSS,       /* the scalar loss */
-    VCC_T_GRAD,       /* gradient of a PARAM (persistent: read by the optimizer) */
+    VCC_T_GRAD,       /* gradient of a PARAM kept in the persistent region (vcc --keep-grads: every update
+                         runs after the last gradient, --save-grads and --clip-grad-norm read them) */
     VCC_T_GRAD_TEMP,  /* gradient of a non-parameter value (planned) */
     VCC_T_OPT_STATE,  /* optimizer state (momentum buffer) */
     VCC_T_WORKSPACE,  /* scratch a kernel needs during one step (im2col columns, cuDNN workspace) */
+    VCC_T_GRAD_PLANNED, /* gradient of a PARAM in the planned region (the default): live from its first
+                           contribution to its parameter's update, which runs as soon as it is final */
 } VccTensorKind;
 
 typedef struct {
@@ -346,6 +350,8 @@ int vcc_tensor_root(const VccGraph *g, int t);
 int *vcc_tensor_roots(const VccGraph *g);
 /* True for tensors in the persistent region (PARAM, BUFFER, CONST, GRAD, OPT_STATE). */
 bool vcc_tensor_is_persistent(const VccTensor *t);
+/* True for a parameter's gradient, kept (GRAD) or planned (GRAD_PLANNED). */
+bool vcc_kind_is_param_grad(VccTensorKind k);
 const char *vcc_tensor_kind_name(VccTensorKind k);
 /* Plan category of a tensor as --plan-json names it: parameter (params, BN running stats, consts),
  * gradient, optimizer_state, saved_activation (read by a backward node), activation, workspace. */

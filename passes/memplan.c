@@ -4,7 +4,8 @@
  * Requires: liveness and inplace.
  * Produces: tensor offsets (a tensor sharing bytes through a view or in-place reuse gets its root's
  *   offset), g->arena_bytes = persistent region + planned region, lower_bound_bytes, no_reuse_bytes.
- *   Persistent region: parameters, BN buffers, consts, gradients, optimizer state, in graph order, each
+ *   Persistent region: parameters, BN buffers, consts, gradients kept by --keep-grads (planned ones,
+ *   GRAD_PLANNED, are in the planned region like any activation), optimizer state, in graph order, each
  *   VCC_ARENA_ALIGN-aligned. Planned region: one item per root buffer with the union interval of the
  *   tensors sharing it, placed by the pure planner in passes/dsa.c (best of several greedy orders), then
  *   checked with vcc_plan_check.

@@ -5,12 +5,30 @@
  * Produces: the node array in a topological order; the given order is kept where valid (Kahn's algorithm
  *   taking the lowest-index ready node), so the schedule is deterministic. Step k = node k afterwards.
  *   Updates (SGDMomentum, AdamW) write their parameter after every other reader: an update node depends
- *   on all readers of the parameter it writes.
+ *   on all readers of the parameter it writes. Update nodes and GradCopy nodes (which give a parameter
+ *   its own gradient) are taken before any other ready node: an update runs as soon as its gradient is
+ *   final and the last reader of its parameter has run, so the gradient's bytes (passes/optimizer.c:
+ *   planned unless --keep-grads) are free for what follows. With --keep-grads every update waits for the
+ *   GradNormClip node, which reads all gradients.
  */
 #include "passes.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+/* Restore the min-heap order (by key[node]) of heap[0..hn) below position i. */
+static void heap_sift_down(int *heap, int hn, const int *key, int i) {
+    for (;;) {
+        int l = 2 * i + 1, m = i;
+        if (l < hn && key[heap[l]] < key[heap[m]]) m = l;
+        if (l + 1 < hn && key[heap[l + 1]] < key[heap[m]]) m = l + 1;
+        if (m == i) return;
+        int tmp = heap[i];
+        heap[i] = heap[m];
+        heap[m] = tmp;
+        i = m;
+    }
+}
 
 VccStatus vcc_schedule(VccCtx *ctx, VccGraph *g) {
     int n = g->nnodes;
@@ -47,7 +65,13 @@ VccStatus vcc_schedule(VccCtx *ctx, VccGraph *g) {
         }
     }
     free(writer);
-    /* Kahn, lowest index first: ready nodes in a binary min-heap, O(E + n log n) */
+    /* Kahn, lowest key first: ready nodes in a binary min-heap, O(E + n log n); the key is the node index,
+     * minus n for the nodes taken as soon as they are ready (updates, GradCopy) */
+    int *key = vcc_malloc(sizeof(int) * (size_t)(n ? n : 1));
+    for (int k = 0; k < n; k++) {
+        VccOp op = g->nodes[k].op;
+        key[k] = op == VCC_OP_SGD || op == VCC_OP_ADAMW || op == VCC_OP_GRAD_COPY ? k - n : k;
+    }
     int *order = vcc_malloc(sizeof(int) * (size_t)(n ? n : 1));
     int *heap = vcc_malloc(sizeof(int) * (size_t)(n ? n : 1));
     int *start = vcc_calloc((size_t)n + 1, sizeof(int));
@@ -58,26 +82,18 @@ VccStatus vcc_schedule(VccCtx *ctx, VccGraph *g) {
     for (int e = 0; e < ne; e++) adj[start[eu[e]] + fill[eu[e]]++] = ev[e];
     int cnt = 0, hn = 0;
     for (int k = 0; k < n; k++)
-        if (indeg[k] == 0) heap[hn++] = k; /* ascending: already a heap */
+        if (indeg[k] == 0) heap[hn++] = k;
+    for (int i = hn / 2 - 1; i >= 0; i--) heap_sift_down(heap, hn, key, i);
     while (hn > 0) {
         int pick = heap[0];
         heap[0] = heap[--hn];
-        for (int i = 0;;) { /* sift down */
-            int l = 2 * i + 1, m = i;
-            if (l < hn && heap[l] < heap[m]) m = l;
-            if (l + 1 < hn && heap[l + 1] < heap[m]) m = l + 1;
-            if (m == i) break;
-            int tmp = heap[i];
-            heap[i] = heap[m];
-            heap[m] = tmp;
-            i = m;
-        }
+        heap_sift_down(heap, hn, key, 0);
         order[cnt++] = pick;
         for (int e = start[pick]; e < start[pick + 1]; e++)
             if (--indeg[adj[e]] == 0) {
                 int i = hn++;
                 heap[i] = adj[e];
-                while (i > 0 && heap[(i - 1) / 2] > heap[i]) { /* sift up */
+                while (i > 0 && key[heap[(i - 1) / 2]] > key[heap[i]]) { /* sift up */
                     int p = (i - 1) / 2, tmp = heap[i];
                     heap[i] = heap[p];
                     heap[p] = tmp;
@@ -99,6 +115,7 @@ VccStatus vcc_schedule(VccCtx *ctx, VccGraph *g) {
                 if (g->nodes[k].out[i] >= 0) g->tensors[g->nodes[k].out[i]].producer = k;
     }
     free(order);
+    free(key);
     free(heap);
     free(start);
     free(adj);
