@@ -389,9 +389,14 @@ VccStatus vcc_emit_trainer(VccCtx *ctx, const VccGraph *g, VccTarget target, con
             " *                      the gradients when compiled with --keep-grads)\n"
             " *   planned region:    %" PRId64 " bytes (activations, saved tensors, temporaries, workspaces)\n"
             " *   lower bound:       %" PRId64 " bytes (largest sum of live bytes at one step)\n"
-            " *   no reuse:          %" PRId64 " bytes (every tensor in its own buffer)\n */\n",
+            " *   no reuse:          %" PRId64 " bytes (every tensor in its own buffer)\n",
             g->nnodes, g->arena_bytes, (double)g->arena_bytes / 1048576.0, g->persistent_bytes, g->planned_bytes,
             g->lower_bound_bytes, g->no_reuse_bytes);
+    if (g->schedule_peak_bytes > 0)
+        fprintf(f, " *   schedule peak:     %" PRId64 " bytes before in-place reuse (%" PRId64 " in the order kept from the\n"
+                   " *                      graph; the memory-aware order is used when it is lower)\n",
+                g->schedule_peak_bytes, g->given_order_peak_bytes);
+    fputs(" */\n", f);
     fputs("#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\n", f);
     char prog[512];
     vcc_program_name(target, weights_name, prog, sizeof prog); /* weights_name: "<stem>.safetensors" */

@@ -273,6 +273,10 @@ typedef struct {
     int loss;                 /* loss tensor (-1 until passes/loss) */
     struct VccSubgraph *subs; /* the subgraphs of If and Loop nodes (VccNode.sub), nsubs of them */
     int nsubs;
+    /* filled by passes/schedule (0 for a graph read back after it): the schedule's peak (persistent bytes
+     * plus the most planned bytes live at one step, before in-place reuse) and that of the order kept
+     * from the given one, which the memory-aware order replaces only when its peak is lower */
+    int64_t schedule_peak_bytes, given_order_peak_bytes;
     /* filled by passes/memplan */
     int64_t arena_bytes, persistent_bytes, planned_bytes, lower_bound_bytes, no_reuse_bytes;
 } VccGraph;

@@ -106,7 +106,9 @@ VccStatus vcc_optimizer(VccCtx *ctx, VccGraph *g);
 
 /* Put nodes in a topological order (the node array becomes the schedule: step k = node k), keeping the
  * given order where it is already valid, except that updates (and GradCopy) run as soon as they are
- * ready: after the last reader of their parameter and their gradient's last contribution.
+ * ready: after the last reader of their parameter and their gradient's last contribution. A
+ * memory-aware order of the same graph (independent nodes ordered to keep the bytes live at once low)
+ * replaces it when its peak is lower; g->schedule_peak_bytes and g->given_order_peak_bytes say both.
  * Errors: VCC_ERR_INTERNAL on a cycle. */
 VccStatus vcc_schedule(VccCtx *ctx, VccGraph *g);
 
@@ -153,7 +155,9 @@ VccStatus vcc_plan_check(VccCtx *ctx, const VccGraph *g);
 void vcc_plan_totals(VccGraph *g);
 
 /* Write the plan as JSON: {"arena_bytes", "lower_bound_bytes", "no_reuse_bytes", "persistent_bytes",
- * "steps" (node count; an interval ending there is read by the host after the step), "tensors": [{"name", "bytes", "offset", "start", "end", "category", "inplace_of", "view_of"}]}; start/end
+ * "steps" (node count; an interval ending there is read by the host after the step),
+ * "schedule_peak_bytes" and "given_order_peak_bytes" (passes/schedule's peaks; null for a graph read
+ * back after the schedule), "tensors": [{"name", "bytes", "offset", "start", "end", "category", "inplace_of", "view_of"}]}; start/end
  * null for persistent tensors; inplace_of names the input whose bytes an in-place output took, view_of
  * the tensor a view (Flatten/Reshape/Identity, BN running outputs) shares; both null otherwise. */
 void vcc_plan_write_json(FILE *f, const VccGraph *g);
