@@ -389,12 +389,18 @@ VccStatus vcc_emit_trainer(VccCtx *ctx, const VccGraph *g, VccTarget target, con
     fprintf(f,
             ": %d scheduled steps, every tensor in one arena.\n *\n"
             " * VCC_ARENA_BYTES = %" PRId64 " (%.1f MiB)\n"
-            " *   persistent region: %" PRId64 " bytes (parameters, BN running statistics, gradients, optimizer state)\n"
+            " *   persistent region: %" PRId64 " bytes (parameters, BN running statistics, optimizer state, and\n"
+            " *                      the gradients when compiled with --keep-grads)\n"
             " *   planned region:    %" PRId64 " bytes (activations, saved tensors, temporaries, workspaces)\n"
             " *   lower bound:       %" PRId64 " bytes (largest sum of live bytes at one step)\n"
-            " *   no reuse:          %" PRId64 " bytes (every tensor in its own buffer)\n */\n",
+            " *   no reuse:          %" PRId64 " bytes (every tensor in its own buffer)\n",
             g->nnodes, g->arena_bytes, (double)g->arena_bytes / 1048576.0, g->persistent_bytes, g->planned_bytes,
             g->lower_bound_bytes, g->no_reuse_bytes);
+    if (g->schedule_peak_bytes > 0)
+        fprintf(f, " *   schedule peak:     %" PRId64 " bytes before in-place reuse (%" PRId64 " in the order kept from the\n"
+                   " *                      graph; the memory-aware order is used when it is lower)\n",
+                g->schedule_peak_bytes, g->given_order_peak_bytes);
+    fputs(" */\n", f);
     fputs("#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\n", f);
     char prog[512];
     vcc_program_name(target, weights_name, prog, sizeof prog); /* weights_name: "<stem>.safetensors" */
@@ -500,8 +506,10 @@ VccStatus vcc_emit_trainer(VccCtx *ctx, const VccGraph *g, VccTarget target, con
     const VccTensor *tg = g->target >= 0 ? &g->tensors[g->target] : NULL;
     fprintf(f, "        %d, %d, {", g->label >= 0, tg ? tg->shape.rank : 0);
     for (int i = 0; tg && i < tg->shape.rank; i++) fprintf(f, i ? ", %" PRId64 : "%" PRId64, tg->shape.dims[i]);
-    fprintf(f, "%s}, %" PRId64 ", \"%s\", %d};\n", tg && tg->shape.rank ? "" : "0", tg ? tg->offset : (int64_t)0, what,
-            graph_adamw(g) ? 1 : 0);
+    bool kept = false; /* vcc --keep-grads: the gradients outlive the step, a GradNormClip reads them */
+    for (int k = 0; k < g->nnodes && !kept; k++) kept = g->nodes[k].op == VCC_OP_GRAD_NORM;
+    fprintf(f, "%s}, %" PRId64 ", \"%s\", %d, %d};\n", tg && tg->shape.rank ? "" : "0", tg ? tg->offset : (int64_t)0,
+            what, graph_adamw(g) ? 1 : 0, kept ? 1 : 0);
     fputs("    return vcc_trainer_main(argc, argv, &m);\n}\n", f);
     free(e.convs);
     return VCC_OK;

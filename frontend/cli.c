@@ -4,7 +4,7 @@
  *   vcc [plan] MODEL.onnx|DUMP.vir [-o train.c | -o train.cu] [--shape NAME=2x3x8x112x112 ...]
  *       [--dump-ir PASS] [--plan-json FILE] [--plan-trace FILE] [--plan-svg FILE]
  *       [--loss ce|mse|graph] [--optimizer sgd|adamw] [--momentum M] [--forward-only | --eval]
- *       [--allow-inference-export] [--no-fuse-attention]
+ *       [--allow-inference-export] [--no-fuse-attention] [--keep-grads]
  *
  * Every option that takes a value accepts it as the next argument or after '=' (--dump-ir memplan,
  * --dump-ir=memplan). Reads the model (an ONNX file, or a .vir dump: then the passes after the one it
@@ -61,8 +61,12 @@ static void usage(FILE *f) {
           "  --optimizer sgd|adamw  the trainer's update: sgd, torch.optim.SGD with momentum (the default);\n"
           "                     adamw, torch.optim.AdamW (its exp_avg and exp_avg_sq live in the arena). The\n"
           "                     trainer takes the hyperparameters (--lr, --weight-decay, --momentum or --beta1\n"
-          "                     --beta2 --eps), --clip-grad-norm and --lr-schedule at run time\n"
+          "                     --beta2 --eps), --lr-schedule and (with --keep-grads) --clip-grad-norm at run time\n"
           "  --momentum M       default SGD momentum baked into the trainer (default 0.9; sgd only)\n"
+          "  --keep-grads       keep every parameter gradient in the arena until all updates ran, for the\n"
+          "                     trainer's --save-grads and --clip-grad-norm (which need all gradients after\n"
+          "                     backward). By default each parameter is updated as soon as its gradient is\n"
+          "                     final and the gradient's bytes are reused: a smaller arena, the same numbers\n"
           "  --forward-only     compile the forward graph alone: a program that evaluates the model once,\n"
           "                     ./fwd IN.npy... -o OUT.npy... (used by the ONNX conformance tests)\n"
           "  --eval             compile the evaluation program: BatchNormalization with its running statistics,\n"
@@ -296,7 +300,7 @@ int main(int argc, char **argv) {
     VccShapeBinding shapes[32];
     int nshapes = 0;
     float momentum = 0.9f;
-    bool forward_only = false, eval = false, allow_inference = false, no_fuse = false;
+    bool forward_only = false, eval = false, allow_inference = false, no_fuse = false, keep_grads = false;
     const char *momentum_text = NULL, *loss_text = NULL, *optimizer_text = NULL;
     VccOptimKind optimizer = VCC_OPTIM_SGD;
     VccLossKind loss = VCC_LOSS_CE;
@@ -333,6 +337,8 @@ int main(int argc, char **argv) {
             allow_inference = true;
         } else if (!strcmp(a, "--no-fuse-attention")) {
             no_fuse = true;
+        } else if (!strcmp(a, "--keep-grads")) {
+            keep_grads = true;
         } else if ((v = opt_value(argc, argv, &i, "--loss", &missing))) {
             if (set_once(&loss_text, v, "--loss")) return 2;
             if (!strcmp(v, "ce")) loss = VCC_LOSS_CE;
@@ -456,6 +462,7 @@ int main(int argc, char **argv) {
     ctx.dump_after = dump;
     ctx.forward_only = forward_only;
     ctx.no_fuse_attention = no_fuse;
+    ctx.keep_grads = keep_grads;
     ctx.eval = eval;
     ctx.allow_inference_export = allow_inference;
     ctx.from_dump = vir;

@@ -225,7 +225,7 @@ VirType vir_type(VirParser *p, char *dtype, const VirLoc *dloc, VirType dims) {
 }
 
 static bool kind_from_name(const char *s, VccTensorKind *k) {
-    for (int i = VCC_T_INPUT; i <= VCC_T_WORKSPACE; i++)
+    for (int i = VCC_T_INPUT; i <= VCC_T_GRAD_PLANNED; i++)
         if (strcmp(s, vcc_tensor_kind_name((VccTensorKind)i)) == 0) {
             *k = (VccTensorKind)i;
             return true;
@@ -238,7 +238,7 @@ void vir_declare(VirParser *p, char *kind, const VirLoc *kloc, char *name, const
     if (!kind_from_name(kind, &k))
         vir_report(p, kloc, VCC_ERR_PARSE,
                    "unknown tensor kind '%s' (input, label, param, buffer, const, act, loss, grad, grad_temp, "
-                   "opt_state, workspace)",
+                   "opt_state, workspace, grad_planned)",
                    kind);
     define_tensor(p, name, nloc, &ty, k);
     free(kind);
@@ -558,7 +558,8 @@ static int regular_outputs(VccOp op) {
 /* Kind of tensor t, produced by node n as output i, from the plan category (or NULL) and the structure. */
 static VccTensorKind produced_kind(const VirParser *p, const VccNode *n, int i, const char *cat) {
     const VccGraph *g = p->g;
-    if (cat && strcmp(cat, "gradient") == 0) return VCC_T_GRAD;
+    if (cat && strcmp(cat, "gradient") == 0) /* live=persistent: kept (--keep-grads) */
+        return g->tensors[n->out[i]].start < 0 ? VCC_T_GRAD : VCC_T_GRAD_PLANNED;
     if (cat && strcmp(cat, "optimizer_state") == 0) return VCC_T_OPT_STATE;
     if (cat && strcmp(cat, "workspace") == 0) return VCC_T_WORKSPACE;
     if (cat && strcmp(cat, "parameter") == 0) return VCC_T_BUFFER;
@@ -685,7 +686,7 @@ static void finish(VirParser *p, bool has_plan) {
         const VccNode *n = &g->nodes[k];
         if (n->op != VCC_OP_GRAD_COPY || n->nin < 1 || n->nout < 1 || n->in[0] < 0 || n->out[0] < 0) continue;
         VccTensor *src = &g->tensors[n->in[0]], *dst = &g->tensors[n->out[0]];
-        if (src->kind == VCC_T_GRAD && src->producer >= 0) src->kind = VCC_T_GRAD_TEMP;
+        if (vcc_kind_is_param_grad(src->kind) && src->producer >= 0) src->kind = VCC_T_GRAD_TEMP;
         dst->kind = VCC_T_GRAD;
         /* "<param>.grad" or "<param>.grad_<n>" names the parameter */
         char *base = vcc_strdup(dst->name);
@@ -725,7 +726,8 @@ static void finish(VirParser *p, bool has_plan) {
     for (int t = 0; t < g->ntensors; t++) {
         VccTensor *x = &g->tensors[t];
         size_t len = strlen(x->name);
-        if (x->kind != VCC_T_GRAD || x->param_of >= 0 || len <= 5 || strcmp(x->name + len - 5, ".grad") != 0) continue;
+        if (!vcc_kind_is_param_grad(x->kind) || x->param_of >= 0 || len <= 5 || strcmp(x->name + len - 5, ".grad") != 0)
+            continue;
         char *base = vcc_strdup(x->name);
         base[len - 5] = '\0';
         int b = find_tensor(p, base);
@@ -734,6 +736,15 @@ static void finish(VirParser *p, bool has_plan) {
             x->param_of = b;
             g->tensors[b].grad = t;
         }
+    }
+    /* without a plan, a parameter's gradient is kept (--keep-grads) when a GradNormClip reads it, else planned */
+    if (!has_plan) {
+        for (int t = 0; t < g->ntensors; t++)
+            if (g->tensors[t].kind == VCC_T_GRAD) g->tensors[t].kind = VCC_T_GRAD_PLANNED;
+        for (int k = 0; k < g->nnodes; k++)
+            for (int i = 0; g->nodes[k].op == VCC_OP_GRAD_NORM && i < g->nodes[k].nin; i++)
+                if (g->nodes[k].in[i] >= 0 && g->tensors[g->nodes[k].in[i]].kind == VCC_T_GRAD_PLANNED)
+                    g->tensors[g->nodes[k].in[i]].kind = VCC_T_GRAD;
     }
     if (!has_plan) views_from_structure(g);
     if (has_plan) reorder_tensors(p);

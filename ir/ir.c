@@ -153,7 +153,7 @@ int64_t vcc_tensor_bytes(const VccTensor *t) {
 
 const char *vcc_tensor_kind_name(VccTensorKind k) {
     static const char *names[] = {"input", "label", "param", "buffer", "const", "act",
-                                  "loss", "grad", "grad_temp", "opt_state", "workspace"};
+                                  "loss", "grad", "grad_temp", "opt_state", "workspace", "grad_planned"};
     VCC_ASSERT(k >= 0 && k < (int)(sizeof names / sizeof names[0]));
     return names[k];
 }
@@ -166,6 +166,8 @@ bool vcc_tensor_is_persistent(const VccTensor *t) {
         return false;
     }
 }
+
+bool vcc_kind_is_param_grad(VccTensorKind k) { return k == VCC_T_GRAD || k == VCC_T_GRAD_PLANNED; }
 
 int vcc_tensor_root(const VccGraph *g, int t) {
     for (int guard = 0; guard <= g->ntensors; guard++) {

@@ -89,6 +89,7 @@ typedef struct VccCtx {
                               statistics, Dropout off) for the evaluation program: --eval */
     bool allow_inference_export; /* compile a trainer from an inference-form export: --allow-inference-export */
     bool no_fuse_attention;      /* keep scaled dot-product attention unfused (passes/fuse.c): --no-fuse-attention */
+    bool keep_grads;       /* keep every gradient until all updates ran (passes/optimizer.c): --keep-grads */
     bool from_dump;        /* the graph was read from a .vir dump: its intervals and plan are the user's */
     const char *dump_after;/* --dump-ir=PASS, or NULL */
     FILE *dump;            /* where dumps go (stdout) */
@@ -185,10 +186,13 @@ typedef enum {
     VCC_T_CONST,      /* non-trainable, never written (shape tensors, Constant outputs) */
     VCC_T_ACT,        /* forward value */
     VCC_T_LOSS,       /* the scalar loss */
-    VCC_T_GRAD,       /* gradient of a PARAM (persistent: read by the optimizer) */
+    VCC_T_GRAD,       /* gradient of a PARAM kept in the persistent region (vcc --keep-grads: every update
+                         runs after the last gradient, --save-grads and --clip-grad-norm read them) */
     VCC_T_GRAD_TEMP,  /* gradient of a non-parameter value (planned) */
     VCC_T_OPT_STATE,  /* optimizer state (momentum buffer) */
     VCC_T_WORKSPACE,  /* scratch a kernel needs during one step (im2col columns, cuDNN workspace) */
+    VCC_T_GRAD_PLANNED, /* gradient of a PARAM in the planned region (the default): live from its first
+                           contribution to its parameter's update, which runs as soon as it is final */
 } VccTensorKind;
 
 typedef struct {
@@ -269,6 +273,10 @@ typedef struct {
     int loss;                 /* loss tensor (-1 until passes/loss) */
     struct VccSubgraph *subs; /* the subgraphs of If and Loop nodes (VccNode.sub), nsubs of them */
     int nsubs;
+    /* filled by passes/schedule (0 for a graph read back after it): the schedule's peak (persistent bytes
+     * plus the most planned bytes live at one step, before in-place reuse) and that of the order kept
+     * from the given one, which the memory-aware order replaces only when its peak is lower */
+    int64_t schedule_peak_bytes, given_order_peak_bytes;
     /* filled by passes/memplan */
     int64_t arena_bytes, persistent_bytes, planned_bytes, lower_bound_bytes, no_reuse_bytes;
 } VccGraph;
@@ -346,6 +354,8 @@ int vcc_tensor_root(const VccGraph *g, int t);
 int *vcc_tensor_roots(const VccGraph *g);
 /* True for tensors in the persistent region (PARAM, BUFFER, CONST, GRAD, OPT_STATE). */
 bool vcc_tensor_is_persistent(const VccTensor *t);
+/* True for a parameter's gradient, kept (GRAD) or planned (GRAD_PLANNED). */
+bool vcc_kind_is_param_grad(VccTensorKind k);
 const char *vcc_tensor_kind_name(VccTensorKind k);
 /* Plan category of a tensor as --plan-json names it: parameter (params, BN running stats, consts),
  * gradient, optimizer_state, saved_activation (read by a backward node), activation, workspace. */

@@ -98,7 +98,7 @@ static const char *phase_name(VccPhase p) {
 const char *vcc_tensor_category(const VccTensor *t) {
     switch (t->kind) {
     case VCC_T_PARAM: case VCC_T_BUFFER: case VCC_T_CONST: return "parameter";
-    case VCC_T_GRAD: return "gradient";
+    case VCC_T_GRAD: case VCC_T_GRAD_PLANNED: return "gradient";
     case VCC_T_OPT_STATE: return "optimizer_state";
     case VCC_T_WORKSPACE: return "workspace";
     default: return t->saved ? "saved_activation" : "activation";

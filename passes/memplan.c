@@ -4,7 +4,8 @@
  * Requires: liveness and inplace.
  * Produces: tensor offsets (a tensor sharing bytes through a view or in-place reuse gets its root's
  *   offset), g->arena_bytes = persistent region + planned region, lower_bound_bytes, no_reuse_bytes.
- *   Persistent region: parameters, BN buffers, consts, gradients, optimizer state, in graph order, each
+ *   Persistent region: parameters, BN buffers, consts, gradients kept by --keep-grads (planned ones,
+ *   GRAD_PLANNED, are in the planned region like any activation), optimizer state, in graph order, each
  *   VCC_ARENA_ALIGN-aligned. Planned region: one item per root buffer with the union interval of the
  *   tensors sharing it, placed by the pure planner in passes/dsa.c (best of several greedy orders), then
  *   checked with vcc_plan_check.
@@ -304,9 +305,15 @@ void vcc_json_str(FILE *f, const char *s) {
 
 void vcc_plan_write_json(FILE *f, const VccGraph *g) {
     fprintf(f, "{\n  \"arena_bytes\": %" PRId64 ",\n  \"lower_bound_bytes\": %" PRId64
-               ",\n  \"no_reuse_bytes\": %" PRId64 ",\n  \"persistent_bytes\": %" PRId64 ",\n  \"steps\": %d"
-               ",\n  \"tensors\": [",
+               ",\n  \"no_reuse_bytes\": %" PRId64 ",\n  \"persistent_bytes\": %" PRId64 ",\n  \"steps\": %d",
             g->arena_bytes, g->lower_bound_bytes, g->no_reuse_bytes, g->persistent_bytes, g->nnodes);
+    /* passes/schedule's peaks; unknown (null) for a graph read back after the schedule */
+    if (g->schedule_peak_bytes > 0)
+        fprintf(f, ",\n  \"schedule_peak_bytes\": %" PRId64 ",\n  \"given_order_peak_bytes\": %" PRId64,
+                g->schedule_peak_bytes, g->given_order_peak_bytes);
+    else
+        fputs(",\n  \"schedule_peak_bytes\": null,\n  \"given_order_peak_bytes\": null", f);
+    fputs(",\n  \"tensors\": [", f);
     bool first = true;
     for (int t = 0; t < g->ntensors; t++) {
         const VccTensor *x = &g->tensors[t];

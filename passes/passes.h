@@ -85,15 +85,18 @@ VccStatus vcc_add_loss(VccCtx *ctx, VccGraph *g);
 
 /* Reverse-mode differentiation of the loss with respect to every PARAM: one gradient rule per op
  * (ConvGradData/ConvGradFilter, BatchNormalizationGrad, ReluGrad, GemmGrad...), GradAccumulate where a
- * value feeds several consumers. The final gradient of each parameter becomes a persistent GRAD tensor
- * named "<param>.grad". Saved-tensor edges are the forward tensors backward nodes read. */
+ * value feeds several consumers. The final gradient of each parameter becomes a GRAD tensor named
+ * "<param>.grad" (passes/optimizer decides whether it is kept or planned). Saved-tensor edges are the forward tensors backward nodes read. */
 VccStatus vcc_autodiff(VccCtx *ctx, VccGraph *g);
 
 /* ======================================================================== passes/optimizer.c */
 
-/* The update of ctx->optimizer, one node per parameter, after one GradNormClip node over every gradient
- * (the trainer's --clip-grad-norm, torch.nn.utils.clip_grad_norm_; its float64 pair "grad_norm.clip" is an
- * input of every update). sgd: SGDMomentum with a momentum buffer "<param>.momentum" (OPT_STATE, zero at
+/* The update of ctx->optimizer, one node per parameter. By default each gradient is planned
+ * (GRAD_PLANNED) and read by its update alone, which passes/schedule runs as soon as the gradient is
+ * final. With ctx->keep_grads (vcc --keep-grads) the gradients are persistent (GRAD: the trainer's
+ * --save-grads) and one GradNormClip node reads them all before any update (the trainer's
+ * --clip-grad-norm, torch.nn.utils.clip_grad_norm_; its float64 pair "grad_norm.clip" is an input of
+ * every update). sgd: SGDMomentum with a momentum buffer "<param>.momentum" (OPT_STATE, zero at
  * start), PyTorch SGD semantics (dampening 0, no Nesterov): g += wd*p; v = m*v + g; p -= lr*v; momentum
  * is ctx->momentum, the trainer's default. adamw: AdamW with "<param>.exp_avg" and "<param>.exp_avg_sq"
  * (OPT_STATE, zero at start), PyTorch torch.optim.AdamW semantics. Hyperparameters are trainer arguments. */
@@ -102,7 +105,11 @@ VccStatus vcc_optimizer(VccCtx *ctx, VccGraph *g);
 /* ======================================================================== passes/schedule.c */
 
 /* Put nodes in a topological order (the node array becomes the schedule: step k = node k), keeping the
- * given order where it is already valid. Errors: VCC_ERR_INTERNAL on a cycle. */
+ * given order where it is already valid, except that updates (and GradCopy) run as soon as they are
+ * ready: after the last reader of their parameter and their gradient's last contribution. A
+ * memory-aware order of the same graph (independent nodes ordered to keep the bytes live at once low)
+ * replaces it when its peak is lower; g->schedule_peak_bytes and g->given_order_peak_bytes say both.
+ * Errors: VCC_ERR_INTERNAL on a cycle. */
 VccStatus vcc_schedule(VccCtx *ctx, VccGraph *g);
 
 /* ======================================================================== passes/liveness.c */
@@ -123,7 +130,7 @@ VccStatus vcc_inplace(VccCtx *ctx, VccGraph *g);
 
 #define VCC_ARENA_ALIGN 256 /* bytes; every tensor offset is a multiple (cuDNN/cuBLAS friendly) */
 
-/* Offsets in one arena: persistent region first (params, buffers, consts, grads, optimizer state, in
+/* Offsets in one arena: persistent region first (params, buffers, consts, kept grads, optimizer state, in
  * graph order), then the planned region where tensors whose live intervals do not overlap share bytes
  * (passes/dsa.c). Fills tensor offsets and g->arena_bytes, persistent_bytes, planned_bytes,
  * lower_bound_bytes (persistent + the largest sum of planned bytes live at one step) and no_reuse_bytes.
@@ -148,7 +155,9 @@ VccStatus vcc_plan_check(VccCtx *ctx, const VccGraph *g);
 void vcc_plan_totals(VccGraph *g);
 
 /* Write the plan as JSON: {"arena_bytes", "lower_bound_bytes", "no_reuse_bytes", "persistent_bytes",
- * "steps" (node count; an interval ending there is read by the host after the step), "tensors": [{"name", "bytes", "offset", "start", "end", "category", "inplace_of", "view_of"}]}; start/end
+ * "steps" (node count; an interval ending there is read by the host after the step),
+ * "schedule_peak_bytes" and "given_order_peak_bytes" (passes/schedule's peaks; null for a graph read
+ * back after the schedule), "tensors": [{"name", "bytes", "offset", "start", "end", "category", "inplace_of", "view_of"}]}; start/end
  * null for persistent tensors; inplace_of names the input whose bytes an in-place output took, view_of
  * the tensor a view (Flatten/Reshape/Identity, BN running outputs) shares; both null otherwise. */
 void vcc_plan_write_json(FILE *f, const VccGraph *g);

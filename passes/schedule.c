@@ -5,12 +5,240 @@
  * Produces: the node array in a topological order; the given order is kept where valid (Kahn's algorithm
  *   taking the lowest-index ready node), so the schedule is deterministic. Step k = node k afterwards.
  *   Updates (SGDMomentum, AdamW) write their parameter after every other reader: an update node depends
- *   on all readers of the parameter it writes.
+ *   on all readers of the parameter it writes. Update nodes and GradCopy nodes (which give a parameter
+ *   its own gradient) are taken before any other ready node: an update runs as soon as its gradient is
+ *   final and the last reader of its parameter has run, so the gradient's bytes (passes/optimizer.c:
+ *   planned unless --keep-grads) are free for what follows. With --keep-grads every update waits for the
+ *   GradNormClip node, which reads all gradients.
+ *   Memory-aware order: a second Kahn order takes, among the ready nodes, the one that keeps the peak
+ *   lowest (the peak so far against the bytes live while the node runs, its workspaces included), then
+ *   the one adding the fewest bytes to what stays live, then the lowest key, so the order of independent
+ *   nodes follows memory: a ConvGradFilter that frees the conv input before the ConvGradData that
+ *   allocates dX, a branch that frees more first, a saved activation's last reader early. Each order's
+ *   peak is the persistent bytes plus the largest sum of planned bytes live at one step before in-place
+ *   reuse (the sweep passes/liveness and memplan's lower bound make); the memory-aware order replaces
+ *   the first only when its peak is lower, so the result is deterministic and never worse. Sets
+ *   g->schedule_peak_bytes and g->given_order_peak_bytes (the first order's).
  */
 #include "passes.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+/* Graphs above this many nodes keep the order by key alone (the memory-aware order costs O(n * ready)). */
+#define VCC_SCHEDULE_MEM_MAX_NODES 20000
+
+/* Restore the min-heap order (by key[node]) of heap[0..hn) below position i. */
+static void heap_sift_down(int *heap, int hn, const int *key, int i) {
+    for (;;) {
+        int l = 2 * i + 1, m = i;
+        if (l < hn && key[heap[l]] < key[heap[m]]) m = l;
+        if (l + 1 < hn && key[heap[l + 1]] < key[heap[m]]) m = l + 1;
+        if (m == i) return;
+        int tmp = heap[i];
+        heap[i] = heap[m];
+        heap[m] = tmp;
+        i = m;
+    }
+}
+
+/* The dependence graph: node k's successors adj[start[k] .. start[k+1]), in-degrees, and the key that
+ * orders ready nodes (lowest first) where nothing else decides. */
+typedef struct {
+    int n;
+    const int *start, *adj, *indeg;
+    const int *key;
+} Dag;
+
+/* Kahn's algorithm taking the ready node of the lowest key (a binary min-heap, O(E + n log n)); writes
+ * the order and returns how many nodes it holds (fewer than n: a cycle). */
+static int kahn_by_key(const Dag *d, int *order) {
+    int n = d->n, cnt = 0, hn = 0;
+    int *indeg = vcc_malloc(sizeof(int) * (size_t)(n ? n : 1));
+    int *heap = vcc_malloc(sizeof(int) * (size_t)(n ? n : 1));
+    if (n > 0) memcpy(indeg, d->indeg, sizeof(int) * (size_t)n);
+    for (int k = 0; k < n; k++)
+        if (indeg[k] == 0) heap[hn++] = k;
+    for (int i = hn / 2 - 1; i >= 0; i--) heap_sift_down(heap, hn, d->key, i);
+    while (hn > 0) {
+        int pick = heap[0];
+        heap[0] = heap[--hn];
+        heap_sift_down(heap, hn, d->key, 0);
+        order[cnt++] = pick;
+        for (int e = d->start[pick]; e < d->start[pick + 1]; e++)
+            if (--indeg[d->adj[e]] == 0) {
+                int i = hn++;
+                heap[i] = d->adj[e];
+                while (i > 0 && d->key[heap[(i - 1) / 2]] > d->key[heap[i]]) { /* sift up */
+                    int p = (i - 1) / 2, tmp = heap[i];
+                    heap[i] = heap[p];
+                    heap[p] = tmp;
+                    i = p;
+                }
+            }
+    }
+    free(indeg);
+    free(heap);
+    return cnt;
+}
+
+/* What the schedule's memory needs of the graph, in buffers: a tensor's root is the tensor whose bytes
+ * it views (alias_of); bytes[r] is a root's aligned size in the planned region (0 for persistent,
+ * empty and view tensors); node k reads the distinct roots reads[rstart[k] .. rstart[k+1]) of nonzero
+ * size; nreaders[r] counts those nodes; host[r] marks the values the host reads after the step (the
+ * loss, the graph outputs and what they view), which live to its end. */
+typedef struct {
+    int *root, *rstart, *reads, *nreaders;
+    int64_t *bytes, persistent;
+    bool *host;
+} MemInfo;
+
+static void mem_info_init(const VccGraph *g, MemInfo *mi) {
+    int nt = g->ntensors ? g->ntensors : 1, n = g->nnodes;
+    mi->root = vcc_malloc(sizeof(int) * (size_t)nt);
+    mi->bytes = vcc_calloc((size_t)nt, sizeof(int64_t));
+    mi->nreaders = vcc_calloc((size_t)nt, sizeof(int));
+    mi->host = vcc_calloc((size_t)nt, sizeof(bool));
+    mi->rstart = vcc_calloc((size_t)n + 1, sizeof(int));
+    mi->persistent = 0;
+    for (int t = 0; t < g->ntensors; t++) {
+        int r = t;
+        while (g->tensors[r].alias_of >= 0) r = g->tensors[r].alias_of;
+        mi->root[t] = r;
+        const VccTensor *x = &g->tensors[t];
+        int64_t b = (vcc_tensor_bytes(x) + VCC_ARENA_ALIGN - 1) / VCC_ARENA_ALIGN * VCC_ARENA_ALIGN;
+        if (x->alias_of >= 0) continue;
+        if (vcc_tensor_is_persistent(x)) mi->persistent += b;
+        else mi->bytes[t] = b;
+    }
+    for (int i = -1; i < g->noutputs; i++) {
+        int t = i < 0 ? g->loss : g->outputs[i];
+        if (t >= 0) mi->host[mi->root[t]] = true;
+    }
+    int *seen = vcc_malloc(sizeof(int) * (size_t)nt), total = 0;
+    for (int t = 0; t < nt; t++) seen[t] = -1;
+    for (int pass = 0; pass < 2; pass++) { /* count, then fill */
+        if (pass == 1) mi->reads = vcc_malloc(sizeof(int) * (size_t)(total ? total : 1));
+        total = 0;
+        for (int t = 0; t < nt; t++) seen[t] = -1;
+        for (int k = 0; k < n; k++) {
+            mi->rstart[k] = total;
+            const VccNode *nd = &g->nodes[k];
+            for (int i = 0; i < nd->nin; i++) {
+                if (nd->in[i] < 0) continue;
+                int r = mi->root[nd->in[i]];
+                if (mi->bytes[r] == 0 || seen[r] == k) continue;
+                seen[r] = k;
+                if (pass == 1) {
+                    mi->reads[total] = r;
+                    mi->nreaders[r]++;
+                }
+                total++;
+            }
+        }
+        mi->rstart[n] = total;
+    }
+    free(seen);
+}
+
+static void mem_info_free(MemInfo *mi) {
+    free(mi->root);
+    free(mi->bytes);
+    free(mi->nreaders);
+    free(mi->host);
+    free(mi->rstart);
+    free(mi->reads);
+}
+
+/* The peak of an order (order[i] = the node at step i): the persistent bytes plus the largest sum of the
+ * planned buffers live at one step, each from the step producing it (0 for graph inputs) to its last
+ * reader (the step count for host-read values), before in-place reuse; passes/liveness and memplan's
+ * lower bound count the same way. */
+static int64_t order_peak(const VccGraph *g, const MemInfo *mi, const int *order) {
+    int n = g->nnodes, nt = g->ntensors;
+    int *pos = vcc_malloc(sizeof(int) * (size_t)(n ? n : 1));
+    int *first = vcc_malloc(sizeof(int) * (size_t)(nt ? nt : 1)), *last = vcc_malloc(sizeof(int) * (size_t)(nt ? nt : 1));
+    int64_t *diff = vcc_calloc((size_t)n + 2, sizeof(int64_t));
+    for (int i = 0; i < n; i++) pos[order[i]] = i;
+    for (int t = 0; t < nt; t++) {
+        int p = g->tensors[t].producer;
+        first[t] = last[t] = p >= 0 ? pos[p] : 0;
+        if (mi->host[t]) last[t] = n;
+    }
+    for (int k = 0; k < n; k++)
+        for (int j = mi->rstart[k]; j < mi->rstart[k + 1]; j++)
+            if (last[mi->reads[j]] < pos[k]) last[mi->reads[j]] = pos[k];
+    for (int t = 0; t < nt; t++)
+        if (mi->bytes[t]) {
+            diff[first[t]] += mi->bytes[t];
+            diff[last[t] + 1] -= mi->bytes[t];
+        }
+    int64_t live = 0, peak = 0;
+    for (int i = 0; i <= n; i++) {
+        live += diff[i];
+        if (live > peak) peak = live;
+    }
+    free(pos);
+    free(first);
+    free(last);
+    free(diff);
+    return mi->persistent + peak;
+}
+
+/* Kahn's algorithm taking, among the ready nodes, the one that keeps the peak lowest: the least of the
+ * peak so far and the bytes live while the node runs (what is live, plus every buffer it writes,
+ * workspaces included); among those, the one that adds the fewest bytes to what stays live after it
+ * (the buffers it writes that a later node or the host reads, less those whose last reader it is);
+ * then the lowest key. O(n * ready nodes). Writes the order and returns how many nodes it holds. */
+static int kahn_by_memory(const Dag *d, const VccGraph *g, const MemInfo *mi, int *order) {
+    int n = d->n, cnt = 0, nready = 0;
+    int *indeg = vcc_malloc(sizeof(int) * (size_t)(n ? n : 1));
+    int *ready = vcc_malloc(sizeof(int) * (size_t)(n ? n : 1));
+    int *left = vcc_malloc(sizeof(int) * (size_t)(g->ntensors ? g->ntensors : 1));
+    if (n > 0) memcpy(indeg, d->indeg, sizeof(int) * (size_t)n);
+    if (g->ntensors > 0) memcpy(left, mi->nreaders, sizeof(int) * (size_t)g->ntensors);
+    int64_t live = 0, peak = 0;
+    for (int t = 0; t < g->ntensors; t++)
+        if (mi->bytes[t] && g->tensors[t].producer < 0) live += mi->bytes[t]; /* graph inputs: from step 0 */
+    for (int k = 0; k < n; k++)
+        if (indeg[k] == 0) ready[nready++] = k;
+    while (nready > 0) {
+        int best = -1;
+        int64_t best_peak = 0, best_delta = 0;
+        for (int i = 0; i < nready; i++) {
+            int k = ready[i];
+            const VccNode *nd = &g->nodes[k];
+            int64_t all = 0, delta = 0;
+            for (int o = 0; o < nd->nout; o++) {
+                int t = nd->out[o];
+                if (t < 0 || !mi->bytes[t]) continue;
+                all += mi->bytes[t];
+                if (mi->nreaders[t] > 0 || mi->host[t]) delta += mi->bytes[t];
+            }
+            for (int j = mi->rstart[k]; j < mi->rstart[k + 1]; j++)
+                if (left[mi->reads[j]] == 1 && !mi->host[mi->reads[j]]) delta -= mi->bytes[mi->reads[j]];
+            int64_t pk = live + all > peak ? live + all : peak;
+            if (best < 0 || pk < best_peak || (pk == best_peak && delta < best_delta) ||
+                (pk == best_peak && delta == best_delta && d->key[k] < d->key[ready[best]])) {
+                best = i;
+                best_peak = pk;
+                best_delta = delta;
+            }
+        }
+        int pick = ready[best];
+        ready[best] = ready[--nready];
+        order[cnt++] = pick;
+        peak = best_peak;
+        live += best_delta;
+        for (int j = mi->rstart[pick]; j < mi->rstart[pick + 1]; j++) left[mi->reads[j]]--;
+        for (int e = d->start[pick]; e < d->start[pick + 1]; e++)
+            if (--indeg[d->adj[e]] == 0) ready[nready++] = d->adj[e];
+    }
+    free(indeg);
+    free(ready);
+    free(left);
+    return cnt;
+}
 
 VccStatus vcc_schedule(VccCtx *ctx, VccGraph *g) {
     int n = g->nnodes;
@@ -47,49 +275,43 @@ VccStatus vcc_schedule(VccCtx *ctx, VccGraph *g) {
         }
     }
     free(writer);
-    /* Kahn, lowest index first: ready nodes in a binary min-heap, O(E + n log n) */
-    int *order = vcc_malloc(sizeof(int) * (size_t)(n ? n : 1));
-    int *heap = vcc_malloc(sizeof(int) * (size_t)(n ? n : 1));
+    /* Kahn, lowest key first: ready nodes in a binary min-heap, O(E + n log n); the key is the node index,
+     * minus n for the nodes taken as soon as they are ready (updates, GradCopy) */
+    int *key = vcc_malloc(sizeof(int) * (size_t)(n ? n : 1));
+    for (int k = 0; k < n; k++) {
+        VccOp op = g->nodes[k].op;
+        key[k] = op == VCC_OP_SGD || op == VCC_OP_ADAMW || op == VCC_OP_GRAD_COPY ? k - n : k;
+    }
     int *start = vcc_calloc((size_t)n + 1, sizeof(int));
     int *adj = vcc_malloc(sizeof(int) * (size_t)(ne ? ne : 1));
     for (int e = 0; e < ne; e++) start[eu[e] + 1]++;
     for (int k = 0; k < n; k++) start[k + 1] += start[k];
     int *fill = vcc_calloc((size_t)n + 1, sizeof(int));
     for (int e = 0; e < ne; e++) adj[start[eu[e]] + fill[eu[e]]++] = ev[e];
-    int cnt = 0, hn = 0;
-    for (int k = 0; k < n; k++)
-        if (indeg[k] == 0) heap[hn++] = k; /* ascending: already a heap */
-    while (hn > 0) {
-        int pick = heap[0];
-        heap[0] = heap[--hn];
-        for (int i = 0;;) { /* sift down */
-            int l = 2 * i + 1, m = i;
-            if (l < hn && heap[l] < heap[m]) m = l;
-            if (l + 1 < hn && heap[l + 1] < heap[m]) m = l + 1;
-            if (m == i) break;
-            int tmp = heap[i];
-            heap[i] = heap[m];
-            heap[m] = tmp;
-            i = m;
-        }
-        order[cnt++] = pick;
-        for (int e = start[pick]; e < start[pick + 1]; e++)
-            if (--indeg[adj[e]] == 0) {
-                int i = hn++;
-                heap[i] = adj[e];
-                while (i > 0 && heap[(i - 1) / 2] > heap[i]) { /* sift up */
-                    int p = (i - 1) / 2, tmp = heap[i];
-                    heap[i] = heap[p];
-                    heap[p] = tmp;
-                    i = p;
-                }
-            }
-    }
+    Dag dag = {n, start, adj, indeg, key};
+    int *order = vcc_malloc(sizeof(int) * (size_t)(n ? n : 1));
+    int cnt = kahn_by_key(&dag, order);
     VccStatus st = VCC_OK;
     if (cnt < n) {
         vcc_error(ctx, "the graph has a cycle; %d of %d nodes could not be scheduled", n - cnt, n);
         st = VCC_ERR_INTERNAL;
     } else {
+        /* the memory-aware order where its peak is lower; the order above otherwise */
+        MemInfo mi;
+        mem_info_init(g, &mi);
+        g->given_order_peak_bytes = g->schedule_peak_bytes = order_peak(g, &mi, order);
+        if (n <= VCC_SCHEDULE_MEM_MAX_NODES) {
+            int *mem = vcc_malloc(sizeof(int) * (size_t)(n ? n : 1));
+            if (kahn_by_memory(&dag, g, &mi, mem) == n) {
+                int64_t peak = order_peak(g, &mi, mem);
+                if (peak < g->schedule_peak_bytes) {
+                    g->schedule_peak_bytes = peak;
+                    memcpy(order, mem, sizeof(int) * (size_t)n);
+                }
+            }
+            free(mem);
+        }
+        mem_info_free(&mi);
         VccNode *nodes = vcc_malloc(sizeof(VccNode) * (size_t)(n ? n : 1));
         for (int i = 0; i < n; i++) nodes[i] = g->nodes[order[i]];
         if (n > 0) memcpy(g->nodes, nodes, sizeof(VccNode) * (size_t)n); /* g->nodes is NULL when n == 0 */
@@ -99,7 +321,7 @@ VccStatus vcc_schedule(VccCtx *ctx, VccGraph *g) {
                 if (g->nodes[k].out[i] >= 0) g->tensors[g->nodes[k].out[i]].producer = k;
     }
     free(order);
-    free(heap);
+    free(key);
     free(start);
     free(adj);
     free(fill);

@@ -25,6 +25,9 @@
  * up in the binary's folder). --out saves parameters and BN running statistics after the last step (a
  * complete --weights file); --save-grads the last step's parameter gradients (named as their
  * parameters; as backward computed them: --clip-grad-norm scales them inside the updates).
+ * --save-grads and --clip-grad-norm need a program compiled with vcc --keep-grads, which keeps every
+ * gradient until all updates ran; by default each parameter is updated as soon as its gradient is final
+ * (the gradient's bytes are reused), and either option is a usage error naming vcc --keep-grads.
  *
  * Optimizer: the one the program was compiled with (vcc --optimizer sgd|adamw; its state is part of the
  * arena plan). SGD is torch.optim.SGD (dampening 0, no Nesterov): g += wd*p; v = momentum*v + g;
@@ -126,6 +129,9 @@ typedef struct {
     size_t target_offset;
     const char *loss;                        /* what the step minimizes, for --help */
     int optimizer;                           /* VCC_OPTIMIZER_SGD or VCC_OPTIMIZER_ADAMW, as compiled */
+    int keeps_grads;                         /* compiled with vcc --keep-grads: the gradients outlive the step's
+                                                updates (--save-grads, --clip-grad-norm); 0: each parameter is
+                                                updated as soon as its gradient is final */
 } VccModel;
 
 enum { VCC_OPTIMIZER_SGD = 0, VCC_OPTIMIZER_ADAMW = 1 };
@@ -220,9 +226,10 @@ static void vcc_usage(FILE *f, const VccModel *m) {
                 "  --momentum M            SGD momentum (default %s, as compiled)\n"
                 "  --weight-decay WD       L2 weight decay added to the gradient (default 0)\n",
                 vcc_float_text(m->default_momentum, mom));
+    const char *nokeep = m->keeps_grads ? "" : "\n                          (a program compiled with vcc --keep-grads)";
     fprintf(f,
             "  --clip-grad-norm MAX    before each update, scale all gradients by MAX / (norm + 1e-6) when that is\n"
-            "                          below 1, norm their total 2-norm (torch.nn.utils.clip_grad_norm_)\n"
+            "                          below 1, norm their total 2-norm (torch.nn.utils.clip_grad_norm_)%s\n"
             "  --lr-schedule constant|cosine\n"
             "  --warmup-steps W        the learning rate of step s (1-based): LR * s / W for s <= W; then LR\n"
             "                          (constant, the default) or LR * 0.5 * (1 + cos(pi * (s - W) / (S - W)))\n"
@@ -230,7 +237,7 @@ static void vcc_usage(FILE *f, const VccModel *m) {
             "  --weights W             initial weights and BN statistics, safetensors (default %s beside\n"
             "                          this program); a checkpoint also restores the optimizer state\n"
             "  --out FILE              parameters and BN statistics after the last step\n"
-            "  --save-grads FILE       the last step's parameter gradients\n"
+            "  --save-grads FILE       the last step's parameter gradients%s\n"
             "  --checkpoint-dir DIR    write DIR/step<k>.safetensors: weights, optimizer state, step, data position\n"
             "  --checkpoint-every K    every K steps, and after the last step (default %d; 0: the last only)\n"
             "  --keep-last N           keep the N newest checkpoints of the run (default %d; 0: all)\n"
@@ -238,7 +245,7 @@ static void vcc_usage(FILE *f, const VccModel *m) {
             "                          where it stopped: same step numbers, samples, schedule and losses\n"
             "  --seed S                the seed of the Dropout masks (default 0; a resumed run keeps its own)\n"
             "  -h, --help              this text\n",
-            m->default_weights, VCC_CKPT_EVERY_DEFAULT, VCC_KEEP_LAST_DEFAULT);
+            nokeep, m->default_weights, nokeep, VCC_CKPT_EVERY_DEFAULT, VCC_KEEP_LAST_DEFAULT);
 }
 
 /* vcc_option_real: option opt's value text (a plain decimal, vcc_option_float's rules) as float32 into *f
@@ -304,6 +311,13 @@ static void vcc_train_args(int argc, char **argv, const VccModel *m, VccTrainArg
                             "compiles a trainer that takes it)", other, adamw ? "SGD" : "AdamW",
                             adamw ? "AdamW" : "SGD", adamw ? "sgd" : "adamw");
     }
+    /* without vcc --keep-grads each update runs as soon as its gradient is final, and the gradient's bytes
+     * go to the tensors after it: no gradient outlives the step, and no update waits for the global norm */
+    if ((a->grads || clip) && !m->keeps_grads)
+        vcc_usage_error("%s needs %s; this program updates each parameter as soon as its gradient is final "
+                        "(compile a trainer that keeps its gradients with vcc MODEL.onnx --keep-grads)",
+                        a->grads ? "--save-grads" : "--clip-grad-norm",
+                        a->grads ? "the gradients after the step" : "the norm of all gradients before the first update");
     if (!a->data || (m->has_labels && !a->labels) || (m->target_rank && !a->targets))
         vcc_usage_error("%s are required", m->has_labels && m->target_rank ? "--data, --labels and --targets"
                                            : m->has_labels                 ? "--data and --labels"

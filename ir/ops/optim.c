@@ -4,7 +4,9 @@
  *   AdamW         PyTorch torch.optim.AdamW semantics (amsgrad and maximize off);
  *   GradNormClip  the global gradient 2-norm and clip scale of torch.nn.utils.clip_grad_norm_.
  * The emitted code reads the step's hyperparameters from the step function's `o` (VccOptim,
- * runtime/vcc_state.h); the clip pair is used only when o->clip > 0 (the trainer's --clip-grad-norm).
+ * runtime/vcc_state.h); the clip pair is used only when o->clip > 0 (the trainer's --clip-grad-norm). The
+ * updates read a clip pair only in a graph compiled with vcc --keep-grads (passes/optimizer.c); without
+ * it they have no clip input and run as soon as their gradient is final.
  *
  * Kernels: runtime/{elem,proto,cpu,cuda}/optim.*.
  */

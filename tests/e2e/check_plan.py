@@ -12,7 +12,10 @@ Runs `vcc MODEL --dump-ir=memplan --plan-json plan.json` and checks:
     starts no earlier than the previous holder's ends, so a value read later — above all one the host
     reads after the step (interval end == "steps": graph outputs, the loss) — is never written over;
   - lower_bound_bytes equals this script's own sweep (persistent bytes + the largest sum of live planned
-    buffer sizes, each rounded up to 256 bytes, at any step) and arena_bytes >= lower_bound_bytes.
+    buffer sizes, each rounded up to 256 bytes, at any step) and arena_bytes >= lower_bound_bytes;
+  - schedule_peak_bytes (where given) equals the same sweep with each tensor its own buffer (before
+    in-place reuse), and lies between the lower bound and given_order_peak_bytes, the peak of the order
+    the schedule kept from the graph (the memory-aware order replaces it only when lower).
 Prints arena, lower bound, no-reuse sum and their ratios.
 """
 
@@ -28,6 +31,19 @@ ALIGN = 256
 
 def up(x):
     return (x + ALIGN - 1) // ALIGN * ALIGN
+
+
+def sweep(buffers, steps):
+    """The largest sum of the buffers ({"start", "end", "bytes"}, each rounded up to 256) live at one step."""
+    live = [0] * (steps + 2)
+    for b in buffers:
+        live[b["start"]] += up(b["bytes"])
+        live[b["end"] + 1] -= up(b["bytes"])
+    peak, cur = 0, 0
+    for v in live:
+        cur += v
+        peak = max(peak, cur)
+    return peak
 
 
 def main():
@@ -139,19 +155,22 @@ def check(plan):
     # --- lower bound, computed here
     pers = sum(up(b["bytes"]) for b in persistent.values())
     steps = max((b["end"] for b in planned.values()), default=-1) + 1
-    live = [0] * (steps + 1)
-    for b in planned.values():
-        live[b["start"]] += up(b["bytes"])
-        live[b["end"] + 1] -= up(b["bytes"])
-    peak, cur = 0, 0
-    for v in live:
-        cur += v
-        peak = max(peak, cur)
+    peak = sweep(planned.values(), steps)
     lb = pers + peak
     if lb != plan["lower_bound_bytes"]:
         fails.append("lower bound: vcc says %d, this sweep %d" % (plan["lower_bound_bytes"], lb))
     if plan["arena_bytes"] < lb:
         fails.append("arena below the lower bound")
+    # --- the schedule's peak: the same sweep with every tensor its own buffer (before in-place reuse;
+    # views are their base's bytes), which the memory-aware order may only lower
+    sp = plan.get("schedule_peak_bytes")
+    if sp is not None:
+        speak = sweep([t for t in plan["tensors"] if t["view_of"] is None and t["start"] is not None], steps)
+        if sp != pers + speak:
+            fails.append("schedule peak: vcc says %d, this sweep %d" % (sp, pers + speak))
+        if not lb <= sp <= plan["given_order_peak_bytes"]:
+            fails.append("schedule peak %d not between the lower bound %d and the given order's peak %d"
+                         % (sp, lb, plan["given_order_peak_bytes"]))
     plan["_summary"] = (len(bufs), steps, lb, pers, peak)
     return fails
 

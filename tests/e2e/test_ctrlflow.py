@@ -126,7 +126,7 @@ def check_model(args, name, module, shape, dynamic, binding, want_ops):
         # one training step's gradients against PyTorch float64
         labels = np.arange(x.shape[0], dtype=np.int64) % 4
         np.save(os.path.join(d, "labels.npy"), labels)
-        train = build(args.vcc, "model.onnx", "train.c", d, flags)
+        train = build(args.vcc, "model.onnx", "train.c", d, ["--keep-grads"] + flags)
         run([train, "--data", "x.npy", "--labels", "labels.npy", "--lr", "0", "--save-grads", "grads.safetensors"], d)
         got = load_file(os.path.join(d, "grads.safetensors"))
         ref = module.double()

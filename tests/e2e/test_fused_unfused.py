@@ -6,11 +6,11 @@ compiled as written (--no-fuse-attention): losses and every parameter gradient a
 The model (models/video_nets.py) is exported with attention dropout P (default 0.1: the fused op draws
 the same Philox masks as the Dropout it replaces), both trainers start from the exported weights and run
 S steps (default 3) on the same batches; each step's loss must agree within 1e-5 (relative), and the
-last step's gradients (--save-grads) within 1e-5 of the largest gradient magnitude of each tensor's layer
-(the parameters of one module: a weight and its bias sum the same incoming gradient, and a bias whose
-gradient is zero in exact arithmetic, as a key's LayerNorm bias under softmax, holds only rounding noise of
-that size). The fused program must hold at least one FusedAttention and the unfused one none. Prints the
-worst figures; exits 1 on a failure.
+last step's gradients (--save-grads: both compiled with vcc --keep-grads) within 1e-5 of the largest
+gradient magnitude of each tensor's layer (the parameters of one module: a weight and its bias sum the
+same incoming gradient, and a bias whose gradient is zero in exact arithmetic, as a key's LayerNorm bias
+under softmax, holds only rounding noise of that size). The fused program must hold at least one
+FusedAttention and the unfused one none. Prints the worst figures; exits 1 on a failure.
 """
 
 import argparse
@@ -53,7 +53,7 @@ def main():
         count = ir.count("FusedAttention")
         if (count > 0) != (tag == "fused"):
             sys.exit("FAIL: the %s program has %d FusedAttention nodes" % (tag, count))
-        build = run([os.path.abspath(a.vcc), a.model + ".onnx", "-o", "train_%s.c" % tag] + extra,
+        build = run([os.path.abspath(a.vcc), a.model + ".onnx", "-o", "train_%s.c" % tag, "--keep-grads"] + extra,
                     d).strip().splitlines()[-1]
         run(build, d, shell=True)
         out = run(["./train_" + tag, "--data", "data.npy", "--labels", "labels.npy", "--steps", str(a.steps),

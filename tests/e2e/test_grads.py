@@ -35,7 +35,7 @@ def main():
             sys.exit("FAIL: %s exited %d\n%s%s" % (cmd, p.returncode, p.stdout, p.stderr))
         return p.stdout
 
-    build = run([os.path.abspath(args.vcc), args.model + ".onnx", "-o", "train.c"]).strip()
+    build = run([os.path.abspath(args.vcc), args.model + ".onnx", "-o", "train.c", "--keep-grads"]).strip()
     run(build, shell=True)
     run(["./train", "--data", "data.npy", "--labels", "labels.npy", "--steps", "1", "--save-grads", "vcc_grads.safetensors"])
     batch = int(run([sys.executable, "-c", "import onnx,sys; m=onnx.load(sys.argv[1]); "

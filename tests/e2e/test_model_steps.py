@@ -39,7 +39,9 @@ used (samples (k-1)*N + i mod S). Checked per step:
                 at a time while one does, and the rest of the distance is held to the allowance. The
                 taken ties are printed with their ReLU and float64 value. A wrong update is not such a
                 combination, so it still fails.
-With --clip-grad-norm MAX the trainer clips and the references call torch.nn.utils.clip_grad_norm_(MAX)
+With --clip-grad-norm MAX the trainer (compiled with vcc --keep-grads, which clipping needs; else each
+update runs as soon as its gradient is final, vcc's default) clips and the references call
+torch.nn.utils.clip_grad_norm_(MAX)
 before each step; with --lr-schedule and --warmup-steps the references' learning rate is a LambdaLR with
 the trainer's documented factor (s <= W: s/W; then 1, or 0.5 * (1 + cos(pi * (s - W) / (S - W))) for
 cosine), advanced to the step; a step's lr and clip factor are printed with its figures.
@@ -336,7 +338,8 @@ def main():
     src = "train." + args.target
     build = run([os.path.abspath(args.vcc), name + ".onnx", "-o", src, "--optimizer", args.optimizer] +
                 (["--loss", "graph"] if graph_loss else []) +
-                (["--no-fuse-attention"] if args.no_fuse_attention else []), d).strip().splitlines()[-1]
+                (["--no-fuse-attention"] if args.no_fuse_attention else []) +
+                (["--keep-grads"] if args.clip_grad_norm is not None else []), d).strip().splitlines()[-1]
     run(build, d, shell=True)
     if args.target == "cu":
         gpu = subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0 if \

@@ -55,15 +55,17 @@ def main():
     lf = os.path.join(d, "loss.txt")
     loss = open(lf).read().strip() if os.path.exists(lf) else "ce"
     feed = ["--data", "data.npy"] + (["--labels", "labels.npy"] if loss == "ce" else ["--targets", "targets.npy"])
-    run([vcc, "model.onnx", "-o", "train.c", "--loss", loss], d)
-    build = open(os.path.join(d, "train.c")).readline()
-    prefix = "// build (from this file's folder): "
-    assert build.startswith(prefix), "first line is not the build command: %r" % build
-    run(build[len(prefix):].strip() + " -Wall -Werror", d)
+    # train: updates fused into backward (the default); train_keep: vcc --keep-grads, for --save-grads
+    for name, extra in (("train", []), ("train_keep", ["--keep-grads"])):
+        run([vcc, "model.onnx", "-o", name + ".c", "--loss", loss] + extra, d)
+        build = open(os.path.join(d, name + ".c")).readline()
+        prefix = "// build (from this file's folder): "
+        assert build.startswith(prefix), "first line is not the build command: %r" % build
+        run(build[len(prefix):].strip() + " -Wall -Werror", d)
     out = run(["./train"] + feed + ["--steps", str(args.steps), "--lr", str(LR),
                "--momentum", str(MOMENTUM), "--weight-decay", str(WD), "--out", "trained.safetensors"], d)
     losses = [float(line.split()[3]) for line in out.splitlines() if line.startswith("step ")]
-    run(["./train"] + feed + ["--steps", "1", "--lr", str(LR),
+    run(["./train_keep"] + feed + ["--steps", "1", "--lr", str(LR),
          "--momentum", str(MOMENTUM), "--weight-decay", str(WD), "--save-grads", "grads.safetensors"], d)
 
     data, labels = np.load(os.path.join(d, "data.npy")), np.load(os.path.join(d, "labels.npy"))

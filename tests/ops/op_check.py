@@ -224,7 +224,7 @@ def check_case(case, vcc, work, cuda=False, cuda_train_only=False):
     if case.grad:
         T = np.random.default_rng(case.seed + 1).uniform(-1, 1, size=out_shapes[0] or (1,)).astype(np.float32)
         onnx.save(_model(case, vals, out_shapes, trainable=True), os.path.join(d, "train.onnx"))
-        train = _build(vcc, "train.onnx", "train.c", d, ["--loss", "mse"] + case.flags)
+        train = _build(vcc, "train.onnx", "train.c", d, ["--loss", "mse", "--keep-grads"] + case.flags)
         np.save(os.path.join(d, "data.npy"), np.zeros((T.shape[0],), np.float32))
         np.save(os.path.join(d, "targets.npy"), T)
         _run([train, "--data", "data.npy", "--targets", "targets.npy", "--lr", "0", "--save-grads", "grads.safetensors"], d)
@@ -246,7 +246,7 @@ def check_case(case, vcc, work, cuda=False, cuda_train_only=False):
             rows.append(("grad " + n, max(e_auto, e_fd), ok,
                          "autograd %.1e, finite differences %.1e (autograd vs fd %.1e)" % (e_auto, e_fd, e_ref)))
     if cuda:
-        for name, target, extra in (("fwd", "fwd.cu", ["--forward-only"]), ("train", "train.cu", ["--loss", "mse"])):
+        for name, target, extra in (("fwd", "fwd.cu", ["--forward-only"]), ("train", "train.cu", ["--loss", "mse", "--keep-grads"])):
             if (name == "train" and not case.grad) or (name == "fwd" and cuda_train_only and case.grad):
                 continue
             try:

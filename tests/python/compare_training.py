@@ -134,7 +134,9 @@ def compile_and_build(args, d, logdir):
     src = d / "train.c"
     if src.exists():
         src.unlink()
-    cmd = [vcc.resolve(), d / f"{args.model}.onnx", "-o", src] + list(args.vcc_arg)
+    # --save-grads (--check-grads) needs a trainer that keeps its gradients
+    keep = ["--keep-grads"] if args.check_grads and "--keep-grads" not in args.vcc_arg else []
+    cmd = [vcc.resolve(), d / f"{args.model}.onnx", "-o", src] + list(args.vcc_arg) + keep
     out, t_vcc = run("vcc", cmd, d, logdir, args.timeout)
     if out.strip():
         log(tail(out, 8))

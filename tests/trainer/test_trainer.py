@@ -69,6 +69,9 @@ Cases (each one CTest test, trainer_<case>):
                  string for string, and the --out files byte-identical; the AdamW checkpoint holds
                  <p>.exp_avg and <p>.exp_avg_sq for every parameter; a resume with another --warmup-steps,
                  --lr-schedule, --clip-grad-norm or (cosine) --steps is refused
+  keep_grads     the SGD and AdamW trainers compiled without vcc --keep-grads refuse --save-grads and
+                 --clip-grad-norm (usage error, status 2, one line naming vcc MODEL.onnx --keep-grads), write
+                 no file, say so in --help, and train without them
 
 Models: the fixture's tiny res3d and conv1d (tests/e2e/tiny_models.py), and for resume/kill_write a
 model whose checkpoint is 32 MiB (a Gemm with a (512, 8192) weight, plus its momentum), so a checkpoint
@@ -483,11 +486,12 @@ def case_messages(a):
 
 
 def programs(a, w, which=("train", "eval", "fwd")):
-    """The tiny res3d model's trainer, evaluation and forward-only programs built in w, with data.npy,
-    labels.npy (4 samples) and x.npy (one batch, the forward program's input) beside them."""
+    """The tiny res3d model's trainer (vcc --keep-grads: it writes --save-grads), evaluation and forward-only
+    programs built in w, with data.npy, labels.npy (4 samples) and x.npy (one batch, the forward program's
+    input) beside them."""
     t = os.path.join(a.tiny, "res3d")
     shutil.copy(os.path.join(t, "model.onnx"), os.path.join(w, "m.onnx"))
-    flags = {"train": [], "eval": ["--eval"], "fwd": ["--forward-only"]}
+    flags = {"train": ["--keep-grads"], "eval": ["--eval"], "fwd": ["--forward-only"]}
     for name in which:
         run(run([a.vcc, "m.onnx", "-o", name + ".c"] + flags[name], w).stdout.strip(), w, shell=True)
     data = np.load(os.path.join(t, "data.npy"))
@@ -818,13 +822,13 @@ def case_install(a):
           "its trainer builds with the printed command and trains", b.stderr + r.stderr)
 
 
-def optim_trainers(a, w):
+def optim_trainers(a, w, keep=True):
     """The tiny res3d's trainers compiled with --optimizer sgd (./sgd) and adamw (./adamw) in w, with data.npy
-    and labels.npy beside them."""
+    and labels.npy beside them; with keep, compiled with --keep-grads (their --clip-grad-norm needs it)."""
     t = os.path.join(a.tiny, "res3d")
     for name in ("sgd", "adamw"):
-        run(run([a.vcc, os.path.join(t, "model.onnx"), "-o", name + ".c", "--optimizer", name], w).stdout.strip(), w,
-            shell=True)
+        run(run([a.vcc, os.path.join(t, "model.onnx"), "-o", name + ".c", "--optimizer", name] +
+                (["--keep-grads"] if keep else []), w).stdout.strip(), w, shell=True)
     for f in ("data.npy", "labels.npy"):
         shutil.copy(os.path.join(t, f), os.path.join(w, f))
 
@@ -924,13 +928,31 @@ def case_optim_resume(a):
                 ["--steps 6", "--steps 8"])
 
 
+def case_keep_grads(a):
+    w = fresh(os.path.join(a.work, "keep_grads"))
+    optim_trainers(a, w, keep=False)
+    feed = ["--data", "data.npy", "--labels", "labels.npy", "--steps", "1"]
+    for prog in ("sgd", "adamw"):
+        for args, what in ((["--save-grads", "g.safetensors"], "the gradients after the step"),
+                           (["--clip-grad-norm", "1"], "the norm of all gradients before the first update")):
+            rc, out, err = run_t(["./" + prog] + feed + args, w)
+            refused("%s without --keep-grads: %s refused" % (prog, args[0]), rc, out, err, 2, prog,
+                    [args[0], what, "vcc MODEL.onnx --keep-grads"])
+        check(not os.path.exists(os.path.join(w, "g.safetensors")), "%s wrote no gradients file" % prog)
+        rc, out, err = run_t(["./" + prog, "--help"], w)
+        check(rc == 0 and out.count("(a program compiled with vcc --keep-grads)") == 2,
+              "%s --help says --save-grads and --clip-grad-norm need vcc --keep-grads" % prog, out)
+        rc, out, err = run_t(["./" + prog] + feed, w)
+        check(rc == 0 and out.startswith("step 1 loss "), "%s trains without them" % prog, err)
+
+
 CASES = {"build_command": case_build_command, "cuda": case_cuda, "resume": case_resume,
          "kill_write": case_kill_write, "keep_last": case_keep_last, "refuse": case_refuse,
          "install": case_install, "messages": case_messages, "outputs": case_outputs, "tmp_files": case_tmp_files,
          "same_file": case_same_file, "fifo_inputs": case_fifo_inputs, "numbers": case_numbers, "stdout": case_stdout,
          "eval_logits": case_eval_logits, "signal": case_signal, "state_shape": case_state_shape,
          "many_tensors": case_many_tensors, "resume_lock": case_resume_lock, "optim_usage": case_optim_usage,
-         "optim_resume": case_optim_resume}
+         "optim_resume": case_optim_resume, "keep_grads": case_keep_grads}
 
 
 def main():

@@ -93,7 +93,7 @@ static const ErrorCase kErrors[] = {
      "4:1: error: syntax error, unexpected identifier"},
     {"unknown_kind", "opset 17\nweight \"w\" f32[1]\n", VCC_ERR_PARSE,
      "2:1: error: unknown tensor kind 'weight' (input, label, param, buffer, const, act, loss, grad, grad_temp, "
-     "opt_state, workspace)"},
+     "opt_state, workspace, grad_planned)"},
     {"unknown_dtype", "opset 17\nparam \"w\" f16[1]\n", VCC_ERR_UNSUPPORTED,
      "2:11: error: unknown dtype 'f16' (f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, bool or ? for not inferred yet)"},
     {"rank9", "opset 17\nparam \"w\" f32[1,1,1,1,1,1,1,1,1]\n", VCC_ERR_UNSUPPORTED, "2:31: error: more than 8 dims"},

@@ -152,7 +152,7 @@ def ll_tensors(text):
 def step(vcc, d, sub, extra, target="train.c"):
     w = os.path.join(d, sub)
     os.makedirs(w, exist_ok=True)
-    exe = oc._build(vcc, os.path.join(d, "model.onnx"), target, w, ["--loss", "mse"] + extra)
+    exe = oc._build(vcc, os.path.join(d, "model.onnx"), target, w, ["--loss", "mse", "--keep-grads"] + extra)
     out = oc._run([exe, "--data", os.path.join(d, "x.npy"), "--targets", os.path.join(d, "t.npy"), "--lr", "0",
                    "--steps", "1", "--save-grads", "g.safetensors", "--seed", "3"], w)
     loss = float([ln for ln in out.splitlines() if ln.startswith("step ")][-1].split()[3])

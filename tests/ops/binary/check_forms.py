@@ -117,7 +117,7 @@ def check(name, cls, shapes, loss, opset, vcc, d):
         y = ref(*(torch.tensor(x.astype(np.float64)) for x in xs))
     targets = xs[1] if loss == "graph" else rng.uniform(-1, 1, size=tuple(y.shape)).astype(np.float32)
     np.save(os.path.join(d, "targets.npy"), targets)
-    build = run([vcc, "model.onnx", "-o", "train.c", "--loss", loss], d).strip().splitlines()[-1]
+    build = run([vcc, "model.onnx", "-o", "train.c", "--loss", loss, "--keep-grads"], d).strip().splitlines()[-1]
     run(build, d, shell=True)
     run(["./train", "--data", "data.npy", "--targets", "targets.npy", "--lr", "0", "--save-grads", "grads.safetensors"],
         d)

@@ -252,7 +252,7 @@ def check_graph_loss(vcc, work, rng, cuda):
     d = os.path.join(work, "graph_loss")
     os.makedirs(d, exist_ok=True)
     x, thr, w, v = graph_loss_model(os.path.join(d, "gl.onnx"), rng)
-    train = oc._build(vcc, "gl.onnx", "gl.c", d, ["--loss", "graph"])
+    train = oc._build(vcc, "gl.onnx", "gl.c", d, ["--loss", "graph", "--keep-grads"])
     np.save(os.path.join(d, "x.npy"), x)
     oc._run([train, "--data", "x.npy", "--lr", "0", "--save-grads", "g.safetensors"], d)
     got = load_file(os.path.join(d, "g.safetensors"))

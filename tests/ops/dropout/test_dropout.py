@@ -209,7 +209,7 @@ def seeds(c):
 def train_grads(vcc, d, opset, ratio, seed, target):
     """One --lr 0 step of the --loss mse trainer of the Dropout on parameter X; its dX."""
     dropout_model(os.path.join(d, "train.onnx"), opset, ratio=ratio, mask=opset >= 12, trainer=True)
-    train = oc._build(vcc, "train.onnx", "train.c", d, ["--loss", "mse"])
+    train = oc._build(vcc, "train.onnx", "train.c", d, ["--loss", "mse", "--keep-grads"])
     np.save(os.path.join(d, "data.npy"), np.zeros(SHAPE[0], F32))
     np.save(os.path.join(d, "targets.npy"), target)
     oc._run([train, "--data", "data.npy", "--targets", "targets.npy", "--lr", "0", "--save-grads", "grads.safetensors",
@@ -361,7 +361,7 @@ def cuda(c, run_cpu_too=True):
     dropout_model(os.path.join(d, "fwd.onnx"), 13, ratio=0.3)
     dropout_model(os.path.join(d, "train.onnx"), 13, ratio=0.3, mask=False, trainer=True)
     exes = {}
-    for name, target_file, extra in (("fwd", "fwd.cu", ["--forward-only"]), ("train", "train.cu", ["--loss", "mse"])):
+    for name, target_file, extra in (("fwd", "fwd.cu", ["--forward-only"]), ("train", "train.cu", ["--loss", "mse", "--keep-grads"])):
         try:
             exes[name] = oc._build(c.vcc, name + ".onnx", target_file, d, extra, fast=False)
             c.row("cuda", "nvcc build " + name, 0.0, True, "no warnings")
@@ -374,7 +374,7 @@ def cuda(c, run_cpu_too=True):
     np.save(os.path.join(d, "data.npy"), np.zeros(SHAPE[0], F32))
     np.save(os.path.join(d, "targets.npy"), target)
     cpu_fwd = oc._build(c.vcc, "fwd.onnx", "fwd.c", d, ["--forward-only"])
-    cpu_train = oc._build(c.vcc, "train.onnx", "train.c", d, ["--loss", "mse"])
+    cpu_train = oc._build(c.vcc, "train.onnx", "train.c", d, ["--loss", "mse", "--keep-grads"])
     for seed in ("0", "5"):
         oc._run([cpu_fwd, "x.npy", "-o", "y.npy", "m.npy", "--seed", seed], d)
         oc._run([exes["fwd"], "x.npy", "-o", "yc.npy", "mc.npy", "--seed", seed], d)

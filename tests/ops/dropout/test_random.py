@@ -149,7 +149,7 @@ def sd_model(path, shape, keep):
 def stochastic(vcc, d, cuda):
     keep, shape = 0.7, (16, 1024)
     w = sd_model(os.path.join(d, "sd.onnx"), shape, keep)
-    train = oc._build(vcc, "sd.onnx", "sd.c", d, ["--loss", "graph"])
+    train = oc._build(vcc, "sd.onnx", "sd.c", d, ["--loss", "graph", "--keep-grads"])
     np.save(os.path.join(d, "data.npy"), np.zeros((1,), F32))
     oc._run([train, "--data", "data.npy", "--lr", "0", "--save-grads", "g.safetensors", "--seed", "2"], d)
     g = load_file(os.path.join(d, "g.safetensors"))["W"].astype(np.float64)

@@ -99,7 +99,7 @@ def check(vcc, work, name, net, shape, mode):
             flags = ["--allow-inference-export"]
         else:
             vcc_torch.export_for_training(net, x, path)
-    p = run([vcc, "m.onnx", "-o", "train.c"] + flags, d)
+    p = run([vcc, "m.onnx", "-o", "train.c", "--keep-grads"] + flags, d)
     if p.returncode:
         report = p.stderr
         if "unsupported ops" in report and not any(op in report for op in NORM_OPS):

@@ -92,7 +92,7 @@ def main():
             sys.exit("FAIL: %s exited %d\n%s%s" % (cmd, p.returncode, p.stdout, p.stderr))
         return p.stdout
 
-    build = run([os.path.abspath(args.vcc), "s3d_pools.onnx", "-o", "train.c"]).strip()
+    build = run([os.path.abspath(args.vcc), "s3d_pools.onnx", "-o", "train.c", "--keep-grads"]).strip()
     run(build, shell=True)
     run(["./train", "--data", "data.npy", "--labels", "labels.npy", "--steps", "1", "--lr", "0", "--save-grads",
          "grads.safetensors"])

@@ -92,7 +92,7 @@ def main():
     rows.append(("forward", e, e <= TOL, ""))
     # one trainer step: every parameter's gradient
     targets = rng.uniform(-1, 1, size=ref.shape).astype(np.float32)
-    train = oc._build(vcc, "relpos.onnx", "train.c", d, ["--loss", "mse"])
+    train = oc._build(vcc, "relpos.onnx", "train.c", d, ["--loss", "mse", "--keep-grads"])
     np.save(os.path.join(d, "data.npy"), x)
     np.save(os.path.join(d, "targets.npy"), targets)
     oc._run([train, "--data", "data.npy", "--targets", "targets.npy", "--lr", "0", "--save-grads", "grads.safetensors"],
