@@ -38,6 +38,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "models"))
+sys.path.insert(0, HERE)
 
 SPECS = {
     "vivit_224": dict(clip=(2, 3, 8, 224, 224), dim=192, heads=3, tubelet=(2, 16, 16), depth_s=4, depth_t=2,
@@ -121,30 +122,19 @@ def plan(vcc, path, d, fuse, lens):
 
 
 def torch_peak(name):
-    """The peak live bytes of one measured training step (see the module docstring)."""
+    """The peak live bytes of one measured training step (bench/torch_peak.py's cpu_peak)."""
     import torch
-    from torch.profiler import ProfilerActivity, profile, record_function
-    torch.manual_seed(0)
+    from torch_peak import cpu_peak
     spec = SPECS[name]
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+
+    def make():
         m, x = build(spec)
-        y = torch.randint(0, spec["num_classes"], (spec["clip"][0],))
-        opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9)
-        for k in range(2):
-            with record_function("step%d" % k):
-                opt.zero_grad(set_to_none=True)
-                torch.nn.functional.cross_entropy(m(x), y).backward()
-                opt.step()
-    # each allocator record counts once, as the self memory of the innermost op it happened in (or as a
-    # "[memory]" event outside any op), at that op's start
-    events = sorted(prof.profiler.function_events, key=lambda e: e.time_range.start)
-    window = [e for e in events if e.name == "step1"][0].time_range
-    live = peak = 0
-    for e in events:
-        live += e.self_cpu_memory_usage
-        if window.start <= e.time_range.start <= window.end:
-            peak = max(peak, live)
-    return peak
+        return m, x, torch.randint(0, spec["num_classes"], (spec["clip"][0],))
+
+    def step(state, opt):
+        m, x, y = state
+        torch.nn.functional.cross_entropy(m(x), y).backward()
+    return cpu_peak(make, step)
 
 
 def main():

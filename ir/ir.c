@@ -213,6 +213,7 @@ const char *vcc_graph_meta(const VccGraph *g, const char *key) {
 VccGraph *vcc_graph_new(void) {
     VccGraph *g = vcc_calloc(1, sizeof *g);
     g->data_input = g->label = g->target = g->loss = -1;
+    g->plan_seconds = -1;
     return g;
 }
 

@@ -279,6 +279,7 @@ typedef struct {
     int64_t schedule_peak_bytes, given_order_peak_bytes;
     /* filled by passes/memplan */
     int64_t arena_bytes, persistent_bytes, planned_bytes, lower_bound_bytes, no_reuse_bytes;
+    double plan_seconds; /* CPU seconds of the offset planning (vcc_dsa_plan); -1 when not planned here */
 } VccGraph;
 
 /* A subgraph attribute of an If or Loop node (ONNX GraphProto: then_branch, else_branch, body), loaded as

@@ -16,6 +16,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static int64_t align_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 
@@ -68,7 +69,10 @@ VccStatus vcc_memplan(VccCtx *ctx, VccGraph *g) {
     uint64_t *offsets = vcc_malloc(sizeof(uint64_t) * (n ? n : 1));
     uint64_t planned = 0;
     VccStatus st = VCC_OK;
-    if (n && vcc_dsa_plan(items, n, VCC_DSA_BEST, offsets, &planned) != 0) {
+    clock_t t0 = clock();
+    int planner = n ? vcc_dsa_plan(items, n, VCC_DSA_BEST, offsets, &planned) : 0;
+    g->plan_seconds = (double)(clock() - t0) / CLOCKS_PER_SEC;
+    if (planner != 0) {
         vcc_error(ctx, "internal: the memory planner rejected its input");
         st = VCC_ERR_INTERNAL;
     }
@@ -313,6 +317,8 @@ void vcc_plan_write_json(FILE *f, const VccGraph *g) {
                 g->schedule_peak_bytes, g->given_order_peak_bytes);
     else
         fputs(",\n  \"schedule_peak_bytes\": null,\n  \"given_order_peak_bytes\": null", f);
+    if (g->plan_seconds >= 0) fprintf(f, ",\n  \"plan_seconds\": %.6f", g->plan_seconds);
+    else fputs(",\n  \"plan_seconds\": null", f);
     fputs(",\n  \"tensors\": [", f);
     bool first = true;
     for (int t = 0; t < g->ntensors; t++) {
