@@ -813,3 +813,400 @@ void vcc_dsa_print_ascii(FILE *f, const VccDsaItem *items, size_t n, const uint6
     fputs("|\n", f);
   }
 }
+
+/* ---------------------------------------------------------------------------------------------
+ * 7. exact search at a fixed capacity (vcc_dsa_fit)
+ *
+ * A depth-first branch and bound over "canonical" placements, after the ideas of MiniMalloc
+ * (Moffitt, ASPLOS 2023). Every feasible plan can be pushed down until each item rests, aligned
+ * up, on the top of a conflicting item below it (or on 0); listed by increasing offset, each item's
+ * offset is then the aligned top of the highest conflicting item listed before it. So the search
+ * places items in non-decreasing offset order, each at its floor (the highest top of the placed
+ * items it conflicts with, aligned up); an item whose floor lies below the last offset placed
+ * waits until a later item raises it. Time is cut into sections, one per distinct start step: an
+ * item covers the sections from its start to its end, and two items conflict iff they share one.
+ * The unplaced items of a section all lie above both the last offset and the highest top placed
+ * in the section, stacked, so  max(last offset, section top) + unplaced footprint <= capacity  in
+ * every section (the section bound prunes a node that breaks it). Identical items (same interval,
+ * footprint and align) are placed in index order only. Candidates are tried lowest offset first,
+ * then by a fixed item order (longest lifetime, then largest footprint).
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct {
+  uint64_t *where, old;
+} Undo;
+
+typedef struct {
+  size_t n;              /* items with a non-zero footprint */
+  size_t *idx;           /* [n] their indices in the caller's array, in the search's item order */
+  uint64_t *fp, *al;     /* [n] footprint and align */
+  size_t *sa, *sb;       /* [n] sections [sa, sb) covered */
+  size_t *adj_at, *adj;  /* conflict lists: adj[adj_at[i] .. adj_at[i + 1]) */
+  size_t *twin;          /* [n] previous identical item, or SIZE_MAX */
+  uint64_t *rank;        /* [n] place among candidates at one offset: lower first */
+  size_t S;              /* sections */
+  uint64_t *sec_top;     /* [S] highest top placed in the section */
+  uint64_t *sec_rem;     /* [S] footprint of the unplaced items covering the section */
+  uint64_t *sec_min;     /* [S] scratch: lowest base of the section's unplaced items */
+  uint64_t *floor_;      /* [n] highest top of the placed conflicting items */
+  uint64_t *off;         /* [n] offsets */
+  unsigned char *placed; /* [n] */
+  uint64_t cap, x;       /* capacity; last offset placed */
+  uint64_t xrank;        /* rank of the last item placed (+1; 0 at the root) */
+  uint64_t nodes, budget;
+  size_t nplaced;
+  Key *cand; /* candidate stack (k[0] = offset, idx = item), grown as needed */
+  size_t cand_len, cand_cap;
+  Undo *trail;
+  size_t trail_len, trail_cap;
+  int oom;
+} Fit;
+
+static void fit_set(Fit *f, uint64_t *where, uint64_t v) {
+  if (f->trail_len == f->trail_cap) {
+    size_t nc = f->trail_cap ? 2 * f->trail_cap : 4096;
+    Undo *t = realloc(f->trail, nc * sizeof *t);
+    if (!t) {
+      f->oom = 1;
+      return;
+    }
+    f->trail = t, f->trail_cap = nc;
+  }
+  f->trail[f->trail_len++] = (Undo){where, *where};
+  *where = v;
+}
+
+static void fit_undo_to(Fit *f, size_t mark) {
+  while (f->trail_len > mark) {
+    Undo *u = &f->trail[--f->trail_len];
+    *u->where = u->old;
+  }
+}
+
+/* Places item i at offset o (o + fp[i] <= cap), recording old values on the trail. */
+static void fit_place(Fit *f, size_t i, uint64_t o) {
+  uint64_t top = o + f->fp[i];
+  fit_set(f, &f->x, o);
+  fit_set(f, &f->xrank, f->rank[i] + 1);
+  for (size_t s = f->sa[i]; s < f->sb[i]; s++) {
+    if (f->sec_top[s] < top) fit_set(f, &f->sec_top[s], top);
+    fit_set(f, &f->sec_rem[s], f->sec_rem[s] - f->fp[i]);
+  }
+  for (size_t k = f->adj_at[i]; k < f->adj_at[i + 1]; k++) {
+    size_t j = f->adj[k];
+    if (!f->placed[j] && f->floor_[j] < top) fit_set(f, &f->floor_[j], top);
+  }
+  f->off[i] = o, f->placed[i] = 1, f->nplaced++;
+}
+
+static int fit_dfs(Fit *f) {
+  if (f->nplaced == f->n) return VCC_DSA_FIT_FOUND;
+  if (f->oom) return VCC_DSA_FIT_UNKNOWN;
+  /* One scan over the unplaced items:
+   *  - one that cannot fit even at max(floor, last offset) ends the node;
+   *  - one that fits entirely below the last offset (aligned floor + footprint <= x) ends it too:
+   *    it could drop into that gap, so no completion is pushed down (a dominated node);
+   *  - the candidates are those whose aligned floor is >= x and whose twin (if any) is placed;
+   *  - each section's lowest possible base is the least max(floor, x) of its unplaced items (all of
+   *    them stack above it), and base + unplaced footprint must fit under the capacity. */
+  size_t base = f->cand_len;
+  uint64_t minh = UINT64_MAX; /* lowest top an unplaced item can reach */
+  for (size_t s = 0; s < f->S; s++)
+    f->sec_min[s] = UINT64_MAX;
+  for (size_t i = 0; i < f->n; i++) {
+    if (f->placed[i]) continue;
+    uint64_t fl, o;
+    if (round_up(f->floor_[i], f->al[i], &fl) || fl > f->cap) return VCC_DSA_FIT_NONE;
+    if (fl < f->x) {
+      if (f->x - fl >= f->fp[i]) return VCC_DSA_FIT_NONE;
+      if (round_up(f->x, f->al[i], &o) || o > f->cap) return VCC_DSA_FIT_NONE;
+    } else {
+      o = fl;
+    }
+    if (f->cap - o < f->fp[i]) return VCC_DSA_FIT_NONE;
+    for (size_t s = f->sa[i]; s < f->sb[i]; s++)
+      if (f->sec_min[s] > o) f->sec_min[s] = o;
+    if (fl + f->fp[i] < minh) minh = fl + f->fp[i];
+    if (fl < f->x || (fl == f->x && f->rank[i] < f->xrank) ||
+        (f->twin[i] != SIZE_MAX && !f->placed[f->twin[i]]))
+      continue;
+    if (f->cand_len == f->cand_cap) {
+      size_t nc = f->cand_cap ? 2 * f->cand_cap : 4096;
+      Key *c = realloc(f->cand, nc * sizeof *c);
+      if (!c) {
+        f->oom = 1;
+        f->cand_len = base;
+        return VCC_DSA_FIT_UNKNOWN;
+      }
+      f->cand = c, f->cand_cap = nc;
+    }
+    f->cand[f->cand_len++] = (Key){{o, f->rank[i], 0}, i};
+  }
+  for (size_t s = 0; s < f->S; s++) {
+    if (f->sec_rem[s] && f->cap - f->sec_min[s] < f->sec_rem[s]) {
+      f->cand_len = base;
+      return VCC_DSA_FIT_NONE;
+    }
+  }
+  /* an item placed at or above minh would leave room below it for the item reaching minh */
+  size_t w = base;
+  for (size_t k = base; k < f->cand_len; k++)
+    if (f->cand[k].k[0] < minh) f->cand[w++] = f->cand[k];
+  f->cand_len = w;
+  size_t nc = f->cand_len - base;
+  qsort(f->cand + base, nc, sizeof *f->cand, key_cmp);
+  int result = VCC_DSA_FIT_NONE;
+  for (size_t k = 0; k < nc && result != VCC_DSA_FIT_FOUND; k++) {
+    if (f->nodes >= f->budget) {
+      result = VCC_DSA_FIT_UNKNOWN;
+      break;
+    }
+    f->nodes++;
+    size_t i = f->cand[base + k].idx;
+    uint64_t o = f->cand[base + k].k[0];
+    size_t mark = f->trail_len;
+    fit_place(f, i, o);
+    int r = f->oom ? VCC_DSA_FIT_UNKNOWN : fit_dfs(f);
+    if (r == VCC_DSA_FIT_FOUND) {
+      result = r;
+      break;
+    }
+    if (r == VCC_DSA_FIT_UNKNOWN) result = r;
+    fit_undo_to(f, mark);
+    f->placed[i] = 0, f->nplaced--;
+  }
+  f->cand_len = base;
+  return result;
+}
+
+static void fit_free(Fit *f) {
+  free(f->idx);
+  free(f->fp);
+  free(f->al);
+  free(f->sa);
+  free(f->sb);
+  free(f->adj_at);
+  free(f->adj);
+  free(f->twin);
+  free(f->rank);
+  free(f->sec_top);
+  free(f->sec_rem);
+  free(f->sec_min);
+  free(f->floor_);
+  free(f->off);
+  free(f->placed);
+  free(f->cand);
+  free(f->trail);
+}
+
+/* Fills adj_at/adj (conflict lists) and twin; the items are f's, sorted by start in `by`. Returns
+ * 0, 1 when the pairs exceed FIT_MAX_PAIRS, or -1 (ENOMEM). */
+#define FIT_MAX_PAIRS ((size_t)1 << 24)
+#define FIT_MAX_ITEMS ((size_t)1 << 13)
+static int fit_conflicts(Fit *f, const VccDsaItem *items, const size_t *by) {
+  size_t n = f->n, pairs = 0;
+  f->adj_at = calloc(n + 1, sizeof *f->adj_at);
+  if (!f->adj_at) return -1;
+  for (int pass = 0; pass < 2; pass++) {
+    for (size_t a = 0; a < n; a++) {
+      size_t i = by[a];
+      const VccDsaItem *it = &items[f->idx[i]];
+      for (size_t b = a + 1; b < n && items[f->idx[by[b]]].start <= it->end; b++) {
+        size_t j = by[b];
+        if (pass == 0) {
+          f->adj_at[i + 1]++, f->adj_at[j + 1]++;
+          if ((pairs += 2) > FIT_MAX_PAIRS) return 1;
+        } else {
+          f->adj[f->adj_at[i]++] = j, f->adj[f->adj_at[j]++] = i;
+        }
+      }
+    }
+    if (pass == 0) {
+      for (size_t i = 0; i < n; i++)
+        f->adj_at[i + 1] += f->adj_at[i];
+      f->adj = malloc((pairs ? pairs : 1) * sizeof *f->adj);
+      if (!f->adj) return -1;
+    } else { /* adj_at[i] now points at the end of list i: shift back */
+      for (size_t i = n; i > 0; i--)
+        f->adj_at[i] = f->adj_at[i - 1];
+      f->adj_at[0] = 0;
+    }
+  }
+  return 0;
+}
+
+int vcc_dsa_fit(const VccDsaItem *items, size_t n, uint64_t capacity, uint64_t node_budget,
+                uint64_t *offsets, uint64_t *arena_bytes) {
+  if (!arena_bytes || (n > 0 && !offsets) || validate(items, n)) {
+    errno = EINVAL;
+    return -1;
+  }
+  Fit f;
+  memset(&f, 0, sizeof f);
+  Key *keys = malloc((n ? n : 1) * sizeof *keys);
+  size_t *by = malloc((n ? n : 1) * sizeof *by);
+  int64_t *starts = malloc((n ? n : 1) * sizeof *starts);
+  int rc = -1;
+  if (!keys || !by || !starts) goto oom;
+  /* the items with a non-zero footprint, in the search's item order */
+  for (size_t i = 0; i < n; i++) {
+    uint64_t fp;
+    if (round_up(items[i].size, items[i].align, &fp)) {
+      errno = EOVERFLOW;
+      goto out;
+    }
+    if (fp > capacity) {
+      rc = VCC_DSA_FIT_NONE;
+      goto out;
+    }
+    if (fp) keys[f.n++] = (Key){{~span_len(&items[i]), ~fp, ukey(items[i].start)}, i};
+  }
+  {
+    Ctx c; /* the lower bound: a cheap refusal, and no section sum can overflow below it */
+    memset(&c, 0, sizeof c);
+    c.it = items, c.n = n, c.fp = malloc((n ? n : 1) * sizeof *c.fp);
+    if (!c.fp) goto oom;
+    for (size_t i = 0; i < n; i++)
+      round_up(items[i].size, items[i].align, &c.fp[i]);
+    uint64_t lb = lower_bound_fp(&c);
+    free(c.fp);
+    if (lb > capacity) {
+      rc = VCC_DSA_FIT_NONE;
+      goto out;
+    }
+  }
+  qsort(keys, f.n, sizeof *keys, key_cmp);
+  size_t m = f.n;
+  f.idx = malloc((m ? m : 1) * sizeof *f.idx);
+  f.fp = malloc((m ? m : 1) * sizeof *f.fp);
+  f.al = malloc((m ? m : 1) * sizeof *f.al);
+  f.sa = malloc((m ? m : 1) * sizeof *f.sa);
+  f.sb = malloc((m ? m : 1) * sizeof *f.sb);
+  f.twin = malloc((m ? m : 1) * sizeof *f.twin);
+  f.floor_ = calloc(m ? m : 1, sizeof *f.floor_);
+  f.off = malloc((m ? m : 1) * sizeof *f.off);
+  f.placed = calloc(m ? m : 1, 1);
+  if (!f.idx || !f.fp || !f.al || !f.sa || !f.sb || !f.twin || !f.floor_ || !f.off || !f.placed)
+    goto oom;
+  for (size_t i = 0; i < m; i++) {
+    f.idx[i] = keys[i].idx;
+    f.fp[i] = ~keys[i].k[1];
+    f.al[i] = items[f.idx[i]].align;
+    f.twin[i] = SIZE_MAX;
+  }
+  /* sections: the distinct start steps */
+  for (size_t i = 0; i < m; i++)
+    keys[i] = (Key){{ukey(items[f.idx[i]].start), 0, 0}, i};
+  qsort(keys, m, sizeof *keys, key_cmp);
+  for (size_t k = 0; k < m; k++) {
+    by[k] = keys[k].idx;
+    int64_t s = items[f.idx[by[k]]].start;
+    if (f.S == 0 || starts[f.S - 1] != s) starts[f.S++] = s;
+  }
+  for (size_t i = 0; i < m; i++) {
+    const VccDsaItem *it = &items[f.idx[i]];
+    size_t lo = 0, hi = f.S;
+    while (lo < hi) { /* first section starting after it->end */
+      size_t mid = lo + (hi - lo) / 2;
+      if (starts[mid] <= it->end)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    f.sb[i] = lo;
+    lo = 0, hi = f.S;
+    while (lo < hi) { /* the section starting at it->start */
+      size_t mid = lo + (hi - lo) / 2;
+      if (starts[mid] < it->start)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    f.sa[i] = lo;
+  }
+  f.sec_top = calloc(f.S ? f.S : 1, sizeof *f.sec_top);
+  f.sec_rem = calloc(f.S + 1, sizeof *f.sec_rem);
+  f.sec_min = malloc((f.S ? f.S : 1) * sizeof *f.sec_min);
+  if (!f.sec_top || !f.sec_rem || !f.sec_min) goto oom;
+  for (size_t i = 0; i < m; i++) { /* difference array, then prefix sums (<= lb: no overflow) */
+    f.sec_rem[f.sa[i]] += f.fp[i];
+    f.sec_rem[f.sb[i]] -= f.fp[i];
+  }
+  for (size_t s = 1; s < f.S; s++)
+    f.sec_rem[s] += f.sec_rem[s - 1];
+  /* twins: identical (start, end, footprint, align), linked in item order */
+  for (size_t i = 0; i < m; i++) {
+    const VccDsaItem *it = &items[f.idx[i]];
+    keys[i] = (Key){{ukey(it->start), ukey(it->end), f.fp[i]}, i};
+  }
+  qsort(keys, m, sizeof *keys, key_cmp);
+  for (size_t k = 1; k < m; k++) {
+    size_t i = keys[k].idx, j = keys[k - 1].idx;
+    if (keys[k].k[0] == keys[k - 1].k[0] && keys[k].k[1] == keys[k - 1].k[1] &&
+        f.fp[i] == f.fp[j] && f.al[i] == f.al[j])
+      f.twin[i] = j;
+  }
+  int cr = fit_conflicts(&f, items, by);
+  if (cr < 0) goto oom;
+  if (cr > 0 || m > FIT_MAX_ITEMS) {
+    rc = VCC_DSA_FIT_UNKNOWN;
+    goto out;
+  }
+  /* Candidate orders at one offset, tried in turn with a share of the budget each (MiniMalloc's
+   * static preorderings): T = the largest footprint total over the item's sections, W = lifetime
+   * length, A = area (footprint x length), each descending. A proof of infeasibility under one
+   * order is a proof under all. */
+  f.rank = malloc((m ? m : 1) * sizeof *f.rank);
+  if (!f.rank) goto oom;
+  f.cap = capacity;
+  rc = VCC_DSA_FIT_UNKNOWN;
+  static const char *const kOrders[] = {"TAW", "WAT", "TWA"};
+  uint64_t limit = m, used = 0;
+  while (rc == VCC_DSA_FIT_UNKNOWN && used < node_budget) {
+    limit = limit > UINT64_MAX / 2 ? UINT64_MAX : 2 * limit;
+    for (int h = 0; h < 3 && rc == VCC_DSA_FIT_UNKNOWN && used < node_budget; h++) {
+      for (size_t i = 0; i < m; i++) {
+        const VccDsaItem *it = &items[f.idx[i]];
+        uint64_t T = 0, W = span_len(it), A;
+        for (size_t s = f.sa[i]; s < f.sb[i]; s++)
+          if (f.sec_rem[s] > T) T = f.sec_rem[s];
+        double area = (double)f.fp[i] * ((double)W + 1.0);
+        memcpy(&A, &area, sizeof A);
+        keys[i].idx = i;
+        for (int k = 0; k < 3; k++) {
+          char c = kOrders[h][k];
+          keys[i].k[k] = ~(c == 'T' ? T : c == 'W' ? W : A);
+        }
+      }
+      qsort(keys, m, sizeof *keys, key_cmp);
+      for (size_t k = 0; k < m; k++)
+        f.rank[keys[k].idx] = k;
+      f.nodes = 0;
+      f.budget = node_budget - used < limit ? node_budget - used : limit;
+      rc = fit_dfs(&f);
+      used += f.nodes;
+      if (f.oom) goto oom;
+    }
+  }
+  if (f.oom) goto oom;
+  if (rc == VCC_DSA_FIT_FOUND) {
+    uint64_t h = 0;
+    for (size_t i = 0; i < n; i++)
+      offsets[i] = 0;
+    for (size_t i = 0; i < m; i++) {
+      offsets[f.idx[i]] = f.off[i];
+      if (f.off[i] + f.fp[i] > h) h = f.off[i] + f.fp[i];
+    }
+    *arena_bytes = h;
+  }
+  goto out;
+oom:
+  errno = ENOMEM;
+  rc = -1;
+out:
+  free(keys);
+  free(by);
+  free(starts);
+  fit_free(&f);
+  return rc;
+}

@@ -84,6 +84,29 @@ typedef enum {
 int vcc_dsa_plan(const VccDsaItem *items, size_t n, VccDsaStrategy s, uint64_t *offsets,
                  uint64_t *arena_bytes);
 
+/* Outcome of vcc_dsa_fit. */
+typedef enum {
+  VCC_DSA_FIT_NONE = 0,    /* proved: no placement fits the capacity */
+  VCC_DSA_FIT_FOUND = 1,   /* offsets written; arena <= capacity */
+  VCC_DSA_FIT_UNKNOWN = 2, /* the node budget ran out (or the instance is beyond the search's
+                            * limits: more than 8192 non-empty items or 2^24 conflicting pairs) */
+} VccDsaFit;
+
+/* Searches for a placement of items[0..n) whose arena is at most `capacity` bytes: the decision
+ * problem MiniMalloc solves (M. D. Moffitt, "MiniMalloc: A Lightweight Memory Allocator for
+ * Hardware-Accelerated Machine Learning", ASPLOS 2023). An exact depth-first branch and bound over
+ * canonical placements (items placed in non-decreasing offset order, each pushed down onto the
+ * highest conflicting item below it), pruned by a per-section bound on the footprint still to
+ * place and by symmetry between identical items; the ideas are the paper's, the code is vcc's.
+ * node_budget: the most placements tried (a deterministic count, never time); each costs
+ * O(n + sections + conflicts of the item) time.
+ * offsets: n entries out on VCC_DSA_FIT_FOUND (unspecified otherwise), each a multiple of its
+ * item's align, and *arena_bytes = max(offset + footprint) <= capacity.
+ * Returns a VccDsaFit, or -1 with errno EINVAL (same input rules as vcc_dsa_plan, NULL
+ * arena_bytes), EOVERFLOW (a footprint overflows) or ENOMEM. Memory O(n + pairs + trail). */
+int vcc_dsa_fit(const VccDsaItem *items, size_t n, uint64_t capacity, uint64_t node_budget,
+                uint64_t *offsets, uint64_t *arena_bytes);
+
 /* Max-load lower bound, in bytes: the maximum over schedule steps t of the sum of footprints
  * (size rounded up to align) of the items with start <= t <= end. No placement can have a smaller
  * arena. Computed by a sweep over the sorted interval endpoints, O(n log n). This is the usual
