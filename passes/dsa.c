@@ -466,6 +466,9 @@ static int make_order(const Ctx *c, VccDsaStrategy s, size_t *order) {
 #ifndef SEARCH_WORK_BUDGET
 #define SEARCH_WORK_BUDGET 40000000ull
 #endif
+#ifndef PORTFOLIO_WORK_BUDGET
+#define PORTFOLIO_WORK_BUDGET 100000000ull
+#endif
 #ifndef SEARCH_MAX_TRIES
 #define SEARCH_MAX_TRIES 4000u
 #endif
@@ -571,41 +574,59 @@ static int plan_best(Ctx *c, uint64_t *offsets, uint64_t *arena_bytes) {
     errno = ENOMEM;
     return -1;
   }
-  uint64_t best = 0, ff_best = 0;
-  int have = 0, ff_have = 0, best_fit = FIT_BEST, rc = 0;
-  for (int s = VCC_DSA_BY_SIZE; s < VCC_DSA_NUM_STRATEGIES && rc == 0; s++) {
-    if (make_order(c, (VccDsaStrategy)s, order)) {
+  /* The passes in priority order (those that win on large traces first); `rank` is the order of
+   * the original portfolio (orders by enum value, best fit first), which breaks ties. */
+  static const struct {
+    VccDsaStrategy s;
+    int fit;
+  } kPasses[] = {
+      {VCC_DSA_BY_CONFLICTS, FIT_BEST},  {VCC_DSA_BY_SIZE, FIT_FIRST},
+      {VCC_DSA_BY_LENGTH, FIT_BEST},     {VCC_DSA_BY_SIZE, FIT_BEST},
+      {VCC_DSA_BY_AREA, FIT_BEST},       {VCC_DSA_BY_START, FIT_BEST},
+      {VCC_DSA_BY_LENGTH, FIT_FIRST},    {VCC_DSA_BY_START, FIT_FIRST},
+      {VCC_DSA_BY_AREA, FIT_FIRST},      {VCC_DSA_BY_CONFLICTS, FIT_FIRST},
+  };
+  uint64_t best = 0, ff_best = 0, pass_work = 0;
+  int have = 0, ff_have = 0, best_fit = FIT_BEST, best_rank = 0, ff_rank = 0, rc = 0;
+  for (size_t k = 0; k < sizeof kPasses / sizeof kPasses[0] && rc == 0; k++) {
+    if (have && best == 0) break;
+    if (k > 0 && c->work >= PORTFOLIO_WORK_BUDGET) break;
+    int fit = kPasses[k].fit, rank = 2 * ((int)kPasses[k].s - 1) + fit;
+    uint64_t work0 = c->work;
+    if (make_order(c, kPasses[k].s, order)) {
       rc = -1;
       break;
     }
-    for (int fit = FIT_BEST; fit <= FIT_FIRST; fit++) {
-      if (have && best == 0) break;
-      /* abandon a pass that cannot beat its record (ff_best >= best always) */
-      uint64_t h, limit = UINT64_MAX;
-      if (fit == FIT_BEST && have) limit = best - 1;
-      if (fit == FIT_FIRST && ff_have) limit = ff_best - 1;
-      int r = greedy(c, order, fit, limit, off, &h);
-      if (r < 0 && errno != EOVERFLOW) {
-        rc = -1;
-        break;
-      }
-      if (r != 0) continue;
-      if (!have || h < best) {
-        best = h, have = 1, best_fit = fit;
-        memcpy(offsets, off, n * sizeof *off);
-        memcpy(best_order, order, n * sizeof *order);
-      }
-      if (fit == FIT_FIRST && (!ff_have || h < ff_best)) {
-        ff_best = h, ff_have = 1;
-        memcpy(ff_order, order, n * sizeof *order);
-      }
+    /* abandon a pass that cannot beat (or tie from an earlier rank) the records it could take */
+    uint64_t h, limit = UINT64_MAX;
+    if (have) limit = rank < best_rank ? best : best - 1;
+    if (fit == FIT_FIRST) {
+      uint64_t ff_limit = !ff_have ? UINT64_MAX : rank < ff_rank ? ff_best : ff_best - 1;
+      if (ff_limit > limit) limit = ff_limit;
+    }
+    int r = greedy(c, order, fit, limit, off, &h);
+    if (k == 0) pass_work = c->work - work0;
+    if (r < 0 && errno != EOVERFLOW) {
+      rc = -1;
+      break;
+    }
+    if (r != 0) continue;
+    if (!have || h < best || (h == best && rank < best_rank)) {
+      best = h, have = 1, best_fit = fit, best_rank = rank;
+      memcpy(offsets, off, n * sizeof *off);
+      memcpy(best_order, order, n * sizeof *order);
+    }
+    if (fit == FIT_FIRST && (!ff_have || h < ff_best || (h == ff_best && rank < ff_rank))) {
+      ff_best = h, ff_have = 1, ff_rank = rank;
+      memcpy(ff_order, order, n * sizeof *order);
     }
   }
   if (rc == 0 && !have) { /* every pass overflowed */
     errno = EOVERFLOW;
     rc = -1;
   }
-  if (rc == 0 && best > 0) {
+  /* the climb re-runs whole passes: skip it when one pass costs more than its budget */
+  if (rc == 0 && best > 0 && pass_work < SEARCH_WORK_BUDGET / 2) {
     uint64_t lb = lower_bound_fp(c);
     int two = best_fit != FIT_FIRST && ff_have;
     uint64_t budget = two ? SEARCH_WORK_BUDGET / 2 : SEARCH_WORK_BUDGET;

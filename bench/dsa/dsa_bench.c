@@ -6,8 +6,9 @@
  *
  * usage: dsa_bench [BENCH_DIR | FILE.csv...]
  *   BENCH_DIR (default ../shared/dsa-benchmarks) must hold minimalloc/ and idealloc/ as described
- * in its SOURCE.md; with .csv arguments, just those files are run. Without them, a last row plans a
- *   synthetic 5000-item training schedule (see synthetic_training).
+ * in its SOURCE.md; with .csv arguments, just those files are run. Without them, two last rows plan a
+ *   synthetic 5000-item training schedule (see synthetic_training) and 100,000 random buffers (see
+ *   random_instance). `dsa_bench random` runs only the latter.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,11 +66,37 @@ static VccDsaItem *synthetic_training(size_t layers, size_t *n_out) {
   return it;
 }
 
+/* n random buffers (seed 7, a 64-bit LCG): start uniform in [0, n), lifetime 1 + (r % 64) steps
+ * for 15 buffers in 16 and 1 + (r % 1024) for the rest, size 64 B .. 1 MiB (a random multiple of 64
+ * B, times 1, 16 or 256 for a spread of magnitudes), align 64. About 100 buffers are live at any
+ * step, so the conflicting pairs grow linearly with n. */
+static VccDsaItem *random_instance(size_t n) {
+  VccDsaItem *it = malloc(n * sizeof *it);
+  if (!it) return NULL;
+  uint64_t s = 7;
+  for (size_t i = 0; i < n; i++) {
+    uint64_t r[4];
+    for (int k = 0; k < 4; k++) {
+      s = s * 6364136223846793005ull + 1442695040888963407ull;
+      r[k] = s >> 33;
+    }
+    int64_t start = (int64_t)(r[0] % n);
+    int64_t len = (int64_t)(r[1] % 16 ? 1 + (r[1] >> 4) % 64 : 1 + (r[1] >> 4) % 1024);
+    uint64_t size = 64 * (1 + r[2] % 64) * (r[3] % 3 == 0 ? 1 : r[3] % 3 == 1 ? 16 : 256);
+    it[i] = (VccDsaItem){size, 64, start, start + len - 1};
+  }
+  return it;
+}
+
 static int run_one(const char *path, const char *label) {
   VccDsaItem *items;
   size_t n;
   char err[512];
-  if (path == NULL) {
+  if (path == NULL && !strncmp(label, "random", 6)) {
+    n = 100000;
+    items = random_instance(n);
+    if (!items) return 1;
+  } else if (path == NULL) {
     items = synthetic_training(1000, &n);
     if (!items) return 1;
   } else if (dsa_csv_read(path, &items, &n, err, sizeof err)) {
@@ -116,6 +143,7 @@ static int run_one(const char *path, const char *label) {
 int main(int argc, char **argv) {
   const char *dir = "../shared/dsa-benchmarks";
   int explicit_files = argc > 1 && strstr(argv[1], ".csv") != NULL;
+  int only_random = argc > 1 && !strcmp(argv[1], "random");
   if (argc > 1 && !explicit_files) dir = argv[1];
   printf("| instance | n | LB | capacity |");
   for (int s = VCC_DSA_BY_SIZE; s < VCC_DSA_NUM_STRATEGIES; s++)
@@ -125,7 +153,9 @@ int main(int argc, char **argv) {
     printf("---:|");
   printf("---:|---:|---:|\n");
   int bad = 0;
-  if (explicit_files) {
+  if (only_random) {
+    bad |= run_one(NULL, "random 100k");
+  } else if (explicit_files) {
     for (int i = 1; i < argc; i++)
       bad |= run_one(argv[i], argv[i]);
   } else {
@@ -140,6 +170,7 @@ int main(int argc, char **argv) {
       bad |= run_one(path, label);
     }
     bad |= run_one(NULL, "synthetic train (1000 layers)");
+    bad |= run_one(NULL, "random 100k");
   }
   return bad;
 }
