@@ -26,12 +26,14 @@
 
 #include "../codegen/codegen.h"
 #include "../passes/passes.h"
+#include "dsa_cmd.h"
 #include "frontend.h"
 
 #define VCC_VERSION "0.1.0"
 
 static void usage(FILE *f) {
     fputs("usage: vcc MODEL.onnx [-o OUT.c|OUT.cu] [options]\n"
+          "       vcc dsa FILE.csv [--capacity N] [-o OUT.csv]   plan a MiniMalloc CSV (vcc dsa --help)\n"
           "\n"
           "Compile an ONNX model into a training program (forward, loss, backward, SGD with momentum or AdamW)\n"
           "whose every tensor lives in one statically planned arena.\n"
@@ -244,6 +246,7 @@ static int vir_stage(const char *path) {
 }
 
 int main(int argc, char **argv) {
+    if (argc > 1 && !strcmp(argv[1], "dsa")) return vcc_dsa_main(argc - 1, argv + 1);
     const char *model = NULL, *out = NULL, *plan_json = NULL, *dump = NULL;
     VccShapeBinding shapes[32];
     int nshapes = 0;

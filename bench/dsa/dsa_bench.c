@@ -15,7 +15,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../../tests/dsa/dsa_csv.h"
+#include "dsa_csv.h"
 #include "dsa.h"
 
 static const char *const kFiles[] = {
@@ -99,11 +99,11 @@ static int run_one(const char *path, const char *label) {
   } else if (path == NULL) {
     items = synthetic_training(1000, &n);
     if (!items) return 1;
-  } else if (dsa_csv_read(path, &items, &n, err, sizeof err)) {
+  } else if (vcc_dsa_csv_read(path, &items, &n, NULL, err, sizeof err)) {
     fprintf(stderr, "%s\n", err);
     return 1;
   }
-  unsigned long long cap = path && strstr(path, "minimalloc/") ? dsa_csv_capacity(path) : 0;
+  unsigned long long cap = path && strstr(path, "minimalloc/") ? vcc_dsa_csv_capacity(path) : 0;
   uint64_t lb = vcc_dsa_lower_bound(items, n);
   uint64_t *off = malloc((n ? n : 1) * sizeof *off);
   int bad = 0;

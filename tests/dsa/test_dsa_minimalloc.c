@@ -86,7 +86,7 @@ int main(int argc, char **argv) {
       }
       fclose(probe);
     }
-    if (dsa_csv_read(path, &it, &n, err, sizeof err)) {
+    if (vcc_dsa_csv_read(path, &it, &n, NULL, err, sizeof err)) {
       EXPECT(0, "%s", err);
       continue;
     }
