@@ -871,11 +871,12 @@ typedef struct {
   uint64_t *sec_min;     /* [S] scratch: lowest base of the section's unplaced items */
   uint64_t *floor_;      /* [n] highest top of the placed conflicting items */
   uint64_t *off;         /* [n] offsets */
-  unsigned char *placed; /* [n] */
+  uint64_t *placed;      /* [n] 1 once placed */
+  size_t *lst;           /* stack of item lists, one per open node */
+  size_t lst_len, lst_cap;
   uint64_t cap, x;       /* capacity; last offset placed */
   uint64_t xrank;        /* rank of the last item placed (+1; 0 at the root) */
   uint64_t nodes, budget;
-  size_t nplaced;
   Key *cand; /* candidate stack (k[0] = offset, idx = item), grown as needed */
   size_t cand_len, cand_cap;
   Undo *trail;
@@ -917,11 +918,27 @@ static void fit_place(Fit *f, size_t i, uint64_t o) {
     size_t j = f->adj[k];
     if (!f->placed[j] && f->floor_[j] < top) fit_set(f, &f->floor_[j], top);
   }
-  f->off[i] = o, f->placed[i] = 1, f->nplaced++;
+  fit_set(f, &f->placed[i], 1);
+  f->off[i] = o;
 }
 
-static int fit_dfs(Fit *f) {
-  if (f->nplaced == f->n) return VCC_DSA_FIT_FOUND;
+static int fit_split(Fit *f, size_t L0, size_t k);
+
+/* Pushes v on the item-list stack. Returns 0, or -1 (out of memory; f->oom set). */
+static int fit_push_item(Fit *f, size_t v) {
+  if (f->lst_len == f->lst_cap) {
+    size_t nc = f->lst_cap ? 2 * f->lst_cap : 4096;
+    size_t *l = realloc(f->lst, nc * sizeof *l);
+    if (!l) return f->oom = 1, -1;
+    f->lst = l, f->lst_cap = nc;
+  }
+  f->lst[f->lst_len++] = v;
+  return 0;
+}
+
+/* One node of the search over the unplaced items lst[L0 .. L0 + len) (len >= 1, sorted by first
+ * section, one component: see fit_split). */
+static int fit_node(Fit *f, size_t L0, size_t len) {
   if (f->oom) return VCC_DSA_FIT_UNKNOWN;
   /* One scan over the unplaced items:
    *  - one that cannot fit even at max(floor, last offset) ends the node;
@@ -932,10 +949,13 @@ static int fit_dfs(Fit *f) {
    *    them stack above it), and base + unplaced footprint must fit under the capacity. */
   size_t base = f->cand_len;
   uint64_t minh = UINT64_MAX; /* lowest top an unplaced item can reach */
-  for (size_t s = 0; s < f->S; s++)
+  size_t slo = f->sa[f->lst[L0]], shi = slo;
+  for (size_t t = 0; t < len; t++)
+    if (f->sb[f->lst[L0 + t]] > shi) shi = f->sb[f->lst[L0 + t]];
+  for (size_t s = slo; s < shi; s++)
     f->sec_min[s] = UINT64_MAX;
-  for (size_t i = 0; i < f->n; i++) {
-    if (f->placed[i]) continue;
+  for (size_t t = 0; t < len; t++) {
+    size_t i = f->lst[L0 + t];
     uint64_t fl, o;
     if (round_up(f->floor_[i], f->al[i], &fl) || fl > f->cap) return VCC_DSA_FIT_NONE;
     if (fl < f->x) {
@@ -963,8 +983,8 @@ static int fit_dfs(Fit *f) {
     }
     f->cand[f->cand_len++] = (Key){{o, f->rank[i], 0}, i};
   }
-  for (size_t s = 0; s < f->S; s++) {
-    if (f->sec_rem[s] && f->cap - f->sec_min[s] < f->sec_rem[s]) {
+  for (size_t s = slo; s < shi; s++) {
+    if (f->sec_min[s] != UINT64_MAX && f->cap - f->sec_min[s] < f->sec_rem[s]) {
       f->cand_len = base;
       return VCC_DSA_FIT_NONE;
     }
@@ -987,17 +1007,44 @@ static int fit_dfs(Fit *f) {
     uint64_t o = f->cand[base + k].k[0];
     size_t mark = f->trail_len;
     fit_place(f, i, o);
-    int r = f->oom ? VCC_DSA_FIT_UNKNOWN : fit_dfs(f);
+    size_t C0 = f->lst_len;
+    for (size_t t = 0; t < len; t++)
+      if (f->lst[L0 + t] != i) fit_push_item(f, f->lst[L0 + t]);
+    int r = f->oom ? VCC_DSA_FIT_UNKNOWN : fit_split(f, C0, len - 1);
+    f->lst_len = C0;
     if (r == VCC_DSA_FIT_FOUND) {
       result = r;
       break;
     }
     if (r == VCC_DSA_FIT_UNKNOWN) result = r;
     fit_undo_to(f, mark);
-    f->placed[i] = 0, f->nplaced--;
   }
   f->cand_len = base;
   return result;
+}
+
+/* Solves the unplaced items lst[L0 .. L0 + k) (sorted by first section). Items whose sections
+ * chain together form a component; components share no section, so no conflict, and each is
+ * searched on its own from the current state (MiniMalloc's dynamic temporal decomposition): a
+ * component without a placement ends the node at once, without retrying the others. */
+static int fit_split(Fit *f, size_t L0, size_t k) {
+  if (k == 0) return VCC_DSA_FIT_FOUND;
+  uint64_t x0 = f->x, xr0 = f->xrank;
+  size_t a = 0;
+  while (a < k) {
+    size_t b = a + 1, reach = f->sb[f->lst[L0 + a]];
+    while (b < k && f->sa[f->lst[L0 + b]] < reach) {
+      if (f->sb[f->lst[L0 + b]] > reach) reach = f->sb[f->lst[L0 + b]];
+      b++;
+    }
+    if (a == 0 && b == k) return fit_node(f, L0, k);
+    fit_set(f, &f->x, x0);
+    fit_set(f, &f->xrank, xr0);
+    int r = fit_node(f, L0 + a, b - a);
+    if (r != VCC_DSA_FIT_FOUND) return r;
+    a = b;
+  }
+  return VCC_DSA_FIT_FOUND;
 }
 
 static void fit_free(Fit *f) {
@@ -1016,6 +1063,7 @@ static void fit_free(Fit *f) {
   free(f->floor_);
   free(f->off);
   free(f->placed);
+  free(f->lst);
   free(f->cand);
   free(f->trail);
 }
@@ -1023,7 +1071,7 @@ static void fit_free(Fit *f) {
 /* Fills adj_at/adj (conflict lists) and twin; the items are f's, sorted by start in `by`. Returns
  * 0, 1 when the pairs exceed FIT_MAX_PAIRS, or -1 (ENOMEM). */
 #define FIT_MAX_PAIRS ((size_t)1 << 24)
-#define FIT_MAX_ITEMS ((size_t)1 << 13)
+#define FIT_MAX_ITEMS ((size_t)1 << 12)
 static int fit_conflicts(Fit *f, const VccDsaItem *items, const size_t *by) {
   size_t n = f->n, pairs = 0;
   f->adj_at = calloc(n + 1, sizeof *f->adj_at);
@@ -1106,7 +1154,7 @@ int vcc_dsa_fit(const VccDsaItem *items, size_t n, uint64_t capacity, uint64_t n
   f.twin = malloc((m ? m : 1) * sizeof *f.twin);
   f.floor_ = calloc(m ? m : 1, sizeof *f.floor_);
   f.off = malloc((m ? m : 1) * sizeof *f.off);
-  f.placed = calloc(m ? m : 1, 1);
+  f.placed = calloc(m ? m : 1, sizeof *f.placed);
   if (!f.idx || !f.fp || !f.al || !f.sa || !f.sb || !f.twin || !f.floor_ || !f.off || !f.placed)
     goto oom;
   for (size_t i = 0; i < m; i++) {
@@ -1204,7 +1252,12 @@ int vcc_dsa_fit(const VccDsaItem *items, size_t n, uint64_t capacity, uint64_t n
         f.rank[keys[k].idx] = k;
       f.nodes = 0;
       f.budget = node_budget - used < limit ? node_budget - used : limit;
-      rc = fit_dfs(&f);
+      size_t mark = f.trail_len;
+      f.lst_len = 0;
+      for (size_t k = 0; k < m; k++)
+        fit_push_item(&f, by[k]);
+      rc = fit_split(&f, 0, m);
+      if (rc != VCC_DSA_FIT_FOUND) fit_undo_to(&f, mark);
       used += f.nodes;
       if (f.oom) goto oom;
     }
