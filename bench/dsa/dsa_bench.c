@@ -1,6 +1,8 @@
 /* bench/dsa/dsa_bench.c: runs every vcc_dsa strategy over the DSA benchmark instances and prints a
  * Markdown table: instance, n, lower bound, published capacity, arena per strategy (and arena/LB),
- * best/capacity, and the CPU seconds of VCC_DSA_BY_SIZE (one greedy pass) and of VCC_DSA_BEST.
+ * best/capacity, the CPU seconds of VCC_DSA_BY_SIZE (one greedy pass) and of VCC_DSA_BEST, and,
+ * where a capacity is published, what vcc_dsa_fit finds at it within FIT_BUDGET nodes and its CPU
+ * seconds.
  * Every plan is verified with vcc_dsa_check; a failing plan is printed as FAIL and makes the exit
  * status 1.
  *
@@ -88,6 +90,9 @@ static VccDsaItem *random_instance(size_t n) {
   return it;
 }
 
+/* Nodes vcc_dsa_fit may try at a published capacity (the test's budget). */
+#define FIT_BUDGET 3000000ull
+
 static int run_one(const char *path, const char *label) {
   VccDsaItem *items;
   size_t n;
@@ -133,7 +138,23 @@ static int run_one(const char *path, const char *label) {
     printf(" %.4f |", (double)best / (double)cap);
   else
     printf(" - |");
-  printf(" %.3f | %.2f |\n", size_secs, secs);
+  printf(" %.3f | %.2f |", size_secs, secs);
+  if (cap && off) { /* the exact search at the published capacity */
+    uint64_t arena = 0;
+    clock_t t0 = clock();
+    int r = vcc_dsa_fit(items, n, cap, FIT_BUDGET, off, &arena);
+    double dt = (double)(clock() - t0) / CLOCKS_PER_SEC;
+    if (r == VCC_DSA_FIT_FOUND && vcc_dsa_check(items, n, off, NULL, NULL) == 0 && arena <= cap) {
+      printf(" %llu (fits) | %.2f |\n", (unsigned long long)arena, dt);
+    } else if (r == VCC_DSA_FIT_FOUND || r < 0) {
+      printf(" FAIL | %.2f |\n", dt);
+      bad = 1;
+    } else {
+      printf(" %s | %.2f |\n", r == VCC_DSA_FIT_NONE ? "none exists" : "budget spent", dt);
+    }
+  } else {
+    printf(" - | - |\n");
+  }
   fflush(stdout);
   free(off);
   free(items);
@@ -148,10 +169,11 @@ int main(int argc, char **argv) {
   printf("| instance | n | LB | capacity |");
   for (int s = VCC_DSA_BY_SIZE; s < VCC_DSA_NUM_STRATEGIES; s++)
     printf(" %s (/LB) |", vcc_dsa_strategy_name((VccDsaStrategy)s));
-  printf(" best (/LB) | best/capacity | size s | best s |\n|---|---:|---:|---:|");
+  printf(" best (/LB) | best/capacity | size s | best s | fit at capacity | fit s |\n"
+         "|---|---:|---:|---:|");
   for (int s = VCC_DSA_BY_SIZE; s <= VCC_DSA_NUM_STRATEGIES; s++)
     printf("---:|");
-  printf("---:|---:|---:|\n");
+  printf("---:|---:|---:|---|---:|\n");
   int bad = 0;
   if (only_random) {
     bad |= run_one(NULL, "random 100k");
