@@ -11,8 +11,9 @@
  *      O((k + 1) log n) for k answers
  *   3. one greedy pass: place items in a given order, each at the best-fit (or first-fit) gap
  *   4. placement orders (size, length, start, area, conflicts)
- *   5. VCC_DSA_BEST: every order with both fits, then a bounded hill climb over the order
+ *   5. VCC_DSA_BEST: the orders with both fits under a work budget, then a bounded hill climb
  *   6. lower bound, checker, picture
+ *   7. the exact search at a fixed capacity (vcc_dsa_fit), after MiniMalloc
  *
  * Units: bytes for sizes and offsets, schedule steps for start/end (inclusive on both sides).
  * Determinism: every sort key ends with the item index; the search uses a fixed-seed PRNG and a
@@ -554,8 +555,9 @@ static int search(Ctx *c, size_t *order, int fit, uint64_t lb, uint64_t budget, 
   return 0;
 }
 
-/* VCC_DSA_BEST. The portfolio: every order with best fit and with first fit, each pass abandoned
- * once it cannot beat its record (XLA's "run both orders, keep the better", widened). Then two
+/* VCC_DSA_BEST. The portfolio: the orders with best fit and with first fit, each pass abandoned
+ * once it cannot beat its record (XLA's "run both orders, keep the better", widened), no new pass
+ * started once PORTFOLIO_WORK_BUDGET steps are spent. Then two
  * climbs, each with half the budget: from the overall winner with its fit, and from the best
  * first-fit order with first fit. First fit matters because for every plan some order makes first
  * fit reproduce or beat it (place the items by increasing offset), so the optimum is reachable in
