@@ -468,7 +468,7 @@ static int make_order(const Ctx *c, VccDsaStrategy s, size_t *order) {
 #define SEARCH_WORK_BUDGET 40000000ull
 #endif
 #ifndef PORTFOLIO_WORK_BUDGET
-#define PORTFOLIO_WORK_BUDGET 100000000ull
+#define PORTFOLIO_WORK_BUDGET 105000000ull
 #endif
 #ifndef SEARCH_MAX_TRIES
 #define SEARCH_MAX_TRIES 4000u

@@ -50,12 +50,13 @@ typedef enum {
   /* A portfolio of greedy passes, then a hill climb. The passes are the orders below with best
    * fit and with first fit (lowest offset), run in the order that wins on large traces (conflicts
    * and best fit, size and first fit, length and best fit, then the others); a pass is abandoned
-   * once it cannot beat the record, and no new pass starts once the passes have spent 10^8 counted
-   * steps (about 0.3 s here), so small plans run all ten and a 100,000-item plan two. The smallest
-   * arena wins (ties: the earlier order by enum value, best fit first). Then, when one pass costs
-   * less than 2*10^7 steps, hill climbing over the placement order (TVM USMP hill_climb's idea)
-   * from the winner and from the best first-fit order, re-running the greedy pass per try, capped
-   * at 4*10^7 counted steps and 100 + 25 n tries and stopped early at the lower bound. */
+   * once it cannot beat the record, and no new pass starts once the passes have spent 1.05*10^8
+   * counted steps (about 0.3 s here), so small plans run all ten and 100,000 random buffers two.
+   * The smallest arena wins (ties: the earlier order by enum value, best fit first). Then, when one
+   * pass costs less than 2*10^7 steps, hill climbing over the placement order (TVM USMP
+   * hill_climb's idea) from the winner and from the best first-fit order, re-running the greedy
+   * pass per try, capped at 4*10^7 counted steps and 100 + 25 n tries and stopped early at the
+   * lower bound. */
   VCC_DSA_BEST = 0,
   /* Size descending (then longer lifetime first): TFLite Micro GreedyMemoryPlanner, XLA
    * GlobalDecreasingSizeBestFitHeap (spatial), TVM USMP greedy_by_size; Pisarchyk & Lee 2020,
@@ -86,7 +87,7 @@ typedef enum {
  *   ENOMEM    scratch memory could not be allocated.
  * Cost: one greedy pass is O(n log n + P log n) time with P the number of intersecting interval
  * pairs (about 0.05 s for a 5,000-item training schedule), O(n) memory. VCC_DSA_BEST is up to 10
- * passes (up to 10^8 counted steps: index nodes, bucket slots and gaps visited) plus climbing moves
+ * passes (about 10^8 counted steps: index nodes, bucket slots and gaps visited) plus climbing moves
  * capped at 4*10^7 steps: about 0.4 s for 5,000 items, 0.1-0.4 s for a few hundred; for very large
  * traces the first pass alone may exceed the budget (62,185 IOPDDL buffers, 1.8*10^8 pairs: one
  * pass, about 3 s; bench/dsa/README.md). */
