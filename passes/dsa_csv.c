@@ -127,8 +127,9 @@ int vcc_dsa_csv_read(const char *path, VccDsaItem **items_out, size_t *n_out, ch
       default: break;
       }
       if (r == -1) {
+        int is_unsigned = kind[c] == COL_SIZE || kind[c] == COL_ALIGN;
         set_err(err, errlen, "%.400s:%zu: column %d: '%.40s' is not a%s decimal integer", path,
-                lineno, c + 1, field, kind[c] == COL_SIZE || kind[c] == COL_ALIGN ? "n unsigned" : "");
+                lineno, c + 1, field, is_unsigned ? "n unsigned" : "");
         goto fail;
       }
       if (r == -2) {
