@@ -70,8 +70,8 @@ static VccDsaItem *synthetic_training(size_t layers, size_t *n_out) {
 
 /* n random buffers (seed 7, a 64-bit LCG): start uniform in [0, n), lifetime 1 + (r % 64) steps
  * for 15 buffers in 16 and 1 + (r % 1024) for the rest, size 64 B .. 1 MiB (a random multiple of 64
- * B, times 1, 16 or 256 for a spread of magnitudes), align 64. About 100 buffers are live at any
- * step, so the conflicting pairs grow linearly with n. */
+ * B, times 1, 16 or 256 for a spread of magnitudes), align 64. About 63 buffers are live at a
+ * step, so the conflicting pairs grow linearly with n (6.2 million for n = 100,000). */
 static VccDsaItem *random_instance(size_t n) {
   VccDsaItem *it = malloc(n * sizeof *it);
   if (!it) return NULL;
