@@ -1217,16 +1217,16 @@ int vcc_dsa_fit(const VccDsaItem *items, size_t n, uint64_t capacity, uint64_t n
         f.fp[i] == f.fp[j] && f.al[i] == f.al[j])
       f.twin[i] = j;
   }
-  int cr = fit_conflicts(&f, items, by);
+  int cr = m > FIT_MAX_ITEMS ? 1 : fit_conflicts(&f, items, by);
   if (cr < 0) goto oom;
-  if (cr > 0 || m > FIT_MAX_ITEMS) {
+  if (cr > 0) {
     rc = VCC_DSA_FIT_UNKNOWN;
     goto out;
   }
-  /* Candidate orders at one offset, tried in turn with a share of the budget each (MiniMalloc's
-   * static preorderings): T = the largest footprint total over the item's sections, W = lifetime
-   * length, A = area (footprint x length), each descending. A proof of infeasibility under one
-   * order is a proof under all. */
+  /* Candidate orders at one offset, tried round robin with a node limit that doubles from 2m
+   * (MiniMalloc's static preorderings and restarts): T = the largest footprint total over the
+   * item's sections, W = lifetime length, A = area (footprint x length), each descending. A proof
+   * of infeasibility under one order is a proof under all. */
   f.rank = malloc((m ? m : 1) * sizeof *f.rank);
   if (!f.rank) goto oom;
   f.cap = capacity;
