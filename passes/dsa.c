@@ -848,11 +848,18 @@ void vcc_dsa_print_ascii(FILE *f, const VccDsaItem *items, size_t n, const uint6
  * items it conflicts with, aligned up); an item whose floor lies below the last offset placed
  * waits until a later item raises it. Time is cut into sections, one per distinct start step: an
  * item covers the sections from its start to its end, and two items conflict iff they share one.
- * The unplaced items of a section all lie above both the last offset and the highest top placed
- * in the section, stacked, so  max(last offset, section top) + unplaced footprint <= capacity  in
- * every section (the section bound prunes a node that breaks it). Identical items (same interval,
- * footprint and align) are placed in index order only. Candidates are tried lowest offset first,
- * then by a fixed item order (longest lifetime, then largest footprint).
+ * Pruning, each idea from the paper, the code vcc's own:
+ *   - section bound: the unplaced items of a section all lie, stacked, above the lowest offset any
+ *     of them can still take (at least the last offset placed), so that offset plus their
+ *     footprint must fit under the capacity;
+ *   - gap dominance: an item placed at or above the lowest top an unplaced item can reach would
+ *     leave room below for that item, so no pushed-down plan continues from there;
+ *   - symmetry: items at one offset share no step, so they are placed in a fixed rank order;
+ *     identical items (same interval, footprint and align) in index order;
+ *   - decomposition: unplaced items whose sections do not chain together are searched apart
+ *     (fit_split), so a dead end in one time component does not retry the others.
+ * Candidates are tried lowest offset first, then by rank; the ranks come from three static orders
+ * tried round robin with a doubling node limit (vcc_dsa_fit).
  * ------------------------------------------------------------------------------------------- */
 
 typedef struct {
