@@ -470,6 +470,12 @@ static int make_order(const Ctx *c, VccDsaStrategy s, size_t *order) {
 #ifndef PORTFOLIO_WORK_BUDGET
 #define PORTFOLIO_WORK_BUDGET 105000000ull
 #endif
+#ifndef BEST_FIT_MAX_ITEMS /* VCC_DSA_BEST tries vcc_dsa_fit at the lower bound up to this size */
+#define BEST_FIT_MAX_ITEMS 2048u
+#endif
+#ifndef BEST_FIT_BUDGET /* ... with this many nodes */
+#define BEST_FIT_BUDGET 10000u
+#endif
 #ifndef SEARCH_MAX_TRIES
 #define SEARCH_MAX_TRIES 4000u
 #endif
@@ -637,6 +643,19 @@ static int plan_best(Ctx *c, uint64_t *offsets, uint64_t *arena_bytes) {
     if (two) tries /= 2;
     rc = search(c, best_order, best_fit, lb, budget, tries, offsets, &best);
     if (rc == 0 && two) rc = search(c, ff_order, FIT_FIRST, lb, budget, tries, offsets, &best);
+  }
+  /* Small plans above the lower bound: the exact search, at the lower bound itself, with a small
+   * node budget (SOMAS resnet50: 1042 items, 1.0006 x LB from the climb, exactly LB this way). */
+  if (rc == 0 && n <= BEST_FIT_MAX_ITEMS) {
+    uint64_t lb = lower_bound_fp(c), h = 0;
+    if (best > lb) {
+      int r = vcc_dsa_fit(c->it, n, lb, BEST_FIT_BUDGET, off, &h);
+      if (r < 0 && errno == ENOMEM) rc = -1;
+      if (r == VCC_DSA_FIT_FOUND && h < best) {
+        best = h;
+        memcpy(offsets, off, n * sizeof *off);
+      }
+    }
   }
   if (rc == 0) *arena_bytes = best;
   free(order);
