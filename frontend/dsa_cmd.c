@@ -129,9 +129,12 @@ int vcc_dsa_main(int argc, char **argv) {
             fprintf(stderr, "vcc dsa: %s: search failed: %s\n", file, strerror(errno));
             goto done;
         }
-        search = r == VCC_DSA_FIT_FOUND ? "found a plan" : r == VCC_DSA_FIT_NONE
-                                                             ? "proved that none exists"
-                                                             : "node budget spent";
+        if (r == VCC_DSA_FIT_FOUND)
+            search = "found a plan";
+        else if (r == VCC_DSA_FIT_NONE)
+            search = "proved that none exists";
+        else
+            search = "no decision (node budget spent, or over the search's size limits)";
         if (r == VCC_DSA_FIT_FOUND) {
             memcpy(off, trial, (n ? n : 1) * sizeof *off);
             arena = fit_arena;

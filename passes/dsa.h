@@ -101,7 +101,7 @@ typedef enum {
   VCC_DSA_FIT_NONE = 0,    /* proved: no placement fits the capacity */
   VCC_DSA_FIT_FOUND = 1,   /* offsets written; arena <= capacity */
   VCC_DSA_FIT_UNKNOWN = 2, /* the node budget ran out (or the instance is beyond the search's
-                            * limits: more than 8192 non-empty items or 2^24 conflicting pairs) */
+                            * limits: more than 4096 non-empty items or 2^24 conflicting pairs) */
 } VccDsaFit;
 
 /* Searches for a placement of items[0..n) whose arena is at most `capacity` bytes: the decision
