@@ -28,6 +28,7 @@
 #include "../codegen/codegen.h"
 #include "../passes/passes.h"
 #include "../passes/planreport.h"
+#include "dsa_cmd.h"
 #include "frontend.h"
 #include "plan_cmd.h"
 
@@ -36,6 +37,7 @@
 static void usage(FILE *f) {
     fputs("usage: vcc MODEL.onnx [-o OUT.c|OUT.cu] [options]\n"
           "       vcc plan MODEL.onnx [options]\n"
+          "       vcc dsa FILE.csv [--capacity N] [-o OUT.csv]   plan a MiniMalloc CSV (vcc dsa --help)\n"
           "\n"
           "Compile an ONNX model into a training program (forward, loss, backward, SGD with momentum or AdamW)\n"
           "whose every tensor lives in one statically planned arena.\n"
@@ -294,6 +296,7 @@ static int vir_stage(const char *path) {
 }
 
 int main(int argc, char **argv) {
+    if (argc > 1 && !strcmp(argv[1], "dsa")) return vcc_dsa_main(argc - 1, argv + 1);
     const char *model = NULL, *out = NULL, *plan_json = NULL, *plan_trace = NULL, *plan_svg = NULL, *dump = NULL;
     bool plan_cmd = vcc_plan_subcommand(argc, argv); /* vcc plan MODEL [options]: the options that follow */
     if (plan_cmd) argv[1] = argv[0], argv++, argc--;

@@ -11,8 +11,9 @@
  *      O((k + 1) log n) for k answers
  *   3. one greedy pass: place items in a given order, each at the best-fit (or first-fit) gap
  *   4. placement orders (size, length, start, area, conflicts)
- *   5. VCC_DSA_BEST: every order with both fits, then a bounded hill climb over the order
+ *   5. VCC_DSA_BEST: the orders with both fits under a work budget, then a bounded hill climb
  *   6. lower bound, checker, picture
+ *   7. the exact search at a fixed capacity (vcc_dsa_fit), after MiniMalloc
  *
  * Units: bytes for sizes and offsets, schedule steps for start/end (inclusive on both sides).
  * Determinism: every sort key ends with the item index; the search uses a fixed-seed PRNG and a
@@ -466,6 +467,15 @@ static int make_order(const Ctx *c, VccDsaStrategy s, size_t *order) {
 #ifndef SEARCH_WORK_BUDGET
 #define SEARCH_WORK_BUDGET 40000000ull
 #endif
+#ifndef PORTFOLIO_WORK_BUDGET
+#define PORTFOLIO_WORK_BUDGET 105000000ull
+#endif
+#ifndef BEST_FIT_MAX_ITEMS /* VCC_DSA_BEST tries vcc_dsa_fit at the lower bound up to this size */
+#define BEST_FIT_MAX_ITEMS 2048u
+#endif
+#ifndef BEST_FIT_BUDGET /* ... with this many nodes */
+#define BEST_FIT_BUDGET 10000u
+#endif
 #ifndef SEARCH_MAX_TRIES
 #define SEARCH_MAX_TRIES 4000u
 #endif
@@ -551,8 +561,9 @@ static int search(Ctx *c, size_t *order, int fit, uint64_t lb, uint64_t budget, 
   return 0;
 }
 
-/* VCC_DSA_BEST. The portfolio: every order with best fit and with first fit, each pass abandoned
- * once it cannot beat its record (XLA's "run both orders, keep the better", widened). Then two
+/* VCC_DSA_BEST. The portfolio: the orders with best fit and with first fit, each pass abandoned
+ * once it cannot beat its record (XLA's "run both orders, keep the better", widened), no new pass
+ * started once PORTFOLIO_WORK_BUDGET steps are spent. Then two
  * climbs, each with half the budget: from the overall winner with its fit, and from the best
  * first-fit order with first fit. First fit matters because for every plan some order makes first
  * fit reproduce or beat it (place the items by increasing offset), so the optimum is reachable in
@@ -571,41 +582,59 @@ static int plan_best(Ctx *c, uint64_t *offsets, uint64_t *arena_bytes) {
     errno = ENOMEM;
     return -1;
   }
-  uint64_t best = 0, ff_best = 0;
-  int have = 0, ff_have = 0, best_fit = FIT_BEST, rc = 0;
-  for (int s = VCC_DSA_BY_SIZE; s < VCC_DSA_NUM_STRATEGIES && rc == 0; s++) {
-    if (make_order(c, (VccDsaStrategy)s, order)) {
+  /* The passes in priority order (those that win on large traces first); `rank` is the order of
+   * the original portfolio (orders by enum value, best fit first), which breaks ties. */
+  static const struct {
+    VccDsaStrategy s;
+    int fit;
+  } kPasses[] = {
+      {VCC_DSA_BY_CONFLICTS, FIT_BEST},  {VCC_DSA_BY_SIZE, FIT_FIRST},
+      {VCC_DSA_BY_LENGTH, FIT_BEST},     {VCC_DSA_BY_SIZE, FIT_BEST},
+      {VCC_DSA_BY_AREA, FIT_BEST},       {VCC_DSA_BY_START, FIT_BEST},
+      {VCC_DSA_BY_LENGTH, FIT_FIRST},    {VCC_DSA_BY_START, FIT_FIRST},
+      {VCC_DSA_BY_AREA, FIT_FIRST},      {VCC_DSA_BY_CONFLICTS, FIT_FIRST},
+  };
+  uint64_t best = 0, ff_best = 0, pass_work = 0;
+  int have = 0, ff_have = 0, best_fit = FIT_BEST, best_rank = 0, ff_rank = 0, rc = 0;
+  for (size_t k = 0; k < sizeof kPasses / sizeof kPasses[0] && rc == 0; k++) {
+    if (have && best == 0) break;
+    if (k > 0 && c->work >= PORTFOLIO_WORK_BUDGET) break;
+    int fit = kPasses[k].fit, rank = 2 * ((int)kPasses[k].s - 1) + fit;
+    uint64_t work0 = c->work;
+    if (make_order(c, kPasses[k].s, order)) {
       rc = -1;
       break;
     }
-    for (int fit = FIT_BEST; fit <= FIT_FIRST; fit++) {
-      if (have && best == 0) break;
-      /* abandon a pass that cannot beat its record (ff_best >= best always) */
-      uint64_t h, limit = UINT64_MAX;
-      if (fit == FIT_BEST && have) limit = best - 1;
-      if (fit == FIT_FIRST && ff_have) limit = ff_best - 1;
-      int r = greedy(c, order, fit, limit, off, &h);
-      if (r < 0 && errno != EOVERFLOW) {
-        rc = -1;
-        break;
-      }
-      if (r != 0) continue;
-      if (!have || h < best) {
-        best = h, have = 1, best_fit = fit;
-        memcpy(offsets, off, n * sizeof *off);
-        memcpy(best_order, order, n * sizeof *order);
-      }
-      if (fit == FIT_FIRST && (!ff_have || h < ff_best)) {
-        ff_best = h, ff_have = 1;
-        memcpy(ff_order, order, n * sizeof *order);
-      }
+    /* abandon a pass that cannot beat (or tie from an earlier rank) the records it could take */
+    uint64_t h, limit = UINT64_MAX;
+    if (have) limit = rank < best_rank ? best : best - 1;
+    if (fit == FIT_FIRST) {
+      uint64_t ff_limit = !ff_have ? UINT64_MAX : rank < ff_rank ? ff_best : ff_best - 1;
+      if (ff_limit > limit) limit = ff_limit;
+    }
+    int r = greedy(c, order, fit, limit, off, &h);
+    if (k == 0) pass_work = c->work - work0;
+    if (r < 0 && errno != EOVERFLOW) {
+      rc = -1;
+      break;
+    }
+    if (r != 0) continue;
+    if (!have || h < best || (h == best && rank < best_rank)) {
+      best = h, have = 1, best_fit = fit, best_rank = rank;
+      memcpy(offsets, off, n * sizeof *off);
+      memcpy(best_order, order, n * sizeof *order);
+    }
+    if (fit == FIT_FIRST && (!ff_have || h < ff_best || (h == ff_best && rank < ff_rank))) {
+      ff_best = h, ff_have = 1, ff_rank = rank;
+      memcpy(ff_order, order, n * sizeof *order);
     }
   }
   if (rc == 0 && !have) { /* every pass overflowed */
     errno = EOVERFLOW;
     rc = -1;
   }
-  if (rc == 0 && best > 0) {
+  /* the climb re-runs whole passes: skip it when one pass costs more than its budget */
+  if (rc == 0 && best > 0 && pass_work < SEARCH_WORK_BUDGET / 2) {
     uint64_t lb = lower_bound_fp(c);
     int two = best_fit != FIT_FIRST && ff_have;
     uint64_t budget = two ? SEARCH_WORK_BUDGET / 2 : SEARCH_WORK_BUDGET;
@@ -614,6 +643,19 @@ static int plan_best(Ctx *c, uint64_t *offsets, uint64_t *arena_bytes) {
     if (two) tries /= 2;
     rc = search(c, best_order, best_fit, lb, budget, tries, offsets, &best);
     if (rc == 0 && two) rc = search(c, ff_order, FIT_FIRST, lb, budget, tries, offsets, &best);
+  }
+  /* Small plans above the lower bound: the exact search, at the lower bound itself, with a small
+   * node budget (SOMAS resnet50: 1042 items, 1.0006 x LB from the climb, exactly LB this way). */
+  if (rc == 0 && n <= BEST_FIT_MAX_ITEMS) {
+    uint64_t lb = lower_bound_fp(c), h = 0;
+    if (best > lb) {
+      int r = vcc_dsa_fit(c->it, n, lb, BEST_FIT_BUDGET, off, &h);
+      if (r < 0 && errno == ENOMEM) rc = -1;
+      if (r == VCC_DSA_FIT_FOUND && h < best) {
+        best = h;
+        memcpy(offsets, off, n * sizeof *off);
+      }
+    }
   }
   if (rc == 0) *arena_bytes = best;
   free(order);
@@ -812,4 +854,461 @@ void vcc_dsa_print_ascii(FILE *f, const VccDsaItem *items, size_t n, const uint6
     }
     fputs("|\n", f);
   }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * 7. exact search at a fixed capacity (vcc_dsa_fit)
+ *
+ * A depth-first branch and bound over "canonical" placements, after the ideas of MiniMalloc
+ * (Moffitt, ASPLOS 2023). Every feasible plan can be pushed down until each item rests, aligned
+ * up, on the top of a conflicting item below it (or on 0); listed by increasing offset, each item's
+ * offset is then the aligned top of the highest conflicting item listed before it. So the search
+ * places items in non-decreasing offset order, each at its floor (the highest top of the placed
+ * items it conflicts with, aligned up); an item whose floor lies below the last offset placed
+ * waits until a later item raises it. Time is cut into sections, one per distinct start step: an
+ * item covers the sections from its start to its end, and two items conflict iff they share one.
+ * Pruning, each idea from the paper, the code vcc's own:
+ *   - section bound: the unplaced items of a section all lie, stacked, above the lowest offset any
+ *     of them can still take (at least the last offset placed), so that offset plus their
+ *     footprint must fit under the capacity;
+ *   - gap dominance: an item placed at or above the lowest top an unplaced item can reach would
+ *     leave room below for that item, so no pushed-down plan continues from there;
+ *   - symmetry: items at one offset share no step, so they are placed in a fixed rank order;
+ *     identical items (same interval, footprint and align) in index order;
+ *   - decomposition: unplaced items whose sections do not chain together are searched apart
+ *     (fit_split), so a dead end in one time component does not retry the others.
+ * Candidates are tried lowest offset first, then by rank; the ranks come from three static orders
+ * tried round robin with a doubling node limit (vcc_dsa_fit).
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct {
+  uint64_t *where, old;
+} Undo;
+
+typedef struct {
+  size_t n;              /* items with a non-zero footprint */
+  size_t *idx;           /* [n] their indices in the caller's array, in the search's item order */
+  uint64_t *fp, *al;     /* [n] footprint and align */
+  size_t *sa, *sb;       /* [n] sections [sa, sb) covered */
+  size_t *adj_at, *adj;  /* conflict lists: adj[adj_at[i] .. adj_at[i + 1]) */
+  size_t *twin;          /* [n] previous identical item, or SIZE_MAX */
+  uint64_t *rank;        /* [n] place among candidates at one offset: lower first */
+  size_t S;              /* sections */
+  uint64_t *sec_top;     /* [S] highest top placed in the section */
+  uint64_t *sec_rem;     /* [S] footprint of the unplaced items covering the section */
+  uint64_t *sec_min;     /* [S] scratch: lowest base of the section's unplaced items */
+  uint64_t *floor_;      /* [n] highest top of the placed conflicting items */
+  uint64_t *off;         /* [n] offsets */
+  uint64_t *placed;      /* [n] 1 once placed */
+  size_t *lst;           /* stack of item lists, one per open node */
+  size_t lst_len, lst_cap;
+  uint64_t cap, x;       /* capacity; last offset placed */
+  uint64_t xrank;        /* rank of the last item placed (+1; 0 at the root) */
+  uint64_t nodes, budget;
+  Key *cand; /* candidate stack (k[0] = offset, idx = item), grown as needed */
+  size_t cand_len, cand_cap;
+  Undo *trail;
+  size_t trail_len, trail_cap;
+  int oom;
+} Fit;
+
+static void fit_set(Fit *f, uint64_t *where, uint64_t v) {
+  if (f->trail_len == f->trail_cap) {
+    size_t nc = f->trail_cap ? 2 * f->trail_cap : 4096;
+    Undo *t = realloc(f->trail, nc * sizeof *t);
+    if (!t) {
+      f->oom = 1;
+      return;
+    }
+    f->trail = t, f->trail_cap = nc;
+  }
+  f->trail[f->trail_len++] = (Undo){where, *where};
+  *where = v;
+}
+
+static void fit_undo_to(Fit *f, size_t mark) {
+  while (f->trail_len > mark) {
+    Undo *u = &f->trail[--f->trail_len];
+    *u->where = u->old;
+  }
+}
+
+/* Places item i at offset o (o + fp[i] <= cap), recording old values on the trail. */
+static void fit_place(Fit *f, size_t i, uint64_t o) {
+  uint64_t top = o + f->fp[i];
+  fit_set(f, &f->x, o);
+  fit_set(f, &f->xrank, f->rank[i] + 1);
+  for (size_t s = f->sa[i]; s < f->sb[i]; s++) {
+    if (f->sec_top[s] < top) fit_set(f, &f->sec_top[s], top);
+    fit_set(f, &f->sec_rem[s], f->sec_rem[s] - f->fp[i]);
+  }
+  for (size_t k = f->adj_at[i]; k < f->adj_at[i + 1]; k++) {
+    size_t j = f->adj[k];
+    if (!f->placed[j] && f->floor_[j] < top) fit_set(f, &f->floor_[j], top);
+  }
+  fit_set(f, &f->placed[i], 1);
+  f->off[i] = o;
+}
+
+static int fit_split(Fit *f, size_t L0, size_t k);
+
+/* Pushes v on the item-list stack. Returns 0, or -1 (out of memory; f->oom set). */
+static int fit_push_item(Fit *f, size_t v) {
+  if (f->lst_len == f->lst_cap) {
+    size_t nc = f->lst_cap ? 2 * f->lst_cap : 4096;
+    size_t *l = realloc(f->lst, nc * sizeof *l);
+    if (!l) return f->oom = 1, -1;
+    f->lst = l, f->lst_cap = nc;
+  }
+  f->lst[f->lst_len++] = v;
+  return 0;
+}
+
+/* One node of the search over the unplaced items lst[L0 .. L0 + len) (len >= 1, sorted by first
+ * section, one component: see fit_split). */
+static int fit_node(Fit *f, size_t L0, size_t len) {
+  if (f->oom) return VCC_DSA_FIT_UNKNOWN;
+  /* One scan over the unplaced items:
+   *  - one that cannot fit even at max(floor, last offset) ends the node;
+   *  - one that fits entirely below the last offset (aligned floor + footprint <= x) ends it too:
+   *    it could drop into that gap, so no completion is pushed down (a dominated node);
+   *  - the candidates are those whose aligned floor is >= x and whose twin (if any) is placed;
+   *  - each section's lowest possible base is the least max(floor, x) of its unplaced items (all of
+   *    them stack above it), and base + unplaced footprint must fit under the capacity. */
+  size_t base = f->cand_len;
+  uint64_t minh = UINT64_MAX; /* lowest top an unplaced item can reach */
+  size_t slo = f->sa[f->lst[L0]], shi = slo;
+  for (size_t t = 0; t < len; t++)
+    if (f->sb[f->lst[L0 + t]] > shi) shi = f->sb[f->lst[L0 + t]];
+  for (size_t s = slo; s < shi; s++)
+    f->sec_min[s] = UINT64_MAX;
+  for (size_t t = 0; t < len; t++) {
+    size_t i = f->lst[L0 + t];
+    uint64_t fl, o;
+    if (round_up(f->floor_[i], f->al[i], &fl) || fl > f->cap) return VCC_DSA_FIT_NONE;
+    if (fl < f->x) {
+      if (f->x - fl >= f->fp[i]) return VCC_DSA_FIT_NONE;
+      if (round_up(f->x, f->al[i], &o) || o > f->cap) return VCC_DSA_FIT_NONE;
+    } else {
+      o = fl;
+    }
+    if (f->cap - o < f->fp[i]) return VCC_DSA_FIT_NONE;
+    for (size_t s = f->sa[i]; s < f->sb[i]; s++)
+      if (f->sec_min[s] > o) f->sec_min[s] = o;
+    if (fl + f->fp[i] < minh) minh = fl + f->fp[i];
+    if (fl < f->x || (fl == f->x && f->rank[i] < f->xrank) ||
+        (f->twin[i] != SIZE_MAX && !f->placed[f->twin[i]]))
+      continue;
+    if (f->cand_len == f->cand_cap) {
+      size_t nc = f->cand_cap ? 2 * f->cand_cap : 4096;
+      Key *c = realloc(f->cand, nc * sizeof *c);
+      if (!c) {
+        f->oom = 1;
+        f->cand_len = base;
+        return VCC_DSA_FIT_UNKNOWN;
+      }
+      f->cand = c, f->cand_cap = nc;
+    }
+    f->cand[f->cand_len++] = (Key){{o, f->rank[i], 0}, i};
+  }
+  for (size_t s = slo; s < shi; s++) {
+    if (f->sec_min[s] != UINT64_MAX && f->cap - f->sec_min[s] < f->sec_rem[s]) {
+      f->cand_len = base;
+      return VCC_DSA_FIT_NONE;
+    }
+  }
+  /* an item placed at or above minh would leave room below it for the item reaching minh */
+  size_t w = base;
+  for (size_t k = base; k < f->cand_len; k++)
+    if (f->cand[k].k[0] < minh) f->cand[w++] = f->cand[k];
+  f->cand_len = w;
+  size_t nc = f->cand_len - base;
+  qsort(f->cand + base, nc, sizeof *f->cand, key_cmp);
+  int result = VCC_DSA_FIT_NONE;
+  for (size_t k = 0; k < nc && result != VCC_DSA_FIT_FOUND; k++) {
+    if (f->nodes >= f->budget) {
+      result = VCC_DSA_FIT_UNKNOWN;
+      break;
+    }
+    f->nodes++;
+    size_t i = f->cand[base + k].idx;
+    uint64_t o = f->cand[base + k].k[0];
+    size_t mark = f->trail_len;
+    fit_place(f, i, o);
+    size_t C0 = f->lst_len;
+    for (size_t t = 0; t < len; t++)
+      if (f->lst[L0 + t] != i) fit_push_item(f, f->lst[L0 + t]);
+    int r = f->oom ? VCC_DSA_FIT_UNKNOWN : fit_split(f, C0, len - 1);
+    f->lst_len = C0;
+    if (r == VCC_DSA_FIT_FOUND) {
+      result = r;
+      break;
+    }
+    if (r == VCC_DSA_FIT_UNKNOWN) result = r;
+    fit_undo_to(f, mark);
+  }
+  f->cand_len = base;
+  return result;
+}
+
+/* Solves the unplaced items lst[L0 .. L0 + k) (sorted by first section). Items whose sections
+ * chain together form a component; components share no section, so no conflict, and each is
+ * searched on its own from the current state (MiniMalloc's dynamic temporal decomposition): a
+ * component without a placement ends the node at once, without retrying the others. */
+static int fit_split(Fit *f, size_t L0, size_t k) {
+  if (k == 0) return VCC_DSA_FIT_FOUND;
+  uint64_t x0 = f->x, xr0 = f->xrank;
+  size_t a = 0;
+  while (a < k) {
+    size_t b = a + 1, reach = f->sb[f->lst[L0 + a]];
+    while (b < k && f->sa[f->lst[L0 + b]] < reach) {
+      if (f->sb[f->lst[L0 + b]] > reach) reach = f->sb[f->lst[L0 + b]];
+      b++;
+    }
+    if (a == 0 && b == k) return fit_node(f, L0, k);
+    fit_set(f, &f->x, x0);
+    fit_set(f, &f->xrank, xr0);
+    int r = fit_node(f, L0 + a, b - a);
+    if (r != VCC_DSA_FIT_FOUND) return r;
+    a = b;
+  }
+  return VCC_DSA_FIT_FOUND;
+}
+
+static void fit_free(Fit *f) {
+  free(f->idx);
+  free(f->fp);
+  free(f->al);
+  free(f->sa);
+  free(f->sb);
+  free(f->adj_at);
+  free(f->adj);
+  free(f->twin);
+  free(f->rank);
+  free(f->sec_top);
+  free(f->sec_rem);
+  free(f->sec_min);
+  free(f->floor_);
+  free(f->off);
+  free(f->placed);
+  free(f->lst);
+  free(f->cand);
+  free(f->trail);
+}
+
+/* Fills adj_at/adj (conflict lists) and twin; the items are f's, sorted by start in `by`. Returns
+ * 0, 1 when the pairs exceed FIT_MAX_PAIRS, or -1 (ENOMEM). */
+#define FIT_MAX_PAIRS ((size_t)1 << 24)
+#define FIT_MAX_ITEMS ((size_t)1 << 12)
+static int fit_conflicts(Fit *f, const VccDsaItem *items, const size_t *by) {
+  size_t n = f->n, pairs = 0;
+  f->adj_at = calloc(n + 1, sizeof *f->adj_at);
+  if (!f->adj_at) return -1;
+  for (int pass = 0; pass < 2; pass++) {
+    for (size_t a = 0; a < n; a++) {
+      size_t i = by[a];
+      const VccDsaItem *it = &items[f->idx[i]];
+      for (size_t b = a + 1; b < n && items[f->idx[by[b]]].start <= it->end; b++) {
+        size_t j = by[b];
+        if (pass == 0) {
+          f->adj_at[i + 1]++, f->adj_at[j + 1]++;
+          if ((pairs += 2) > FIT_MAX_PAIRS) return 1;
+        } else {
+          f->adj[f->adj_at[i]++] = j, f->adj[f->adj_at[j]++] = i;
+        }
+      }
+    }
+    if (pass == 0) {
+      for (size_t i = 0; i < n; i++)
+        f->adj_at[i + 1] += f->adj_at[i];
+      f->adj = malloc((pairs ? pairs : 1) * sizeof *f->adj);
+      if (!f->adj) return -1;
+    } else { /* adj_at[i] now points at the end of list i: shift back */
+      for (size_t i = n; i > 0; i--)
+        f->adj_at[i] = f->adj_at[i - 1];
+      f->adj_at[0] = 0;
+    }
+  }
+  return 0;
+}
+
+int vcc_dsa_fit(const VccDsaItem *items, size_t n, uint64_t capacity, uint64_t node_budget,
+                uint64_t *offsets, uint64_t *arena_bytes) {
+  if (!arena_bytes || (n > 0 && !offsets) || validate(items, n)) {
+    errno = EINVAL;
+    return -1;
+  }
+  Fit f;
+  memset(&f, 0, sizeof f);
+  Key *keys = malloc((n ? n : 1) * sizeof *keys);
+  size_t *by = malloc((n ? n : 1) * sizeof *by);
+  int64_t *starts = malloc((n ? n : 1) * sizeof *starts);
+  int rc = -1;
+  if (!keys || !by || !starts) goto oom;
+  /* the items with a non-zero footprint, in the search's item order */
+  for (size_t i = 0; i < n; i++) {
+    uint64_t fp;
+    if (round_up(items[i].size, items[i].align, &fp)) {
+      errno = EOVERFLOW;
+      goto out;
+    }
+    if (fp > capacity) {
+      rc = VCC_DSA_FIT_NONE;
+      goto out;
+    }
+    if (fp) keys[f.n++] = (Key){{~span_len(&items[i]), ~fp, ukey(items[i].start)}, i};
+  }
+  {
+    Ctx c; /* the lower bound: a cheap refusal, and no section sum can overflow below it */
+    memset(&c, 0, sizeof c);
+    c.it = items, c.n = n, c.fp = malloc((n ? n : 1) * sizeof *c.fp);
+    if (!c.fp) goto oom;
+    for (size_t i = 0; i < n; i++)
+      round_up(items[i].size, items[i].align, &c.fp[i]);
+    uint64_t lb = lower_bound_fp(&c);
+    free(c.fp);
+    if (lb > capacity) {
+      rc = VCC_DSA_FIT_NONE;
+      goto out;
+    }
+  }
+  qsort(keys, f.n, sizeof *keys, key_cmp);
+  size_t m = f.n;
+  f.idx = malloc((m ? m : 1) * sizeof *f.idx);
+  f.fp = malloc((m ? m : 1) * sizeof *f.fp);
+  f.al = malloc((m ? m : 1) * sizeof *f.al);
+  f.sa = malloc((m ? m : 1) * sizeof *f.sa);
+  f.sb = malloc((m ? m : 1) * sizeof *f.sb);
+  f.twin = malloc((m ? m : 1) * sizeof *f.twin);
+  f.floor_ = calloc(m ? m : 1, sizeof *f.floor_);
+  f.off = malloc((m ? m : 1) * sizeof *f.off);
+  f.placed = calloc(m ? m : 1, sizeof *f.placed);
+  if (!f.idx || !f.fp || !f.al || !f.sa || !f.sb || !f.twin || !f.floor_ || !f.off || !f.placed)
+    goto oom;
+  for (size_t i = 0; i < m; i++) {
+    f.idx[i] = keys[i].idx;
+    f.fp[i] = ~keys[i].k[1];
+    f.al[i] = items[f.idx[i]].align;
+    f.twin[i] = SIZE_MAX;
+  }
+  /* sections: the distinct start steps */
+  for (size_t i = 0; i < m; i++)
+    keys[i] = (Key){{ukey(items[f.idx[i]].start), 0, 0}, i};
+  qsort(keys, m, sizeof *keys, key_cmp);
+  for (size_t k = 0; k < m; k++) {
+    by[k] = keys[k].idx;
+    int64_t s = items[f.idx[by[k]]].start;
+    if (f.S == 0 || starts[f.S - 1] != s) starts[f.S++] = s;
+  }
+  for (size_t i = 0; i < m; i++) {
+    const VccDsaItem *it = &items[f.idx[i]];
+    size_t lo = 0, hi = f.S;
+    while (lo < hi) { /* first section starting after it->end */
+      size_t mid = lo + (hi - lo) / 2;
+      if (starts[mid] <= it->end)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    f.sb[i] = lo;
+    lo = 0, hi = f.S;
+    while (lo < hi) { /* the section starting at it->start */
+      size_t mid = lo + (hi - lo) / 2;
+      if (starts[mid] < it->start)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    f.sa[i] = lo;
+  }
+  f.sec_top = calloc(f.S ? f.S : 1, sizeof *f.sec_top);
+  f.sec_rem = calloc(f.S + 1, sizeof *f.sec_rem);
+  f.sec_min = malloc((f.S ? f.S : 1) * sizeof *f.sec_min);
+  if (!f.sec_top || !f.sec_rem || !f.sec_min) goto oom;
+  for (size_t i = 0; i < m; i++) { /* difference array, then prefix sums (<= lb: no overflow) */
+    f.sec_rem[f.sa[i]] += f.fp[i];
+    f.sec_rem[f.sb[i]] -= f.fp[i];
+  }
+  for (size_t s = 1; s < f.S; s++)
+    f.sec_rem[s] += f.sec_rem[s - 1];
+  /* twins: identical (start, end, footprint, align), linked in item order */
+  for (size_t i = 0; i < m; i++) {
+    const VccDsaItem *it = &items[f.idx[i]];
+    keys[i] = (Key){{ukey(it->start), ukey(it->end), f.fp[i]}, i};
+  }
+  qsort(keys, m, sizeof *keys, key_cmp);
+  for (size_t k = 1; k < m; k++) {
+    size_t i = keys[k].idx, j = keys[k - 1].idx;
+    if (keys[k].k[0] == keys[k - 1].k[0] && keys[k].k[1] == keys[k - 1].k[1] &&
+        f.fp[i] == f.fp[j] && f.al[i] == f.al[j])
+      f.twin[i] = j;
+  }
+  int cr = m > FIT_MAX_ITEMS ? 1 : fit_conflicts(&f, items, by);
+  if (cr < 0) goto oom;
+  if (cr > 0) {
+    rc = VCC_DSA_FIT_UNKNOWN;
+    goto out;
+  }
+  /* Candidate orders at one offset, tried round robin with a node limit that doubles from 2m
+   * (MiniMalloc's static preorderings and restarts): T = the largest footprint total over the
+   * item's sections, W = lifetime length, A = area (footprint x length), each descending. A proof
+   * of infeasibility under one order is a proof under all. */
+  f.rank = malloc((m ? m : 1) * sizeof *f.rank);
+  if (!f.rank) goto oom;
+  f.cap = capacity;
+  rc = VCC_DSA_FIT_UNKNOWN;
+  static const char *const kOrders[] = {"TAW", "WAT", "TWA"};
+  uint64_t limit = m, used = 0;
+  while (rc == VCC_DSA_FIT_UNKNOWN && used < node_budget) {
+    limit = limit > UINT64_MAX / 2 ? UINT64_MAX : 2 * limit;
+    for (int h = 0; h < 3 && rc == VCC_DSA_FIT_UNKNOWN && used < node_budget; h++) {
+      for (size_t i = 0; i < m; i++) {
+        const VccDsaItem *it = &items[f.idx[i]];
+        uint64_t T = 0, W = span_len(it), A;
+        for (size_t s = f.sa[i]; s < f.sb[i]; s++)
+          if (f.sec_rem[s] > T) T = f.sec_rem[s];
+        double area = (double)f.fp[i] * ((double)W + 1.0);
+        memcpy(&A, &area, sizeof A);
+        keys[i].idx = i;
+        for (int k = 0; k < 3; k++) {
+          char c = kOrders[h][k];
+          keys[i].k[k] = ~(c == 'T' ? T : c == 'W' ? W : A);
+        }
+      }
+      qsort(keys, m, sizeof *keys, key_cmp);
+      for (size_t k = 0; k < m; k++)
+        f.rank[keys[k].idx] = k;
+      f.nodes = 0;
+      f.budget = node_budget - used < limit ? node_budget - used : limit;
+      size_t mark = f.trail_len;
+      f.lst_len = 0;
+      for (size_t k = 0; k < m; k++)
+        fit_push_item(&f, by[k]);
+      rc = fit_split(&f, 0, m);
+      if (rc != VCC_DSA_FIT_FOUND) fit_undo_to(&f, mark);
+      used += f.nodes;
+      if (f.oom) goto oom;
+    }
+  }
+  if (f.oom) goto oom;
+  if (rc == VCC_DSA_FIT_FOUND) {
+    uint64_t h = 0;
+    for (size_t i = 0; i < n; i++)
+      offsets[i] = 0;
+    for (size_t i = 0; i < m; i++) {
+      offsets[f.idx[i]] = f.off[i];
+      if (f.off[i] + f.fp[i] > h) h = f.off[i] + f.fp[i];
+    }
+    *arena_bytes = h;
+  }
+  goto out;
+oom:
+  errno = ENOMEM;
+  rc = -1;
+out:
+  free(keys);
+  free(by);
+  free(starts);
+  fit_free(&f);
+  return rc;
 }

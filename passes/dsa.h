@@ -17,7 +17,10 @@
  *
  * Problem: offset assignment for fixed lifetimes is dynamic storage allocation, NP-hard (Garey &
  * Johnson, "Computers and Intractability", 1979, problem SR2); the planners here are greedy
- * heuristics plus a bounded local search, compared against the max-load lower bound.
+ * heuristics plus a bounded local search (vcc_dsa_plan), compared against the max-load lower bound,
+ * and an exact branch and bound for a given capacity (vcc_dsa_fit). Every budget is a count of
+ * steps, never time, so plans do not depend on the machine. passes/dsa_csv.h reads and writes the
+ * MiniMalloc CSV format these functions are benchmarked on (bench/dsa/README.md).
  */
 #ifndef VCC_PASSES_DSA_H
 #define VCC_PASSES_DSA_H
@@ -44,11 +47,18 @@ typedef struct {
  * top of the highest conflicting item). Ties are broken by item index, so plans are deterministic.
  */
 typedef enum {
-  /* Runs every greedy order below, each with best fit and with first fit (lowest offset), keeps
-   * the smallest arena (ties: the earlier order, best fit first), then hill-climbs over the
-   * placement order (TVM USMP hill_climb's idea) from the winner and from the best first-fit order,
-   * re-running the greedy pass per try. The climb's work is capped by a deterministic step count
-   * (and by 100 + 25 n tries), never by time, and stops early at the lower bound. */
+  /* A portfolio of greedy passes, then a hill climb. The passes are the orders below with best
+   * fit and with first fit (lowest offset), run in the order that wins on large traces (conflicts
+   * and best fit, size and first fit, length and best fit, then the others); a pass is abandoned
+   * once it cannot beat the record, and no new pass starts once the passes have spent 1.05*10^8
+   * counted steps (about 0.3 s here), so small plans run all ten and 100,000 random buffers two.
+   * The smallest arena wins (ties: the earlier order by enum value, best fit first). Then, when one
+   * pass costs less than 2*10^7 steps, hill climbing over the placement order (TVM USMP
+   * hill_climb's idea) from the winner and from the best first-fit order, re-running the greedy
+   * pass per try, capped at 4*10^7 counted steps and 100 + 25 n tries and stopped early at the
+   * lower bound. Last, for at most 2048 items still above the lower bound, the exact search
+   * vcc_dsa_fit at the lower bound with 10,000 nodes (about 0.3 s at most for a thousand items);
+   * its plan, when found, is optimal. */
   VCC_DSA_BEST = 0,
   /* Size descending (then longer lifetime first): TFLite Micro GreedyMemoryPlanner, XLA
    * GlobalDecreasingSizeBestFitHeap (spatial), TVM USMP greedy_by_size; Pisarchyk & Lee 2020,
@@ -78,11 +88,40 @@ typedef enum {
  *   EOVERFLOW a footprint or an offset + footprint does not fit in uint64_t;
  *   ENOMEM    scratch memory could not be allocated.
  * Cost: one greedy pass is O(n log n + P log n) time with P the number of intersecting interval
- * pairs (about 0.05 s for a 5,000-item training schedule), O(n) memory. VCC_DSA_BEST is 12
- * passes plus climbing moves capped at 4*10^7 counted steps (index nodes, bucket slots and gaps
- * visited): about 0.4 s for 5,000 items, 0.1 s for a few hundred (bench/dsa/README.md). */
+ * pairs (about 0.05 s for a 5,000-item training schedule), O(n) memory. VCC_DSA_BEST is up to 10
+ * passes (about 10^8 counted steps: index nodes, bucket slots and gaps visited) plus climbing moves
+ * capped at 4*10^7 steps: about 0.4 s for 5,000 items, 0.1-0.4 s for a few hundred; for very large
+ * traces the first pass alone may exceed the budget (62,185 IOPDDL buffers, 1.8*10^8 pairs: one
+ * pass, about 3 s; bench/dsa/README.md). */
 int vcc_dsa_plan(const VccDsaItem *items, size_t n, VccDsaStrategy s, uint64_t *offsets,
                  uint64_t *arena_bytes);
+
+/* Outcome of vcc_dsa_fit. */
+typedef enum {
+  VCC_DSA_FIT_NONE = 0,    /* proved: no placement fits the capacity */
+  VCC_DSA_FIT_FOUND = 1,   /* offsets written; arena <= capacity */
+  VCC_DSA_FIT_UNKNOWN = 2, /* the node budget ran out (or the instance is beyond the search's
+                            * limits: more than 4096 non-empty items or 2^24 conflicting pairs) */
+} VccDsaFit;
+
+/* Searches for a placement of items[0..n) whose arena is at most `capacity` bytes: the decision
+ * problem MiniMalloc solves (M. D. Moffitt, "MiniMalloc: A Lightweight Memory Allocator for
+ * Hardware-Accelerated Machine Learning", ASPLOS 2023). The ideas are the paper's, the code vcc's:
+ * an exact depth-first branch and bound over canonical placements (items placed in non-decreasing
+ * offset order, each pushed down onto the highest conflicting item below it), pruned by a
+ * per-section bound on the footprint still to place, by gap dominance (no item may be placed where
+ * an unplaced one could still drop below it), by symmetry (items at one offset in a fixed order;
+ * identical items in index order), split into independent time components, and restarted round
+ * robin over three static candidate orders with a node limit that doubles from 2n.
+ * node_budget: the most placements tried over all restarts (a deterministic count, never time);
+ * each costs O(n + sections + conflicts of the item) time, about 1-7 us on MiniMalloc's A-K.
+ * offsets: n entries out on VCC_DSA_FIT_FOUND (unspecified otherwise), each a multiple of its
+ * item's align, and *arena_bytes = max(offset + footprint) <= capacity.
+ * Returns a VccDsaFit, or -1 with errno EINVAL (same input rules as vcc_dsa_plan, NULL
+ * arena_bytes), EOVERFLOW (a footprint overflows) or ENOMEM. Memory O(n^2) at most (the conflict
+ * lists and the per-depth candidate and item lists). Zero-size items get offset 0. */
+int vcc_dsa_fit(const VccDsaItem *items, size_t n, uint64_t capacity, uint64_t node_budget,
+                uint64_t *offsets, uint64_t *arena_bytes);
 
 /* Max-load lower bound, in bytes: the maximum over schedule steps t of the sum of footprints
  * (size rounded up to align) of the items with start <= t <= end. No placement can have a smaller

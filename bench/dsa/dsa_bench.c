@@ -1,20 +1,23 @@
 /* bench/dsa/dsa_bench.c: runs every vcc_dsa strategy over the DSA benchmark instances and prints a
  * Markdown table: instance, n, lower bound, published capacity, arena per strategy (and arena/LB),
- * best/capacity, and the CPU seconds of VCC_DSA_BY_SIZE (one greedy pass) and of VCC_DSA_BEST.
+ * best/capacity, the CPU seconds of VCC_DSA_BY_SIZE (one greedy pass) and of VCC_DSA_BEST, and,
+ * where a capacity is published, what vcc_dsa_fit finds at it within FIT_BUDGET nodes and its CPU
+ * seconds.
  * Every plan is verified with vcc_dsa_check; a failing plan is printed as FAIL and makes the exit
  * status 1.
  *
  * usage: dsa_bench [BENCH_DIR | FILE.csv...]
  *   BENCH_DIR (default ../shared/dsa-benchmarks) must hold minimalloc/ and idealloc/ as described
- * in its SOURCE.md; with .csv arguments, just those files are run. Without them, a last row plans a
- *   synthetic 5000-item training schedule (see synthetic_training).
+ * in its SOURCE.md; with .csv arguments, just those files are run. Without them, two last rows plan a
+ *   synthetic 5000-item training schedule (see synthetic_training) and 100,000 random buffers (see
+ *   random_instance). `dsa_bench random` runs only the latter.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "../../tests/dsa/dsa_csv.h"
+#include "dsa_csv.h"
 #include "dsa.h"
 
 static const char *const kFiles[] = {
@@ -65,18 +68,47 @@ static VccDsaItem *synthetic_training(size_t layers, size_t *n_out) {
   return it;
 }
 
+/* n random buffers (seed 7, a 64-bit LCG): start uniform in [0, n), lifetime 1 + (r % 64) steps
+ * for 15 buffers in 16 and 1 + (r % 1024) for the rest, size 64 B .. 1 MiB (a random multiple of 64
+ * B, times 1, 16 or 256 for a spread of magnitudes), align 64. About 63 buffers are live at a
+ * step, so the conflicting pairs grow linearly with n (6.2 million for n = 100,000). */
+static VccDsaItem *random_instance(size_t n) {
+  VccDsaItem *it = malloc(n * sizeof *it);
+  if (!it) return NULL;
+  uint64_t s = 7;
+  for (size_t i = 0; i < n; i++) {
+    uint64_t r[4];
+    for (int k = 0; k < 4; k++) {
+      s = s * 6364136223846793005ull + 1442695040888963407ull;
+      r[k] = s >> 33;
+    }
+    int64_t start = (int64_t)(r[0] % n);
+    int64_t len = (int64_t)(r[1] % 16 ? 1 + (r[1] >> 4) % 64 : 1 + (r[1] >> 4) % 1024);
+    uint64_t size = 64 * (1 + r[2] % 64) * (r[3] % 3 == 0 ? 1 : r[3] % 3 == 1 ? 16 : 256);
+    it[i] = (VccDsaItem){size, 64, start, start + len - 1};
+  }
+  return it;
+}
+
+/* Nodes vcc_dsa_fit may try at a published capacity (the test's budget). */
+#define FIT_BUDGET 3000000ull
+
 static int run_one(const char *path, const char *label) {
   VccDsaItem *items;
   size_t n;
   char err[512];
-  if (path == NULL) {
+  if (path == NULL && !strncmp(label, "random", 6)) {
+    n = 100000;
+    items = random_instance(n);
+    if (!items) return 1;
+  } else if (path == NULL) {
     items = synthetic_training(1000, &n);
     if (!items) return 1;
-  } else if (dsa_csv_read(path, &items, &n, err, sizeof err)) {
+  } else if (vcc_dsa_csv_read(path, &items, &n, NULL, err, sizeof err)) {
     fprintf(stderr, "%s\n", err);
     return 1;
   }
-  unsigned long long cap = path && strstr(path, "minimalloc/") ? dsa_csv_capacity(path) : 0;
+  unsigned long long cap = path && strstr(path, "minimalloc/") ? vcc_dsa_csv_capacity(path) : 0;
   uint64_t lb = vcc_dsa_lower_bound(items, n);
   uint64_t *off = malloc((n ? n : 1) * sizeof *off);
   int bad = 0;
@@ -106,7 +138,23 @@ static int run_one(const char *path, const char *label) {
     printf(" %.4f |", (double)best / (double)cap);
   else
     printf(" - |");
-  printf(" %.3f | %.2f |\n", size_secs, secs);
+  printf(" %.3f | %.2f |", size_secs, secs);
+  if (cap && off) { /* the exact search at the published capacity */
+    uint64_t arena = 0;
+    clock_t t0 = clock();
+    int r = vcc_dsa_fit(items, n, cap, FIT_BUDGET, off, &arena);
+    double dt = (double)(clock() - t0) / CLOCKS_PER_SEC;
+    if (r == VCC_DSA_FIT_FOUND && vcc_dsa_check(items, n, off, NULL, NULL) == 0 && arena <= cap) {
+      printf(" %llu (fits) | %.2f |\n", (unsigned long long)arena, dt);
+    } else if (r == VCC_DSA_FIT_FOUND || r < 0) {
+      printf(" FAIL | %.2f |\n", dt);
+      bad = 1;
+    } else {
+      printf(" %s | %.2f |\n", r == VCC_DSA_FIT_NONE ? "none exists" : "budget spent", dt);
+    }
+  } else {
+    printf(" - | - |\n");
+  }
   fflush(stdout);
   free(off);
   free(items);
@@ -116,16 +164,20 @@ static int run_one(const char *path, const char *label) {
 int main(int argc, char **argv) {
   const char *dir = "../shared/dsa-benchmarks";
   int explicit_files = argc > 1 && strstr(argv[1], ".csv") != NULL;
+  int only_random = argc > 1 && !strcmp(argv[1], "random");
   if (argc > 1 && !explicit_files) dir = argv[1];
   printf("| instance | n | LB | capacity |");
   for (int s = VCC_DSA_BY_SIZE; s < VCC_DSA_NUM_STRATEGIES; s++)
     printf(" %s (/LB) |", vcc_dsa_strategy_name((VccDsaStrategy)s));
-  printf(" best (/LB) | best/capacity | size s | best s |\n|---|---:|---:|---:|");
+  printf(" best (/LB) | best/capacity | size s | best s | fit at capacity | fit s |\n"
+         "|---|---:|---:|---:|");
   for (int s = VCC_DSA_BY_SIZE; s <= VCC_DSA_NUM_STRATEGIES; s++)
     printf("---:|");
-  printf("---:|---:|---:|\n");
+  printf("---:|---:|---:|---|---:|\n");
   int bad = 0;
-  if (explicit_files) {
+  if (only_random) {
+    bad |= run_one(NULL, "random 100k");
+  } else if (explicit_files) {
     for (int i = 1; i < argc; i++)
       bad |= run_one(argv[i], argv[i]);
   } else {
@@ -140,6 +192,7 @@ int main(int argc, char **argv) {
       bad |= run_one(path, label);
     }
     bad |= run_one(NULL, "synthetic train (1000 layers)");
+    bad |= run_one(NULL, "random 100k");
   }
   return bad;
 }

@@ -314,9 +314,56 @@ static void test_errors(void) {
          "2^63 twice at different times");
 }
 
+/* vcc_dsa_fit against the exhaustive optimum: with a budget that cannot run out on these sizes,
+ * the search must place every instance at its optimum (a plan the references accept, arena ==
+ * optimum) and prove that one byte less is impossible. */
+static void test_fit(void) {
+  enum { MAXN = 8, ROUNDS = 600 };
+  VccDsaItem it[MAXN];
+  uint64_t off[MAXN];
+  uint64_t seed = 777;
+  int found = 0, refused = 0;
+  for (int round = 0; round < ROUNDS; round++) {
+    size_t n = gen(&seed, it, MAXN);
+    uint64_t opt = exhaustive_optimum(it, n), arena = 0;
+    char why[128];
+    int r = vcc_dsa_fit(it, n, opt, 100000000ull, off, &arena);
+    EXPECT(r == VCC_DSA_FIT_FOUND, "fit round %d: n %zu, at the optimum %llu: result %d", round, n,
+           (unsigned long long)opt, r);
+    if (r == VCC_DSA_FIT_FOUND) {
+      found++;
+      EXPECT(ref_valid(it, n, off, why, sizeof why), "fit round %d: %s", round, why);
+      uint64_t top = 0;
+      for (size_t i = 0; i < n; i++)
+        if (ref_footprint(&it[i]) && off[i] + ref_footprint(&it[i]) > top)
+          top = off[i] + ref_footprint(&it[i]);
+      EXPECT(arena == top && top == opt, "fit round %d: arena %llu, top %llu, optimum %llu", round,
+             (unsigned long long)arena, (unsigned long long)top, (unsigned long long)opt);
+    }
+    if (opt > 0) {
+      r = vcc_dsa_fit(it, n, opt - 1, 100000000ull, off, &arena);
+      EXPECT(r == VCC_DSA_FIT_NONE, "fit round %d: n %zu, below the optimum %llu: result %d", round,
+             n, (unsigned long long)opt, r);
+      refused += r == VCC_DSA_FIT_NONE;
+    }
+  }
+  /* a budget of 0 nodes decides nothing on an instance that needs a placement */
+  VccDsaItem two[2] = {{4, 1, 0, 3}, {4, 1, 2, 5}};
+  uint64_t arena = 0;
+  EXPECT(vcc_dsa_fit(two, 2, 8, 0, off, &arena) == VCC_DSA_FIT_UNKNOWN, "fit: budget 0");
+  EXPECT(vcc_dsa_fit(two, 2, 8, 100, off, &arena) == VCC_DSA_FIT_FOUND && arena == 8, "fit: 8");
+  EXPECT(vcc_dsa_fit(two, 2, 7, 100, off, &arena) == VCC_DSA_FIT_NONE, "fit: 7 is too small");
+  EXPECT(vcc_dsa_fit(two, 2, 8, 100, off, NULL) == -1 && errno == EINVAL, "fit: NULL arena");
+  two[1].align = 3;
+  EXPECT(vcc_dsa_fit(two, 2, 8, 100, off, &arena) == -1 && errno == EINVAL, "fit: align 3");
+  printf("vcc_dsa_fit: %d/%d instances placed at the exhaustive optimum, %d proved infeasible one "
+         "byte below\n", found, ROUNDS, refused);
+}
+
 int main(void) {
   test_known();
   test_errors();
+  test_fit();
   test_random();
   if (failures) {
     fprintf(stderr, "%d check(s) failed\n", failures);
