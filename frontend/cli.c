@@ -4,7 +4,7 @@
  *   vcc [plan] MODEL.onnx|DUMP.vir [-o train.c | -o train.cu] [--shape NAME=2x3x8x112x112 ...]
  *       [--dump-ir PASS] [--plan-json FILE] [--plan-trace FILE] [--plan-svg FILE]
  *       [--loss ce|mse|graph] [--optimizer sgd|adamw] [--momentum M] [--forward-only | --eval]
- *       [--allow-inference-export] [--no-fuse-attention] [--keep-grads]
+ *       [--allow-inference-export] [--no-fuse-attention] [--keep-grads] [--workspace-limit BYTES]
  *
  * Every option that takes a value accepts it as the next argument or after '=' (--dump-ir memplan,
  * --dump-ir=memplan). Reads the model (an ONNX file, or a .vir dump: then the passes after the one it
@@ -69,6 +69,12 @@ static void usage(FILE *f) {
           "                     trainer's --save-grads and --clip-grad-norm (which need all gradients after\n"
           "                     backward). By default each parameter is updated as soon as its gradient is\n"
           "                     final and the gradient's bytes are reused: a smaller arena, the same numbers\n"
+          "  --workspace-limit BYTES  the most bytes one convolution's workspace may take (default 16MiB; a\n"
+          "                     number, optionally with a suffix K, M, G or KiB, MiB, GiB: powers of 1024). The\n"
+          "                     C trainer unfolds a conv's input (im2col) in chunks of output positions that fit\n"
+          "                     and multiplies chunk by chunk; the CUDA trainer chunks its im2col path alike and\n"
+          "                     hands cuDNN the same bytes as its workspace limit. A conv whose single output\n"
+          "                     position needs more gets one position's columns, and vcc says so\n"
           "  --forward-only     compile the forward graph alone: a program that evaluates the model once,\n"
           "                     ./fwd IN.npy... -o OUT.npy... (used by the ONNX conformance tests)\n"
           "  --eval             compile the evaluation program: BatchNormalization with its running statistics,\n"
@@ -113,6 +119,24 @@ static int parse_shape(const char *arg, VccShapeBinding *b) {
     memcpy(b->name, arg, (size_t)(eq - arg));
     b->name[eq - arg] = 0;
     return 0;
+}
+
+/* A byte count: decimal digits, optionally followed by K, M, G (or KiB, MiB, GiB; powers of 1024), from
+ * 4 to 2^47 bytes (VCC_MAX_TENSOR_BYTES). Returns 0 with *bytes set, or 1. */
+static int parse_bytes(const char *arg, int64_t *bytes) {
+    static const char *const suffix[3][2] = {{"K", "KiB"}, {"M", "MiB"}, {"G", "GiB"}};
+    if (*arg < '0' || *arg > '9') return 1;
+    char *end;
+    errno = 0;
+    long long v = strtoll(arg, &end, 10);
+    if (errno || v < 0) return 1;
+    int shift = 0;
+    for (int i = 0; i < 3 && *end; i++)
+        if (!strcmp(end, suffix[i][0]) || !strcmp(end, suffix[i][1])) shift = 10 * (i + 1);
+    if (*end && !shift) return 1;
+    if (v > (VCC_MAX_TENSOR_BYTES >> shift)) return 1;
+    *bytes = (int64_t)v << shift;
+    return *bytes < 4;
 }
 
 static bool has_suffix(const char *s, const char *suf) {
@@ -295,6 +319,25 @@ static int vir_stage(const char *path) {
     return stage;
 }
 
+/* The largest conv-family workspace of g (bytes; 0 when there is none) into *largest; where one exceeds
+ * limit (a single output position's im2col columns are larger: vcc_conv_ws_bytes), a note on stderr
+ * names how many and the largest. */
+static void conv_workspaces(const VccGraph *g, int64_t limit, int64_t *largest) {
+    int over = 0, worst = -1;
+    *largest = 0;
+    for (int k = 0; k < g->nnodes; k++) {
+        const VccNode *n = &g->nodes[k];
+        if (strcmp(vcc_op_family(n->op), "conv") || n->nout < 1 || n->out[n->nout - 1] < 0) continue;
+        int64_t b = vcc_tensor_bytes(&g->tensors[n->out[n->nout - 1]]);
+        if (b > *largest) *largest = b, worst = k;
+        over += b > limit;
+    }
+    if (over)
+        fprintf(stderr, "vcc: note: %d conv workspace%s above --workspace-limit %lld: one output position's im2col "
+                        "columns need up to %lld bytes (node '%s')\n", over, over > 1 ? "s are" : " is",
+                (long long)limit, (long long)*largest, g->nodes[worst].name);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "dsa")) return vcc_dsa_main(argc - 1, argv + 1);
     const char *model = NULL, *out = NULL, *plan_json = NULL, *plan_trace = NULL, *plan_svg = NULL, *dump = NULL;
@@ -304,7 +347,8 @@ int main(int argc, char **argv) {
     int nshapes = 0;
     float momentum = 0.9f;
     bool forward_only = false, eval = false, allow_inference = false, no_fuse = false, keep_grads = false;
-    const char *momentum_text = NULL, *loss_text = NULL, *optimizer_text = NULL;
+    const char *momentum_text = NULL, *loss_text = NULL, *optimizer_text = NULL, *ws_text = NULL;
+    int64_t ws_limit = VCC_WORKSPACE_LIMIT_DEFAULT;
     VccOptimKind optimizer = VCC_OPTIM_SGD;
     VccLossKind loss = VCC_LOSS_CE;
     for (int i = 1; i < argc; i++) {
@@ -365,6 +409,13 @@ int main(int argc, char **argv) {
             momentum = strtof(v, &end);
             if (*end || end == v || !(momentum >= 0.0f && momentum < 1e30f)) {
                 fprintf(stderr, "vcc: --momentum needs a finite number >= 0, got '%s'\n", v);
+                return 2;
+            }
+        } else if ((v = opt_value(argc, argv, &i, "--workspace-limit", &missing))) {
+            if (set_once(&ws_text, v, "--workspace-limit")) return 2;
+            if (parse_bytes(v, &ws_limit)) {
+                fprintf(stderr, "vcc: --workspace-limit needs a byte count from 4 to 2^47, optionally with a suffix "
+                                "K, M, G (KiB, MiB, GiB), like 16MiB or 4096; got '%s'\n", v);
                 return 2;
             }
         } else if ((v = opt_value(argc, argv, &i, "--shape", &missing))) {
@@ -466,6 +517,7 @@ int main(int argc, char **argv) {
     ctx.forward_only = forward_only;
     ctx.no_fuse_attention = no_fuse;
     ctx.keep_grads = keep_grads;
+    ctx.workspace_limit = ws_limit;
     ctx.eval = eval;
     ctx.allow_inference_export = allow_inference;
     ctx.from_dump = vir;
@@ -476,6 +528,8 @@ int main(int argc, char **argv) {
     VccStatus st = vir ? vcc_vir_load(&ctx, model, &g) : vcc_onnx_load(&ctx, model, &g);
     if (st == VCC_OK) st = vcc_run_passes_after(&ctx, g, vir ? stage : 0);
     if (st != VCC_OK) goto done;
+    int64_t ws_largest;
+    conv_workspaces(g, ws_limit, &ws_largest);
     if (plan_json && write_plan_file(plan_json, write_json, g, model)) goto done;
     if (plan_trace && write_plan_file(plan_trace, vcc_plan_write_trace, g, model)) goto done;
     if (plan_svg && write_plan_file(plan_svg, vcc_plan_write_svg, g, model)) goto done;
@@ -516,9 +570,11 @@ int main(int argc, char **argv) {
         vcc_plan_report(stdout, g, model, unfused);
         vcc_graph_free(unfused);
     } else if (!out && !plan_json && !plan_trace && !plan_svg && !dump)
-        printf("%s: %d steps, arena %lld bytes (persistent %lld, planned %lld), lower bound %lld, no reuse %lld\n",
+        printf("%s: %d steps, arena %lld bytes (persistent %lld, planned %lld), lower bound %lld, no reuse %lld, "
+               "largest conv workspace %lld (limit %lld)\n",
                model, g->nnodes, (long long)g->arena_bytes, (long long)g->persistent_bytes,
-               (long long)g->planned_bytes, (long long)g->lower_bound_bytes, (long long)g->no_reuse_bytes);
+               (long long)g->planned_bytes, (long long)g->lower_bound_bytes, (long long)g->no_reuse_bytes,
+               (long long)ws_largest, (long long)ws_limit);
     rc = 0;
     if (fflush(stdout) != 0 || ferror(stdout)) { /* a full disk must not pass for a complete dump */
         fprintf(stderr, "vcc: cannot write to standard output: %s\n", strerror(errno));

@@ -23,6 +23,7 @@ void vcc_ctx_init(VccCtx *ctx, const char *file) {
     ctx->file = file;
     ctx->momentum = 0.9f;
     ctx->max_errors = VCC_MAX_ERRORS;
+    ctx->workspace_limit = VCC_WORKSPACE_LIMIT_DEFAULT;
 }
 
 char *vcc_vstrfmt(const char *fmt, va_list ap) {

@@ -69,6 +69,9 @@ typedef enum {
     VCC_OPTIM_ADAMW, /* torch.optim.AdamW (amsgrad and maximize off) */
 } VccOptimKind;
 
+/* The default of --workspace-limit: 16 MiB per conv workspace (ir/ops/conv.c, vcc_conv_ws_bytes). */
+#define VCC_WORKSPACE_LIMIT_DEFAULT ((int64_t)16 << 20)
+
 /* Everything a pass needs besides the graph: diagnostics and options. No global mutable state. */
 typedef struct VccCtx {
     FILE *diag;            /* where errors go (stderr in the CLI, a memstream in tests) */
@@ -90,12 +93,15 @@ typedef struct VccCtx {
     bool allow_inference_export; /* compile a trainer from an inference-form export: --allow-inference-export */
     bool no_fuse_attention;      /* keep scaled dot-product attention unfused (passes/fuse.c): --no-fuse-attention */
     bool keep_grads;       /* keep every gradient until all updates ran (passes/optimizer.c): --keep-grads */
+    int64_t workspace_limit; /* bytes a conv-family op's im2col workspace may take (--workspace-limit; default
+                                VCC_WORKSPACE_LIMIT_DEFAULT): its columns are unfolded in chunks that fit */
     bool from_dump;        /* the graph was read from a .vir dump: its intervals and plan are the user's */
     const char *dump_after;/* --dump-ir=PASS, or NULL */
     FILE *dump;            /* where dumps go (stdout) */
 } VccCtx;
 
-/* Initialise ctx with defaults: diag=stderr, dump=stdout, momentum 0.9, at most VCC_MAX_ERRORS lines. */
+/* Initialise ctx with defaults: diag=stderr, dump=stdout, momentum 0.9, at most VCC_MAX_ERRORS lines,
+ * workspace limit VCC_WORKSPACE_LIMIT_DEFAULT. */
 void vcc_ctx_init(VccCtx *ctx, const char *file);
 
 /* Report an error: writes "<ctx->file>: error: <message>\n" to ctx->diag and counts it. printf-style.

@@ -14,7 +14,8 @@
  *   ConvTransposeGradFilter  dw = conv's filter gradient (input dy, output gradient x), db = sum of dy
  *                                                               conv_transpose_backward_filter
  * so the transposed op reuses the Conv kernels. Every op's workspace is the im2col buffer of its
- * geometry (vcc_conv_ws_bytes).
+ * geometry for a chunk of output positions that fits --workspace-limit (vcc_conv_ws_bytes): the kernels
+ * unfold, multiply and fold back one chunk at a time.
  * Sources: ONNX Operators "Conv" (opsets 1 and 11, no semantic change through 22):
  *   out = floor((in + pad_begin + pad_end - dilation*(kernel-1) - 1) / stride) + 1,
  * auto_pad SAME_UPPER/SAME_LOWER: out = ceil(in / stride), the odd pad at the end (UPPER) or begin (LOWER);
@@ -256,18 +257,23 @@ VccStatus vcc_conv_params(VccCtx *ctx, const VccNode *node, const VccShape *x, c
     return is_transpose(node->op) ? conv_transpose_geometry(ctx, node, x, w, p) : conv_geometry(ctx, node, x, w, p);
 }
 
-int64_t vcc_conv_ws_bytes(const VccConvParams *p) {
-    int64_t n = p->C / p->group;
+int64_t vcc_conv_ws_bytes(const VccConvParams *p, int64_t limit) {
+    int64_t rows = p->C / p->group, out = 1;
     for (int i = 0; i < p->nsp; i++)
-        if (!vcc_mul_i64(n, p->kernel[i], &n) || !vcc_mul_i64(n, p->out[i], &n)) return -1;
-    return n > VCC_MAX_TENSOR_BYTES / 4 ? -1 : n * 4;
+        if (!vcc_mul_i64(rows, p->kernel[i], &rows) || !vcc_mul_i64(out, p->out[i], &out)) return -1;
+    if (rows > VCC_MAX_TENSOR_BYTES / 4) return -1;
+    int64_t cols = limit / 4 / (rows > 0 ? rows : 1); /* output positions per chunk */
+    if (cols < 1) cols = 1;
+    if (cols > out) cols = out;
+    int64_t n;
+    return !vcc_mul_i64(rows, cols, &n) || n > VCC_MAX_TENSOR_BYTES / 4 ? -1 : n * 4;
 }
 
 VccStatus vcc_conv_add_workspace(VccCtx *ctx, VccGraph *g, int k, const VccShape *x, const VccShape *w) {
     VccConvParams p;
     VccStatus st = vcc_conv_params(ctx, &g->nodes[k], x, w, &p);
     if (st) return st;
-    int64_t bytes = vcc_conv_ws_bytes(&p);
+    int64_t bytes = vcc_conv_ws_bytes(&p, ctx->workspace_limit);
     if (bytes < 0) {
         vcc_error(ctx, "node '%s' (%s): its im2col workspace would be larger than vcc's limit of 2^47 bytes",
                   g->nodes[k].name, g->nodes[k].onnx_op ? g->nodes[k].onnx_op : vcc_op_name(g->nodes[k].op));
@@ -291,9 +297,10 @@ static void conv_check_attrs(VccCtx *ctx, const VccGraph *g, const VccNode *n) {
         vcc_op_attr_problem(ctx, n, "%s attribute '%s'", "auto_pad", "not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID");
 }
 
-/* The workspace output ws of conv-family node n must be the im2col buffer of geometry p (check mode). */
+/* The workspace output ws of conv-family node n must be the im2col buffer of geometry p under the
+ * workspace limit (check mode). */
 static bool check_ws(VccCtx *ctx, VccGraph *g, const VccNode *n, int ws, const VccConvParams *p) {
-    int64_t bytes = vcc_conv_ws_bytes(p);
+    int64_t bytes = vcc_conv_ws_bytes(p, ctx->workspace_limit);
     VccShape s = {1, {bytes / 4}};
     if (ws < 0 || bytes < 0) {
         vcc_error(ctx, "node '%s' (%s): its workspace output is missing or too large", n->name, vcc_op_name(n->op));

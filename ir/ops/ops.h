@@ -244,14 +244,17 @@ typedef struct {
 VccStatus vcc_conv_params(VccCtx *ctx, const VccNode *node, const VccShape *x, const VccShape *w,
                           VccConvParams *p);
 
-/* Workspace of one conv kernel call in bytes: the im2col column buffer for one sample and one group,
- * (C/group) * prod(kernel) * prod(out) floats; -1 when that passes VCC_MAX_TENSOR_BYTES. The CPU trainer
- * needs exactly this; the CUDA trainer hands the same region to cuDNN as the workspace limit for its
- * algorithm choice. */
-int64_t vcc_conv_ws_bytes(const VccConvParams *p);
+/* Workspace of one conv kernel call in bytes under a limit of limit bytes (--workspace-limit): the im2col
+ * column buffer of one sample and one group for a chunk of P consecutive output positions (flattened
+ * row-major), (C/group) * prod(kernel) * P floats, P = min(prod(out), max(1, limit / (4 * (C/group) *
+ * prod(kernel)))): at most limit bytes unless a single output position's columns are larger. The kernels
+ * (runtime/elem/conv.h, vcc_conv_chunk_cols) derive P from the size they are handed, so this is exactly
+ * what the CPU trainer uses, and what the CUDA trainer's im2col path uses and its cuDNN path hands to
+ * cuDNN as the workspace limit for its algorithm choice. -1 when it passes VCC_MAX_TENSOR_BYTES. */
+int64_t vcc_conv_ws_bytes(const VccConvParams *p, int64_t limit);
 
-/* Add a workspace tensor "<node>.ws" of vcc_conv_ws_bytes as the last output of conv-family node k; x and
- * w are the forward op's input and weight shapes. */
+/* Add a workspace tensor "<node>.ws" of vcc_conv_ws_bytes (under ctx->workspace_limit) as the last output
+ * of conv-family node k; x and w are the forward op's input and weight shapes. */
 VccStatus vcc_conv_add_workspace(VccCtx *ctx, VccGraph *g, int k, const VccShape *x, const VccShape *w);
 
 /* ======================================================================== shared by emission (ir/ops/common.c) */

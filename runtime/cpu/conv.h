@@ -35,16 +35,28 @@ VCC_CPU_FN void vcc_conv_range(int64_t off, int64_t s, int64_t I, int64_t O, int
     *hi = h;
 }
 
-/* vcc_im2col: unfold one sample's group of channels into columns.
+/* vcc_conv_segment: the part of output row (o0, o1) that chunk position p (flattened, < p1) starts:
+ * *o0, *o1 and the positions [*a, *e) of the row's innermost dim, at most p1 - p of them. */
+VCC_CPU_FN void vcc_conv_segment(const VccConvGeo *g, int64_t p, int64_t p1, int64_t *o0, int64_t *o1,
+                                 int64_t *a, int64_t *e)
+{
+    const int64_t row = p / g->out[2];
+    *o0 = row / g->out[1];
+    *o1 = row % g->out[1];
+    *a = p % g->out[2];
+    *e = *a + (p1 - p) < g->out[2] ? *a + (p1 - p) : g->out[2];
+}
+
+/* vcc_im2col: unfold the output positions [p0, p0 + pc) (flattened row-major) of one sample's group of
+ * channels into columns.
  *   x   (Cg, I0, I1, I2) with the zero padding implied by g->pb / the ranges
- *   col (Cg*k0*k1*k2, O0*O1*O2), row r = ((c*k0 + a)*k1 + b)*k2 + e, i.e. the
- *       order of the flattened weight (K, C/G, k0, k1, k2).
+ *   col (Cg*k0*k1*k2, pc): column j is output position p0 + j; row r = ((c*k0 + a)*k1 + b)*k2 + e, i.e.
+ *       the order of the flattened weight (K, C/G, k0, k1, k2).
  * Padded positions are written as 0. */
-VCC_CPU_FN void vcc_im2col(const VccConvGeo *g, const float *x, float *col)
+VCC_CPU_FN void vcc_im2col(const VccConvGeo *g, const float *x, int64_t p0, int64_t pc, float *col)
 {
     const int64_t rows = g->Cg * g->KK;
     const int64_t I0 = g->in[0], I1 = g->in[1], I2 = g->in[2];
-    const int64_t O0 = g->out[0], O1 = g->out[1], O2 = g->out[2];
     const int64_t k1 = g->k[1], k2 = g->k[2];
     const int64_t s0 = g->s[0], s1 = g->s[1], s2 = g->s[2];
     int64_t r;
@@ -58,43 +70,44 @@ VCC_CPU_FN void vcc_im2col(const VccConvGeo *g, const float *x, float *col)
         const int64_t off1 = b * g->dl[1] - g->pb[1];
         const int64_t off2 = e * g->dl[2] - g->pb[2];
         const float *xc = x + c * g->IN;
-        float *dst = col + r * g->OUT;
-        int64_t lo2, hi2, o0, o1, o;
-        vcc_conv_range(off2, s2, I2, O2, &lo2, &hi2);
-        for (o0 = 0; o0 < O0; o0++) {
-            const int64_t i0 = o0 * s0 + off0;
-            if (i0 < 0 || i0 >= I0) {
-                memset(dst, 0, (size_t)(O1 * O2) * sizeof(float));
-                dst += O1 * O2;
+        float *dst = col + r * pc;
+        int64_t lo2, hi2, p, o;
+        vcc_conv_range(off2, s2, I2, g->out[2], &lo2, &hi2);
+        for (p = p0; p < p0 + pc;) {
+            int64_t o0, o1, sa, se, i0, i1, ca, ce;
+            const float *src;
+            vcc_conv_segment(g, p, p0 + pc, &o0, &o1, &sa, &se);
+            i0 = o0 * s0 + off0;
+            i1 = o1 * s1 + off1;
+            p += se - sa;
+            if (i0 < 0 || i0 >= I0 || i1 < 0 || i1 >= I1) {
+                memset(dst, 0, (size_t)(se - sa) * sizeof(float));
+                dst += se - sa;
                 continue;
             }
-            for (o1 = 0; o1 < O1; o1++, dst += O2) {
-                const int64_t i1 = o1 * s1 + off1;
-                const float *src;
-                if (i1 < 0 || i1 >= I1) {
-                    memset(dst, 0, (size_t)O2 * sizeof(float));
-                    continue;
-                }
-                src = xc + (i0 * I1 + i1) * I2;
-                for (o = 0; o < lo2; o++) dst[o] = 0.0f;
-                if (s2 == 1) {
-                    if (hi2 > lo2) memcpy(dst + lo2, src + lo2 + off2, (size_t)(hi2 - lo2) * sizeof(float));
-                } else {
-                    for (o = lo2; o < hi2; o++) dst[o] = src[o * s2 + off2];
-                }
-                for (o = hi2; o < O2; o++) dst[o] = 0.0f;
+            src = xc + (i0 * I1 + i1) * I2;
+            ca = lo2 > sa ? lo2 : sa; /* [sa, ca) and [ce, se) are padding */
+            ce = hi2 < se ? hi2 : se;
+            if (ca > se) ca = se;
+            if (ce < ca) ce = ca;
+            for (o = sa; o < ca; o++) dst[o - sa] = 0.0f;
+            if (s2 == 1) {
+                if (ce > ca) memcpy(dst + (ca - sa), src + ca + off2, (size_t)(ce - ca) * sizeof(float));
+            } else {
+                for (o = ca; o < ce; o++) dst[o - sa] = src[o * s2 + off2];
             }
+            for (o = ce; o < se; o++) dst[o - sa] = 0.0f;
+            dst += se - sa;
         }
     }
 }
 
-/* vcc_col2im: adjoint of vcc_im2col: ACCUMULATE columns back into
- *   x (Cg, I0, I1, I2) += fold(col (Cg*KK, OUT)); padded positions dropped.
+/* vcc_col2im: adjoint of vcc_im2col on the chunk [p0, p0 + pc): ACCUMULATE its columns back into
+ *   x (Cg, I0, I1, I2) += fold(col (Cg*KK, pc)); padded positions dropped.
  * Parallel over channels (rows of one channel touch only that channel). */
-VCC_CPU_FN void vcc_col2im(const VccConvGeo *g, const float *col, float *x)
+VCC_CPU_FN void vcc_col2im(const VccConvGeo *g, const float *col, int64_t p0, int64_t pc, float *x)
 {
     const int64_t I0 = g->in[0], I1 = g->in[1], I2 = g->in[2];
-    const int64_t O0 = g->out[0], O1 = g->out[1], O2 = g->out[2];
     const int64_t k1 = g->k[1], k2 = g->k[2];
     const int64_t s0 = g->s[0], s1 = g->s[1], s2 = g->s[2];
     int64_t c;
@@ -109,38 +122,42 @@ VCC_CPU_FN void vcc_col2im(const VccConvGeo *g, const float *col, float *x)
             const int64_t off0 = a * g->dl[0] - g->pb[0];
             const int64_t off1 = b * g->dl[1] - g->pb[1];
             const int64_t off2 = e * g->dl[2] - g->pb[2];
-            const float *src = col + (c * g->KK + kr) * g->OUT;
-            int64_t lo2, hi2, o0, o1, o;
-            vcc_conv_range(off2, s2, I2, O2, &lo2, &hi2);
-            for (o0 = 0; o0 < O0; o0++) {
-                const int64_t i0 = o0 * s0 + off0;
-                if (i0 < 0 || i0 >= I0) { src += O1 * O2; continue; }
-                for (o1 = 0; o1 < O1; o1++, src += O2) {
-                    const int64_t i1 = o1 * s1 + off1;
-                    float *row;
-                    if (i1 < 0 || i1 >= I1) continue;
+            const float *src = col + (c * g->KK + kr) * pc;
+            int64_t lo2, hi2, p, o;
+            vcc_conv_range(off2, s2, I2, g->out[2], &lo2, &hi2);
+            for (p = p0; p < p0 + pc;) {
+                int64_t o0, o1, sa, se, i0, i1, ca, ce;
+                float *row;
+                vcc_conv_segment(g, p, p0 + pc, &o0, &o1, &sa, &se);
+                i0 = o0 * s0 + off0;
+                i1 = o1 * s1 + off1;
+                p += se - sa;
+                if (i0 >= 0 && i0 < I0 && i1 >= 0 && i1 < I1) {
                     row = xc + (i0 * I1 + i1) * I2;
+                    ca = lo2 > sa ? lo2 : sa;
+                    ce = hi2 < se ? hi2 : se;
                     if (s2 == 1) {
                         float *rr = row + off2;
-                        for (o = lo2; o < hi2; o++) rr[o] += src[o];
+                        for (o = ca; o < ce; o++) rr[o] += src[o - sa];
                     } else {
-                        for (o = lo2; o < hi2; o++) row[o * s2 + off2] += src[o];
+                        for (o = ca; o < ce; o++) row[o * s2 + off2] += src[o - sa];
                     }
                 }
+                src += se - sa;
             }
         }
     }
 }
 
-/* vcc_conv_ws: ws as the im2col buffer (C/G*KK, OUT) floats; aborts unless
- * ws_bytes >= 4*vcc_conv_col_elems(d) (checked for every conv, so a plan
- * error shows up even on convs that skip im2col). */
-VCC_CPU_FN float *vcc_conv_ws(const VccConvDesc *d, void *ws, size_t ws_bytes)
+/* vcc_conv_ws: ws as the im2col buffer of chunks of vcc_conv_chunk_cols(g, ws_bytes) output positions,
+ * into *pc; aborts unless one column fits (checked for every conv, so a plan error shows up even on
+ * convs that skip im2col). */
+VCC_CPU_FN float *vcc_conv_ws(const VccConvDesc *d, const VccConvGeo *g, void *ws, size_t ws_bytes, int64_t *pc)
 {
-    int64_t need = vcc_conv_col_elems(d);
-    VCC_CPU_CHECK(need >= 0 && (uint64_t)need <= (uint64_t)(ws_bytes / sizeof(float)) && (need == 0 || ws),
-                  "conv: workspace of %llu bytes is smaller than the %llu the im2col buffer needs",
-                  (unsigned long long)ws_bytes, (unsigned long long)need * 4u);
+    *pc = vcc_conv_chunk_cols(g, ws ? ws_bytes : 0);
+    VCC_CPU_CHECK(*pc > 0 || g->OUT == 0,
+                  "conv (N=%lld C=%lld K=%lld): workspace of %llu bytes is smaller than one im2col column",
+                  (long long)d->N, (long long)d->C, (long long)d->K, (unsigned long long)ws_bytes);
     return (float *)ws;
 }
 
@@ -164,40 +181,43 @@ VCC_CPU_FN void vcc_conv_bias_backward(int64_t N, int64_t K, int64_t S, const fl
  * (cross-correlation, zero padding pad_begin/pad_end per dim, groups,
  * strides, dilations).
  *   x (N, C, *in)   w (K, C/G, *kernel)   b (K) or NULL   y (N, K, *out)
- *   ws: ws_bytes >= 4*vcc_conv_col_elems(d) (aborts otherwise).
- * Per sample and group: im2col into ws, then one sgemm
- *   y_g (K/G, OUT) = w_g (K/G, C/G*KK) * col (C/G*KK, OUT);
- * pointwise convs (kernel 1, stride 1, no pad) use x directly as col. */
+ *   ws: the im2col buffer of pc = vcc_conv_chunk_cols output positions (aborts when pc < 1).
+ * Per sample, group and chunk [p0, p0 + pc) of output positions: im2col into ws, then one sgemm
+ *   y_g[:, p0:p0+pc] (K/G, pc) = w_g (K/G, C/G*KK) * col (C/G*KK, pc);
+ * pointwise convs (kernel 1, stride 1, no pad) use x directly as col, in one sgemm. */
 VCC_CPU_FN void conv_forward(VccRt *rt, VccConvDesc *d, const float *x, const float *w, const float *b,
                                 float *y, void *ws, size_t ws_bytes)
 {
     VccConvGeo g;
     float *col;
-    int64_t n, gi, k, o;
+    int64_t n, gi, k, o, pc, p0;
     (void)rt;
     vcc_conv_geo(d, &g);
-    col = vcc_conv_ws(d, ws, ws_bytes);
+    col = vcc_conv_ws(d, &g, ws, ws_bytes, &pc);
     for (n = 0; n < d->N; n++) {
         for (gi = 0; gi < d->G; gi++) {
             const float *xg = x + (n * d->C + gi * g.Cg) * g.IN;
             const float *wg = w + gi * g.Kg * g.Cg * g.KK;
             float *yg = y + (n * d->K + gi * g.Kg) * g.OUT;
-            const float *B = xg;
-            float beta = 0.0f;
+            const float beta = b ? 1.0f : 0.0f;
             if (b) {
                 for (k = 0; k < g.Kg; k++) {
                     float bv = b[gi * g.Kg + k];
                     float *yr = yg + k * g.OUT;
                     for (o = 0; o < g.OUT; o++) yr[o] = bv;
                 }
-                beta = 1.0f;
             }
-            if (!g.pointwise) {
-                vcc_im2col(&g, xg, col);
-                B = col;
+            if (g.pointwise) {
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)g.Kg, (int)g.OUT, (int)g.Cg, 1.0f, wg,
+                            (int)g.Cg, xg, (int)g.OUT, beta, yg, (int)g.OUT);
+                continue;
             }
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)g.Kg, (int)g.OUT, (int)(g.Cg * g.KK),
-                        1.0f, wg, (int)(g.Cg * g.KK), B, (int)g.OUT, beta, yg, (int)g.OUT);
+            for (p0 = 0; p0 < g.OUT; p0 += pc) {
+                const int64_t m = g.OUT - p0 < pc ? g.OUT - p0 : pc;
+                vcc_im2col(&g, xg, p0, m, col);
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)g.Kg, (int)m, (int)(g.Cg * g.KK),
+                            1.0f, wg, (int)(g.Cg * g.KK), col, (int)m, beta, yg + p0, (int)g.OUT);
+            }
         }
     }
 }
@@ -205,17 +225,18 @@ VCC_CPU_FN void conv_forward(VccRt *rt, VccConvDesc *d, const float *x, const fl
 /* conv_backward_data: dx = d(sum(y * dy))/dx for conv_forward's y (the input
  * gradient of ONNX Conv / torch conv, i.e. a transposed convolution of dy).
  *   dy (N, K, *out)   w (K, C/G, *kernel)   dx (N, C, *in), OVERWRITTEN
- *   ws: ws_bytes >= 4*vcc_conv_col_elems(d).
- * Per sample and group: col = w_g^T * dy_g (one sgemm), then col2im. */
+ *   ws: the im2col buffer of pc = vcc_conv_chunk_cols output positions (aborts when pc < 1).
+ * Per sample, group and chunk [p0, p0 + pc): col (C/G*KK, pc) = w_g^T * dy_g[:, p0:p0+pc] (one sgemm),
+ * then col2im adds it into dx_g, chunk after chunk. */
 VCC_CPU_FN void conv_backward_data(VccRt *rt, VccConvDesc *d, const float *dy, const float *w, float *dx,
                                       void *ws, size_t ws_bytes)
 {
     VccConvGeo g;
     float *col;
-    int64_t n, gi;
+    int64_t n, gi, pc, p0;
     (void)rt;
     vcc_conv_geo(d, &g);
-    col = vcc_conv_ws(d, ws, ws_bytes);
+    col = vcc_conv_ws(d, &g, ws, ws_bytes, &pc);
     for (n = 0; n < d->N; n++) {
         float *dxn = dx + n * d->C * g.IN;
         if (!g.pointwise) memset(dxn, 0, (size_t)(d->C * g.IN) * sizeof(float));
@@ -226,10 +247,13 @@ VCC_CPU_FN void conv_backward_data(VccRt *rt, VccConvDesc *d, const float *dy, c
             if (g.pointwise) {
                 cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)g.Cg, (int)g.OUT, (int)g.Kg,
                             1.0f, wg, (int)g.Cg, dyg, (int)g.OUT, 0.0f, dxg, (int)g.OUT);
-            } else {
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)(g.Cg * g.KK), (int)g.OUT, (int)g.Kg,
-                            1.0f, wg, (int)(g.Cg * g.KK), dyg, (int)g.OUT, 0.0f, col, (int)g.OUT);
-                vcc_col2im(&g, col, dxg);
+                continue;
+            }
+            for (p0 = 0; p0 < g.OUT; p0 += pc) {
+                const int64_t m = g.OUT - p0 < pc ? g.OUT - p0 : pc;
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)(g.Cg * g.KK), (int)m, (int)g.Kg,
+                            1.0f, wg, (int)(g.Cg * g.KK), dyg + p0, (int)g.OUT, 0.0f, col, (int)m);
+                vcc_col2im(&g, col, p0, m, dxg);
             }
         }
     }
@@ -238,32 +262,38 @@ VCC_CPU_FN void conv_backward_data(VccRt *rt, VccConvDesc *d, const float *dy, c
 /* conv_backward_filter: weight and bias gradients of conv_forward (ONNX Conv /
  * torch conv weight.grad, bias.grad).
  *   x (N, C, *in)   dy (N, K, *out)
- *   dw (K, C/G, *kernel), OVERWRITTEN: sum over samples of dy_g * col^T
+ *   dw (K, C/G, *kernel), OVERWRITTEN: sum over samples and chunks of dy_g[:, chunk] * col^T
  *   db (K) or NULL, OVERWRITTEN: sum of dy over N and spatial (double accumulation)
- *   ws: ws_bytes >= 4*vcc_conv_col_elems(d).
- * Per sample and group: im2col into ws, one sgemm accumulating into dw_g. */
+ *   ws: the im2col buffer of pc = vcc_conv_chunk_cols output positions (aborts when pc < 1).
+ * Per sample, group and chunk [p0, p0 + pc) (in that order, so the sum's order is fixed for a given
+ * workspace): im2col into ws, one sgemm accumulating into dw_g (beta 0 for the first). */
 VCC_CPU_FN void conv_backward_filter(VccRt *rt, VccConvDesc *d, const float *x, const float *dy, float *dw,
                                         float *db, void *ws, size_t ws_bytes)
 {
     VccConvGeo g;
     float *col;
-    int64_t n, gi;
+    int64_t n, gi, pc, p0;
     (void)rt;
     vcc_conv_geo(d, &g);
-    col = vcc_conv_ws(d, ws, ws_bytes);
-    if (d->N == 0) memset(dw, 0, (size_t)(d->K * g.Cg * g.KK) * sizeof(float));
+    col = vcc_conv_ws(d, &g, ws, ws_bytes, &pc);
+    if (d->N == 0 || g.OUT == 0) memset(dw, 0, (size_t)(d->K * g.Cg * g.KK) * sizeof(float));
     for (n = 0; n < d->N; n++) {
         for (gi = 0; gi < d->G; gi++) {
             const float *xg = x + (n * d->C + gi * g.Cg) * g.IN;
             const float *dyg = dy + (n * d->K + gi * g.Kg) * g.OUT;
             float *dwg = dw + gi * g.Kg * g.Cg * g.KK;
-            const float *B = xg;
-            if (!g.pointwise) {
-                vcc_im2col(&g, xg, col);
-                B = col;
+            if (g.pointwise) {
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)g.Kg, (int)g.Cg, (int)g.OUT, 1.0f, dyg,
+                            (int)g.OUT, xg, (int)g.OUT, n == 0 ? 0.0f : 1.0f, dwg, (int)g.Cg);
+                continue;
             }
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)g.Kg, (int)(g.Cg * g.KK), (int)g.OUT,
-                        1.0f, dyg, (int)g.OUT, B, (int)g.OUT, n == 0 ? 0.0f : 1.0f, dwg, (int)(g.Cg * g.KK));
+            for (p0 = 0; p0 < g.OUT; p0 += pc) {
+                const int64_t m = g.OUT - p0 < pc ? g.OUT - p0 : pc;
+                vcc_im2col(&g, xg, p0, m, col);
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)g.Kg, (int)(g.Cg * g.KK), (int)m, 1.0f,
+                            dyg + p0, (int)g.OUT, col, (int)m, n == 0 && p0 == 0 ? 0.0f : 1.0f, dwg,
+                            (int)(g.Cg * g.KK));
+            }
         }
     }
     if (db) vcc_conv_bias_backward(d->N, d->K, g.OUT, dy, db);
@@ -274,7 +304,7 @@ VCC_CPU_FN void conv_backward_filter(VccRt *rt, VccConvDesc *d, const float *x, 
  *   x (N, K, *out)   w (K, C/G, *kernel)   b (C) or NULL   y (N, C, *in), OVERWRITTEN
  * (d's output plays the transposed conv's input: ONNX's X (N, C_in, ...) is d's (N, K, *out), ONNX's
  * W (C_in, C_out/group, k...) is d's (K, C/G, *kernel), ONNX's Y d's (N, C, *in)).
- *   ws: ws_bytes >= 4*vcc_conv_col_elems(d).
+ *   ws: as conv_backward_data's.
  * y = conv_backward_data(x), then y[n, c, :] += b[c]. */
 VCC_CPU_FN void conv_transpose_forward(VccRt *rt, VccConvDesc *d, const float *x, const float *w, const float *b,
                                        float *y, void *ws, size_t ws_bytes)
@@ -300,7 +330,7 @@ VCC_CPU_FN void conv_transpose_forward(VccRt *rt, VccConvDesc *d, const float *x
  *   x (N, K, *out)   dy (N, C, *in)
  *   dw (K, C/G, *kernel), OVERWRITTEN: the filter gradient of d with input dy and output gradient x
  *   db (C) or NULL, OVERWRITTEN: sum of dy over N and spatial (double accumulation)
- *   ws: ws_bytes >= 4*vcc_conv_col_elems(d). */
+ *   ws: as conv_backward_filter's. */
 VCC_CPU_FN void conv_transpose_backward_filter(VccRt *rt, VccConvDesc *d, const float *x, const float *dy,
                                                float *dw, float *db, void *ws, size_t ws_bytes)
 {

@@ -8,9 +8,11 @@
  *                   planned workspace as its limit (the algorithm choice below);
  *   im2col + cuBLAS any other pads (asymmetric: auto_pad SAME_* with an odd total, explicit pads; negative:
  *                   a ConvTranspose's output_shape past its input's reach): the CPU target's algorithm, per
- *                   sample and group an im2col into the planned workspace (exactly the bytes the plan
- *                   reserves for every conv: vcc_conv_col_elems floats) and one cublasSgemm; the column
- *                   entries are elem/conv.h's vcc_conv_im2col_at / vcc_conv_col2im_at.
+ *                   sample, group and chunk of output positions an im2col into the planned workspace (the
+ *                   chunk the plan sized it for under --workspace-limit: vcc_conv_chunk_cols) and one
+ *                   cublasSgemm; the column entries are elem/conv.h's vcc_conv_im2col_at /
+ *                   vcc_conv_col2im_at.
+ * Both paths stay within the planned workspace, so --workspace-limit bounds the CUDA trainer's too.
  */
 #ifndef VCC_CUDA_CONV_CUH
 #define VCC_CUDA_CONV_CUH
@@ -306,61 +308,68 @@ static __global__ void conv_bias_backward_kernel(int64_t N, int64_t K, int64_t S
 
 /* ---- the im2col path (pads cuDNN does not take) */
 
-/* col (Cg*KK, OUT) = im2col of one sample's group xg (Cg, *in); one thread per column entry */
-static __global__ void conv_im2col_kernel(VccConvGeo g, const float *xg, float *col)
+/* col (Cg*KK, pc) = im2col of output positions [p0, p0 + pc) of one sample's group xg (Cg, *in); one
+ * thread per column entry */
+static __global__ void conv_im2col_kernel(VccConvGeo g, const float *xg, int64_t p0, int64_t pc, float *col)
 {
-    VCC_GRID_STRIDE(i, g.Cg * g.KK * g.OUT) col[i] = vcc_conv_im2col_at(&g, xg, i / g.OUT, i % g.OUT);
+    VCC_GRID_STRIDE(i, g.Cg * g.KK * pc) col[i] = vcc_conv_im2col_at(&g, xg, i / pc, p0 + i % pc);
 }
 
-/* xg (Cg, *in) = col2im of col (Cg*KK, OUT), OVERWRITTEN; one thread per element of xg */
-static __global__ void conv_col2im_kernel(VccConvGeo g, const float *col, float *xg)
+/* xg (Cg, *in) = col2im of the chunk col (Cg*KK, pc) of output positions [p0, p0 + pc), OVERWRITTEN for
+ * the first chunk (p0 == 0), added to after it; one thread per element of xg */
+static __global__ void conv_col2im_kernel(VccConvGeo g, const float *col, int64_t p0, int64_t pc, float *xg)
 {
-    VCC_GRID_STRIDE(i, g.Cg * g.IN) xg[i] = vcc_conv_col2im_at(&g, col, i / g.IN, i % g.IN);
+    VCC_GRID_STRIDE(i, g.Cg * g.IN) xg[i] = vcc_conv_col2im_at(&g, col, p0, pc, i / g.IN, i % g.IN, p0 ? xg[i] : 0.0f);
 }
 
-/* d's 3-D view into g and the column buffer in ws; exits on an inconsistent descriptor or a workspace
- * smaller than the column buffer (the plan reserves exactly that) */
-static inline float *vcc__conv_gemm_setup(const VccConvDesc *d, VccConvGeo *g, void *ws, size_t ws_bytes)
+/* d's 3-D view into g and the column buffer in ws, *pc output positions per chunk (vcc_conv_chunk_cols:
+ * the chunk the plan sized the workspace for); exits on an inconsistent descriptor or a workspace smaller
+ * than one column */
+static inline float *vcc__conv_gemm_setup(const VccConvDesc *d, VccConvGeo *g, void *ws, size_t ws_bytes, int64_t *pc)
 {
     const char *bad = vcc_conv_geo_make(d, g);
     if (bad) vcc__conv_fail(d, bad);
     if (d->N < 1) vcc__conv_fail(d, "bad N");
-    if (!ws || (uint64_t)vcc_conv_col_elems(d) > (uint64_t)(ws_bytes / sizeof(float)))
-        vcc__conv_fail(d, "the workspace is smaller than the im2col buffer");
+    *pc = vcc_conv_chunk_cols(g, ws ? ws_bytes : 0);
+    if (*pc < 1) vcc__conv_fail(d, "the workspace is smaller than one im2col column");
     return (float *)ws;
 }
 
 enum { VCC_CONV_FWD, VCC_CONV_BWD_DATA, VCC_CONV_BWD_FILTER };
 
-/* One direction of d by im2col + cuBLAS, per sample and group (the operands a direction does not read
- * are NULL; out is OVERWRITTEN):
- *   VCC_CONV_FWD         out = y (N, K, *out):        col = im2col(x_g); y_g (Kg, OUT) = w_g (Kg, Cg*KK) col
- *   VCC_CONV_BWD_DATA    out = dx (N, C, *in):        col = w_g^T dy_g; dx_g = col2im(col)
- *   VCC_CONV_BWD_FILTER  out = dw (K, C/G, *kernel):  col = im2col(x_g); dw_g += dy_g (Kg, OUT) col^T */
+/* One direction of d by im2col + cuBLAS, per sample, group and chunk [p0, p0 + pc) of output positions
+ * in ascending order, as the C target (the operands a direction does not read are NULL; out is
+ * OVERWRITTEN):
+ *   VCC_CONV_FWD         out = y (N, K, *out):        col = im2col(x_g); y_g[:, chunk] = w_g (Kg, Cg*KK) col
+ *   VCC_CONV_BWD_DATA    out = dx (N, C, *in):        col = w_g^T dy_g[:, chunk]; dx_g += col2im(col)
+ *   VCC_CONV_BWD_FILTER  out = dw (K, C/G, *kernel):  col = im2col(x_g); dw_g += dy_g[:, chunk] col^T */
 static inline void vcc__conv_gemm(VccRt *rt, const VccConvDesc *d, int dir, const float *x, const float *w,
                                   const float *dy, float *out, void *ws, size_t ws_bytes)
 {
     VccConvGeo g;
-    float *col = vcc__conv_gemm_setup(d, &g, ws, ws_bytes);
+    int64_t pc;
+    float *col = vcc__conv_gemm_setup(d, &g, ws, ws_bytes, &pc);
     const int64_t ckk = g.Cg * g.KK, wg = g.Kg * ckk;
-    int64_t n, gi;
+    int64_t n, gi, p0;
     for (n = 0; n < d->N; n++)
-        for (gi = 0; gi < d->G; gi++) {
-            const int64_t xo = (n * d->C + gi * g.Cg) * g.IN, yo = (n * d->K + gi * g.Kg) * g.OUT;
-            if (dir == VCC_CONV_BWD_DATA) {
-                vcc__sgemm_rm(rt, 1, 0, ckk, g.OUT, g.Kg, 1.0f, w + gi * wg, ckk, dy + yo, g.OUT, 0.0f, col, g.OUT);
-                conv_col2im_kernel<<<vcc__grid(g.Cg * g.IN), VCC_CUDA_THREADS>>>(g, col, out + xo);
+        for (gi = 0; gi < d->G; gi++)
+            for (p0 = 0; p0 < g.OUT; p0 += pc) {
+                const int64_t xo = (n * d->C + gi * g.Cg) * g.IN, yo = (n * d->K + gi * g.Kg) * g.OUT + p0;
+                const int64_t m = g.OUT - p0 < pc ? g.OUT - p0 : pc;
+                if (dir == VCC_CONV_BWD_DATA) {
+                    vcc__sgemm_rm(rt, 1, 0, ckk, m, g.Kg, 1.0f, w + gi * wg, ckk, dy + yo, g.OUT, 0.0f, col, m);
+                    conv_col2im_kernel<<<vcc__grid(g.Cg * g.IN), VCC_CUDA_THREADS>>>(g, col, p0, m, out + xo);
+                    VCC_CUDA_LAUNCHED();
+                    continue;
+                }
+                conv_im2col_kernel<<<vcc__grid(ckk * m), VCC_CUDA_THREADS>>>(g, x + xo, p0, m, col);
                 VCC_CUDA_LAUNCHED();
-                continue;
+                if (dir == VCC_CONV_FWD)
+                    vcc__sgemm_rm(rt, 0, 0, g.Kg, m, ckk, 1.0f, w + gi * wg, ckk, col, m, 0.0f, out + yo, g.OUT);
+                else
+                    vcc__sgemm_rm(rt, 0, 1, g.Kg, ckk, m, 1.0f, dy + yo, g.OUT, col, m,
+                                  n == 0 && p0 == 0 ? 0.0f : 1.0f, out + gi * wg, ckk);
             }
-            conv_im2col_kernel<<<vcc__grid(ckk * g.OUT), VCC_CUDA_THREADS>>>(g, x + xo, col);
-            VCC_CUDA_LAUNCHED();
-            if (dir == VCC_CONV_FWD)
-                vcc__sgemm_rm(rt, 0, 0, g.Kg, g.OUT, ckk, 1.0f, w + gi * wg, ckk, col, g.OUT, 0.0f, out + yo, g.OUT);
-            else
-                vcc__sgemm_rm(rt, 0, 1, g.Kg, ckk, g.OUT, 1.0f, dy + yo, g.OUT, col, g.OUT, n == 0 ? 0.0f : 1.0f,
-                              out + gi * wg, ckk);
-        }
 }
 
 /* ---- the kernels */

@@ -12,8 +12,8 @@
 
 #include "base.h"
 
-/* vcc_conv_col_elems: floats in the im2col buffer for ONE sample and ONE
- * group: (C/G) * prod(kernel) * prod(out). */
+/* vcc_conv_col_elems: floats in the whole im2col buffer of ONE sample and ONE group: (C/G) * prod(kernel)
+ * * prod(out). The kernels unfold it in chunks of output positions (vcc_conv_chunk_cols). */
 static inline VCC_UNUSED int64_t vcc_conv_col_elems(const VccConvDesc *d)
 {
     int64_t n = d->C / d->G;
@@ -73,8 +73,20 @@ static inline VCC_UNUSED const char *vcc_conv_geo_make(const VccConvDesc *d, Vcc
     return NULL;
 }
 
+/* vcc_conv_chunk_cols: the output positions P per chunk that a workspace of ws_bytes holds: the im2col
+ * columns of P consecutive (flattened) output positions of one sample and one group, a (Cg*KK, P) block,
+ * P = min(OUT, ws_bytes / (4*Cg*KK)); 0 when not even one column fits. The compiler sizes each conv's
+ * workspace by the same rule under --workspace-limit (ir/ops/conv.c, vcc_conv_ws_bytes), so the kernels
+ * use exactly the planned bytes; chunks run in ascending order of position. */
+VCC_HD int64_t vcc_conv_chunk_cols(const VccConvGeo *g, size_t ws_bytes)
+{
+    const int64_t rows = g->Cg * g->KK;
+    int64_t p = rows > 0 ? (int64_t)(ws_bytes / sizeof(float)) / rows : g->OUT;
+    return p < g->OUT ? p : g->OUT;
+}
+
 /* vcc_conv_im2col_at: entry (r, o) of one sample's and one group's column
- * matrix col (Cg*KK, OUT) (vcc_im2col in cpu/conv.h): row r = c*KK + kr with
+ * matrix (Cg*KK, OUT) (vcc_im2col in cpu/conv.h fills a chunk of its columns): row r = c*KK + kr with
  * kr the flattened kernel position (k0, k1, k2), column o the flattened output
  * position; the value is x (Cg, I0, I1, I2) at o*s + kr*dl - pb, 0 where that
  * lies in the padding. */
@@ -99,14 +111,15 @@ VCC_HD int64_t vcc_conv_out_of(int64_t i, int64_t kk, int64_t s, int64_t dl, int
     return t / s < O ? t / s : -1;
 }
 
-/* vcc_conv_col2im_at: element (c, i) of x (Cg, I0, I1, I2) folded back from
- * the column matrix col (Cg*KK, OUT), the adjoint of vcc_conv_im2col_at: the
- * sum of the entries im2col copied from x[c, i], over kernel positions kr in
- * ascending order (vcc_col2im in cpu/conv.h adds them in that order too). */
-VCC_HD float vcc_conv_col2im_at(const VccConvGeo *g, const float *col, int64_t c, int64_t i)
+/* vcc_conv_col2im_at: element (c, i) of x (Cg, I0, I1, I2) folded back from the columns of output
+ * positions [p0, p0 + pc) of the column matrix, held as col (Cg*KK, pc); the adjoint of
+ * vcc_conv_im2col_at on that chunk: acc plus the entries im2col copied from x[c, i], added one by one
+ * over kernel positions kr in ascending order (vcc_col2im in cpu/conv.h adds them to x in that order
+ * too, chunk after chunk). */
+VCC_HD float vcc_conv_col2im_at(const VccConvGeo *g, const float *col, int64_t p0, int64_t pc, int64_t c,
+                                int64_t i, float acc)
 {
     const int64_t i0 = i / (g->in[1] * g->in[2]), i1 = (i / g->in[2]) % g->in[1], i2 = i % g->in[2];
-    float acc = 0.0f;
     int64_t a, b, e;
     for (a = 0; a < g->k[0]; a++) {
         const int64_t o0 = vcc_conv_out_of(i0, a, g->s[0], g->dl[0], g->pb[0], g->out[0]);
@@ -116,9 +129,10 @@ VCC_HD float vcc_conv_col2im_at(const VccConvGeo *g, const float *col, int64_t c
             if (o1 < 0) continue;
             for (e = 0; e < g->k[2]; e++) {
                 const int64_t o2 = vcc_conv_out_of(i2, e, g->s[2], g->dl[2], g->pb[2], g->out[2]);
-                if (o2 < 0) continue;
+                const int64_t o = (o0 * g->out[1] + o1) * g->out[2] + o2;
+                if (o2 < 0 || o < p0 || o >= p0 + pc) continue;
                 const int64_t r = c * g->KK + (a * g->k[1] + b) * g->k[2] + e;
-                acc += col[r * g->OUT + (o0 * g->out[1] + o1) * g->out[2] + o2];
+                acc += col[r * pc + (o - p0)];
             }
         }
     }

@@ -8,7 +8,10 @@ MODEL is a small training model (tests/e2e/tiny_models.py's res3d).
     (--dump-ir memplan gave "unknown option" once): the dumps, plan JSON files and programs written
     are byte for byte the same.
   - Usage errors exit with status 2 and one line: an unknown option, a missing value, --forward-only
-    with --eval, an unknown pass.
+    with --eval, an unknown pass, a --workspace-limit that is not a byte count from 4 to 2^47 (with or
+    without a K/M/G or KiB/MiB/GiB suffix) or is given twice.
+  - --workspace-limit 16MiB, 16M and 16777216 give the same plan; a plan compiled with a limit and
+    dumped is accepted back with the same limit.
   - A .vir dump is an input: the dump after each pass, fed back to vcc, gives the same final nodes,
     tensors, live intervals and arena as the ONNX file; `vcc m.vir` (after memplan) accepts vcc's own
     plan; a dump after liveness
@@ -82,6 +85,26 @@ def main():
         p = run([vcc, model] + a, work)
         check(p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, "usage error: %s (exit %d: %s)" % (
             label, p.returncode, p.stderr.strip()), p.stderr)
+
+    # --- --workspace-limit: suffixes, bad values
+    plans = []
+    for i, v in enumerate(("16MiB", "16M", "16777216")):
+        p = run([vcc, model, "--workspace-limit", v, "--plan-json", "wl%d.json" % i], work)
+        check(p.returncode == 0, "vcc --workspace-limit %s" % v, p.stderr)
+        plans.append(open(os.path.join(work, "wl%d.json" % i)).read() if p.returncode == 0 else None)
+    check(plans[0] is not None and plans.count(plans[0]) == 3, "--workspace-limit 16MiB, 16M and 16777216: one plan")
+    for v in ("abc", "0", "3", "-4096", "16XB", "1e6", "4096 ", "200000G", "", "99999999999999999999"):
+        p = run([vcc, model, "--workspace-limit=" + v], work)
+        check(p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "--workspace-limit" in p.stderr,
+              "usage error: --workspace-limit '%s' (exit %d: %s)" % (v, p.returncode, p.stderr.strip()), p.stderr)
+    p = run([vcc, model, "--workspace-limit", "4K", "--workspace-limit", "8K"], work)
+    check(p.returncode == 2 and "given twice" in p.stderr, "usage error: --workspace-limit twice", p.stderr)
+    small = run([vcc, model, "--workspace-limit", "4096", "--dump-ir", "memplan"], work).stdout
+    with open(os.path.join(work, "m4096.vir"), "w") as f:
+        f.write(small)
+    p = run([vcc, "m4096.vir", "--workspace-limit", "4096"], work)
+    check(p.returncode == 0 and "arena" in p.stdout, "a plan dumped under --workspace-limit 4096 is accepted with it",
+          p.stderr)
 
     # --- .vir inputs
     mem = run([vcc, model, "--dump-ir", "memplan"], work).stdout

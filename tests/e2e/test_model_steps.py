@@ -2,6 +2,7 @@
 
     test_model_steps.py --vcc BUILD/vcc --model NAME --work DIR [--shape NxCxTxHxW] [--steps 5]
                         [--target c|cu] [--optimizer sgd|adamw] [--no-fuse-attention]
+                        [--workspace-limit BYTES]
 
 models/export_video_nets.py exports the model (dropout 0: vcc's masks are not PyTorch's; the Dropout
 nodes stay in the graph), vcc compiles it (--loss graph for unet3d_block, whose graph computes its own
@@ -45,6 +46,8 @@ torch.nn.utils.clip_grad_norm_(MAX)
 before each step; with --lr-schedule and --warmup-steps the references' learning rate is a LambdaLR with
 the trainer's documented factor (s <= W: s/W; then 1, or 0.5 * (1 + cos(pi * (s - W) / (S - W))) for
 cosine), advanced to the step; a step's lr and clip factor are printed with its figures.
+With --workspace-limit BYTES the trainer is compiled with vcc --workspace-limit BYTES: a small one makes
+every convolution and its gradients unfold their input in chunks, held to the same references.
 Prints the figures of every step; exits 1 on a failure.
 
 With --target cu the CUDA trainer is built (nvcc, no warnings); it runs only where a GPU is present.
@@ -317,6 +320,8 @@ def main():
     ap.add_argument("--warmup-steps", type=int, default=0)
     ap.add_argument("--no-fuse-attention", action="store_true",
                     help="compile the model's attention as written (vcc --no-fuse-attention)")
+    ap.add_argument("--workspace-limit", default=None,
+                    help="compile with vcc --workspace-limit BYTES (small: every convolution unfolds in chunks)")
     args = ap.parse_args()
     OPT.update(name=args.optimizer, clip=args.clip_grad_norm, schedule=args.lr_schedule, warmup=args.warmup_steps,
                steps=args.steps)
@@ -339,6 +344,7 @@ def main():
     build = run([os.path.abspath(args.vcc), name + ".onnx", "-o", src, "--optimizer", args.optimizer] +
                 (["--loss", "graph"] if graph_loss else []) +
                 (["--no-fuse-attention"] if args.no_fuse_attention else []) +
+                (["--workspace-limit", args.workspace_limit] if args.workspace_limit else []) +
                 (["--keep-grads"] if args.clip_grad_norm is not None else []), d).strip().splitlines()[-1]
     run(build, d, shell=True)
     if args.target == "cu":

@@ -20,11 +20,23 @@ every auto_pad, explicit asymmetric pads, kernel_shape, and for ConvTranspose ou
 output_shape (spatial and whole-shape forms, smaller and larger than the natural size), at opsets 1, 11
 and 17.
 
-    test_conv.py --vcc BUILD/vcc --work DIR [--only NAME] [--cuda | --cuda-one]
+    test_conv.py --vcc BUILD/vcc --work DIR [--only NAME] [--cuda | --cuda-one] [--chunked]
 (--cuda without a GPU exits 77: the CUDA programs are only worth building one by one where they run.)
+
+--chunked compiles every program with a --workspace-limit that makes each conv op (Conv, ConvTranspose and
+their ConvGradData/ConvGradFilter) unfold its input in several chunks of output positions: every other
+case gets room for a quarter of its output positions (P = max(1, OUT // 4), the limit 3 bytes above
+those columns' bytes), the others the limit 4, below one column, so one position at a time (and vcc's
+note that the limit is exceeded). Besides the checks above, each case's trainer plan (--plan-json) must
+give every conv workspace exactly the columns of P positions: (W's dim 1) * prod(kernel) * P floats,
+with OUT the output positions of the case's convolution geometry (Conv: Y's spatial sizes; ConvTranspose:
+X's, the output of the Conv it is the adjoint of), and no more bytes than the limit unless P is 1.
 """
 
+import json
+import math
 import os
+import subprocess
 import sys
 
 import torch
@@ -166,10 +178,69 @@ CASES = [
           output_shape=[1, 2, 5, 7, 8], kernel_shape=[2, 2, 3]),
 ]
 
+def chunking(case):
+    """(limit, P, columns of the whole buffer) for case in --chunked mode (see the module's comment)."""
+    x, w = case.inputs["X"], case.inputs["W"]
+    rows = w[1] * math.prod(w[2:])
+    if case.op == "Conv":
+        y = conv_ref(case.attrs)(torch.zeros(x), torch.zeros(w))
+        out = math.prod(y.shape[2:])
+    else:
+        out = math.prod(x[2:])
+    if CASES.index(case) % 2:
+        return 4, 1, out
+    p = max(1, out // 4)
+    return 4 * rows * p + 3, p, out
+
+
+def check_plans(cases, vcc, work):
+    """--chunked: every conv workspace of each case's trainer plan is the columns of P positions."""
+    bad = []
+    for c in cases:
+        limit, p, out = chunking(c)
+        rows = c.inputs["W"][1] * math.prod(c.inputs["W"][2:])
+        d, before = os.path.join(work, c.name), len(bad)
+        r = subprocess.run([vcc, "train.onnx", "--loss", "mse", "--keep-grads", "--workspace-limit", str(limit),
+                            "--plan-json", "plan.json"], cwd=d, capture_output=True, text=True)
+        if r.returncode:
+            bad.append("%s: vcc exited %d: %s" % (c.name, r.returncode, r.stderr[-300:]))
+            continue
+        with open(os.path.join(d, "plan.json")) as f:
+            plan = json.load(f)
+        ws = [t for t in plan["tensors"] if t["category"] == "workspace" and t["name"].endswith(".ws")]
+        kinds = sorted({t["name"].split("/")[-1] for t in ws})
+        if len(ws) != 3:
+            bad.append("%s: %d conv workspaces in the trainer, expected 3 (%s)" % (c.name, len(ws), kinds))
+        for t in ws:
+            if t["bytes"] != 4 * rows * p or (p > 1 and t["bytes"] > limit):
+                bad.append("%s: %s has %d bytes, expected %d (limit %d)" % (c.name, t["name"], t["bytes"],
+                                                                           4 * rows * p, limit))
+        over = "above --workspace-limit" in r.stderr
+        if over != (4 * rows * p > limit):
+            bad.append("%s: vcc's note on a workspace above the limit is %s" % (c.name, "there" if over else "missing"))
+        print("%-40s %-22s %9d %s  limit %d: %d chunks of %d of %d output positions" %
+              (c.name, "plan workspaces", 4 * rows * p, "ok  " if len(bad) == before else "FAIL",
+               limit, -(-out // p), p, out))
+    return bad
+
+
 if __name__ == "__main__":
     # ops_conv_cuda runs every case's CUDA programs against the C ones: on a GPU only (without one,
     # ops_conv_test_conv_cuda_build already builds the family's whole CUDA runtime)
     if "--cuda" in sys.argv and not oc._gpu():
         print("skip: no GPU, nothing to run the CUDA programs on")
         sys.exit(77)
+    if "--chunked" in sys.argv:
+        sys.argv.remove("--chunked")
+        for c in CASES:
+            c.flags += ["--workspace-limit", str(chunking(c)[0])]
+        rc = oc.main(CASES)
+        a = sys.argv
+        vcc = os.path.abspath(a[a.index("--vcc") + 1])
+        work = os.path.abspath(a[a.index("--work") + 1])
+        only = a[a.index("--only") + 1] if "--only" in a else None
+        problems = check_plans([c for c in CASES if not only or only in c.name], vcc, work)
+        for b in problems:
+            print("FAIL " + b)
+        sys.exit(rc or (1 if problems else 0))
     sys.exit(oc.main(CASES))

@@ -3,12 +3,14 @@
  * vcc_conv_im2col_at, vcc_conv_col2im_at, called by cuda/conv.cuh's conv_im2col_kernel and
  * conv_col2im_kernel) against the C target's row-wise im2col and col2im (runtime/cpu/conv.h), bit for
  * bit, on random geometries: 1-3 spatial dims, strides, dilations, groups, and pads that are
- * asymmetric or negative (the geometries the CUDA target computes by im2col rather than cuDNN).
+ * asymmetric or negative (the geometries the CUDA target computes by im2col rather than cuDNN), each
+ * unfolded and folded back in chunks of output positions of a random size (a workspace limit's chunks).
  * Both sides are the same copies and the same float additions in the same order, so any difference
  * is a wrong index. Prints the number of geometries and column entries compared; exits 1 on the
  * first difference.
  *
- * Shape legend: C channels, K filters, G groups; col (C/G*KK, OUT) per sample and group.
+ * Shape legend: C channels, K filters, G groups; col (C/G*KK, pc) per sample, group and chunk of pc
+ * output positions.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,13 +64,13 @@ static void random_desc(VccConvDesc *d)
 
 int main(void)
 {
-    int t, asym = 0, neg = 0;
+    int t, asym = 0, neg = 0, chunked = 0;
     long long entries = 0;
     for (t = 0; t < 3000; t++) {
         VccConvDesc d;
         VccConvGeo g;
-        int64_t ncol, nx, r, o, c, i;
-        float *x, *col, *col_at, *x_row, *x_at;
+        int64_t ncol, nx, rows, r, j, c, i, pc, p0, m;
+        float *x, *col, *colc, *col_at, *x_row, *x_at;
         random_desc(&d);
         vcc_conv_geo(&d, &g);
         for (i = 0; i < d.nsp; i++) {
@@ -76,26 +78,46 @@ int main(void)
             neg += d.pad_begin[i] < 0 || d.pad_end[i] < 0;
         }
         ncol = vcc_conv_col_elems(&d);
+        rows = g.Cg * g.KK;
         nx = g.Cg * g.IN;
+        /* the chunk the kernels take from a workspace of pc columns (every third geometry unchunked) */
+        pc = t % 3 ? rnd(1, g.OUT) : g.OUT;
+        if (vcc_conv_chunk_cols(&g, sizeof(float) * (size_t)(rows * pc)) != pc) {
+            printf("FAIL: geometry %d: vcc_conv_chunk_cols of %lld columns' bytes is not %lld\n", t,
+                   (long long)pc, (long long)pc);
+            return 1;
+        }
+        chunked += pc < g.OUT;
         x = malloc(sizeof(float) * (size_t)nx);
         x_row = malloc(sizeof(float) * (size_t)nx);
         x_at = malloc(sizeof(float) * (size_t)nx);
         col = malloc(sizeof(float) * (size_t)ncol);
-        col_at = malloc(sizeof(float) * (size_t)ncol);
-        if (!x || !x_row || !x_at || !col || !col_at) return 2;
+        colc = malloc(sizeof(float) * (size_t)(rows * pc));
+        col_at = malloc(sizeof(float) * (size_t)(rows * pc));
+        if (!x || !x_row || !x_at || !col || !colc || !col_at) return 2;
         for (i = 0; i < nx; i++) x[i] = rndf();
-        vcc_im2col(&g, x, col);
-        for (r = 0; r < g.Cg * g.KK; r++)
-            for (o = 0; o < g.OUT; o++) col_at[r * g.OUT + o] = vcc_conv_im2col_at(&g, x, r, o);
-        if (memcmp(col, col_at, sizeof(float) * (size_t)ncol)) {
-            printf("FAIL: geometry %d: vcc_conv_im2col_at differs from vcc_im2col\n", t);
-            return 1;
+        for (p0 = 0; p0 < g.OUT; p0 += pc) {
+            m = g.OUT - p0 < pc ? g.OUT - p0 : pc;
+            vcc_im2col(&g, x, p0, m, colc);
+            for (r = 0; r < rows; r++)
+                for (j = 0; j < m; j++) col_at[r * m + j] = vcc_conv_im2col_at(&g, x, r, p0 + j);
+            if (memcmp(colc, col_at, sizeof(float) * (size_t)(rows * m))) {
+                printf("FAIL: geometry %d: vcc_conv_im2col_at differs from vcc_im2col (chunk at %lld of %lld)\n", t,
+                       (long long)p0, (long long)m);
+                return 1;
+            }
         }
         for (i = 0; i < ncol; i++) col[i] = rndf();
         memset(x_row, 0, sizeof(float) * (size_t)nx);
-        vcc_col2im(&g, col, x_row);
-        for (c = 0; c < g.Cg; c++)
-            for (i = 0; i < g.IN; i++) x_at[c * g.IN + i] = vcc_conv_col2im_at(&g, col, c, i);
+        memset(x_at, 0, sizeof(float) * (size_t)nx);
+        for (p0 = 0; p0 < g.OUT; p0 += pc) {
+            m = g.OUT - p0 < pc ? g.OUT - p0 : pc;
+            for (r = 0; r < rows; r++) memcpy(colc + r * m, col + r * g.OUT + p0, sizeof(float) * (size_t)m);
+            vcc_col2im(&g, colc, p0, m, x_row);
+            for (c = 0; c < g.Cg; c++)
+                for (i = 0; i < g.IN; i++)
+                    x_at[c * g.IN + i] = vcc_conv_col2im_at(&g, colc, p0, m, c, i, x_at[c * g.IN + i]);
+        }
         if (memcmp(x_row, x_at, sizeof(float) * (size_t)nx)) {
             printf("FAIL: geometry %d: vcc_conv_col2im_at differs from vcc_col2im\n", t);
             return 1;
@@ -105,12 +127,14 @@ int main(void)
         free(x_row);
         free(x_at);
         free(col);
+        free(colc);
         free(col_at);
     }
-    printf("3000 geometries (%d dims with asymmetric pads, %d with a negative pad), %lld column entries: "
-           "im2col and col2im bodies equal the C target's bit for bit\n", asym, neg, entries);
-    if (!asym || !neg) {
-        printf("FAIL: the random geometries missed asymmetric or negative pads\n");
+    printf("3000 geometries (%d dims with asymmetric pads, %d with a negative pad, %d unfolded in chunks), %lld "
+           "column entries: im2col and col2im bodies equal the C target's bit for bit\n", asym, neg, chunked,
+           entries);
+    if (!asym || !neg || !chunked) {
+        printf("FAIL: the random geometries missed asymmetric or negative pads, or chunks\n");
         return 1;
     }
     printf("PASS\n");
