@@ -27,12 +27,14 @@ manifest's seed, write the trainer's weight file from its state_dict by the mani
 carried constants; a missing name or a shape that differs is an error), write data.npy / labels.npy
 (seeded normal clips and uniform labels, one batch per step), build train.cu with nvcc (cuDNN and cuBLAS
 found as tests/cuda/cuda_build.sh finds them: $CUDNN_INCLUDE/$CUDNN_LIB, $CUBLAS_INCLUDE/$CUBLAS_LIB,
-the CUDA toolkit, the system, the nvidia/* pip wheels; -arch=native where nvcc has it; the library
-folders in the rpath), run the trainer for WARMUP + STEPS steps and time each step as the gap between
-its `step k loss v` lines (read as they come), then PyTorch on the same weights, batches and SGD (lr
-0.01, momentum 0.9, weight decay 0; the trainer is given the same values): eager float32 with TF32 off,
-eager with TF32 on, eager under bf16 autocast, and torch.compile float32 (in a child process with a
-time limit; skipped when it fails or runs out of time). Each figure is the median over the STEPS timed
+the CUDA toolkit, the system, the nvidia/* pip wheels; -arch=sm_XY of the device PyTorch sees, which
+is what -arch=native picks; the library folders in the rpath; all builds at once, in the background),
+run the trainer for WARMUP + STEPS steps and time each step as the gap between its `step k loss v`
+lines (read as they come), then PyTorch on the same weights, batches and SGD (lr 0.01, momentum 0.9,
+weight decay 0: the trainer gets lr and momentum on its command line and keeps its default weight
+decay, 0, which its option does not take): eager float32 with TF32 off, eager with TF32 on, eager
+under bf16 autocast, and torch.compile float32 (in a child process with a time limit; skipped when it
+fails or runs out of time). Each figure is the median over the STEPS timed
 steps (each PyTorch step ends with the loss read back, as the trainer's does). It prints a line per
 result as it comes and then the table:
 
@@ -42,6 +44,7 @@ result as it comes and then the table:
     vcc/eager          vcc samples/s over PyTorch eager samples/s (above 1: vcc is faster)
     arena MiB          vcc's whole planned arena (parameters, gradients, momentum, activations, workspaces)
     torch MiB          torch.cuda.max_memory_allocated over PyTorch eager's run at that precision
+                       (less the data set, which it keeps on the GPU)
     loss rel diff      step 1's loss, |vcc - PyTorch| / |PyTorch|, both float32 from the same weights
                        and batch (expected ~1e-5 or better; TF32 and bf16 rows compare with PyTorch
                        float32's loss and show what those modes change)
@@ -509,15 +512,24 @@ def step_seconds(at, warmup, last):
     return [at[k] - at[k - 1] for k in range(warmup + 1, last + 1)]
 
 
+def set_tf32(torch, on):
+    """TF32 in matrix products and convolutions on or off: the fp32_precision settings where torch has
+    them (2.9 on; it warns about the allow_tf32 flags and refuses a mix of the two), else the flags."""
+    try:
+        torch.backends.cuda.matmul.fp32_precision = "tf32" if on else "ieee"
+        torch.backends.cudnn.conv.fp32_precision = "tf32" if on else "ieee"
+    except (AttributeError, AssertionError, RuntimeError):
+        torch.backends.cuda.matmul.allow_tf32 = on
+        torch.backends.cudnn.allow_tf32 = on
+
+
 def torch_bench(spec, seed, mode, data_path, labels_path, warmup, steps, device="cuda"):
     """PyTorch's training loop on the GPU in `mode` (fp32, tf32, bf16, compile); the model's weights
     from build_model(spec, seed), the trainer's batches and SGD. Returns {losses, step_s, max_alloc}."""
     import numpy as np
     import torch
     import torch.nn.functional as F
-    tf32 = mode == "tf32" or mode == "bf16"
-    torch.backends.cuda.matmul.allow_tf32 = tf32
-    torch.backends.cudnn.allow_tf32 = tf32
+    set_tf32(torch, mode == "tf32" or mode == "bf16")
     torch.backends.cudnn.benchmark = True
     dev = torch.device(device)
     cuda = dev.type == "cuda"
@@ -682,11 +694,14 @@ def cmd_run(args):
     log(f"device: {dev_name}; torch {torch.__version__}; steps {args.warmup} warm-up + "
         f"{args.steps} timed")
     rows, builds = [], {}
+    arch = None  # nvcc's -arch=native where it has it
+    if args.device == "cuda":  # the device's own arch, as native would pick it, without nvcc's device query
+        arch = "-arch=sm_%d%d" % torch.cuda.get_device_capability(0)
     for name in names:  # every nvcc build at once: they overlap the weights, data and the other steps
         with open(os.path.join(args.work, name, "manifest.json")) as f:
             for prog in json.load(f)["programs"]:
                 try:
-                    builds[name, prog["precision"]] = Build(prog["build"], os.path.join(args.work, name))
+                    builds[name, prog["precision"]] = Build(prog["build"], os.path.join(args.work, name), arch)
                 except Failure as e:
                     sys.exit(f"gpu_step: error: {name}: {e}")
     for name in names:
