@@ -63,10 +63,12 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import statistics
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -443,16 +445,18 @@ class Build:
         self.argv, _ = nvcc_command(printed, workdir, arch)
         log(f"  build: {' '.join(shlex.quote(a) for a in self.argv)}")
         self.t0 = time.perf_counter()
-        self.p = subprocess.Popen(self.argv, cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                  text=True)
+        self.out = tempfile.TemporaryFile(mode="w+")  # not a pipe: nobody reads it until wait()
+        self.p = subprocess.Popen(self.argv, cwd=workdir, stdout=self.out, stderr=subprocess.STDOUT, text=True)
 
     def wait(self, timeout=400):
         try:
-            out, _ = self.p.communicate(timeout=max(1.0, timeout - (time.perf_counter() - self.t0)))
+            self.p.wait(timeout=max(1.0, timeout - (time.perf_counter() - self.t0)))
         except subprocess.TimeoutExpired:
             self.p.kill()
-            self.p.communicate()
+            self.p.wait()
             raise Failure(f"nvcc took longer than {timeout} s") from None
+        self.out.seek(0)
+        out = self.out.read()
         if self.p.returncode != 0:
             raise Failure(f"nvcc failed (exit status {self.p.returncode}):\n{out[-4000:]}")
         return time.perf_counter() - self.t0, out
@@ -476,8 +480,11 @@ def run_trainer(argv, cwd, last, timeout):
     """Run a trainer, reading its `step k loss v` lines as they come; returns ({k: loss}, {k: the
     perf_counter time its line arrived}, start time)."""
     import selectors
+    if timeout <= 0:
+        raise Failure("no time left for the trainer (--budget)")
     t0 = time.perf_counter()
-    p = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1)
+    errf = tempfile.TemporaryFile(mode="w+")  # read when it has ended: a pipe could fill and block it
+    p = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=errf, text=True, bufsize=1)
     losses, at = {}, {}
     sel = selectors.DefaultSelector()
     sel.register(p.stdout, selectors.EVENT_READ)
@@ -501,7 +508,8 @@ def run_trainer(argv, cwd, last, timeout):
         if p.poll() is None:
             p.kill()
             p.wait()
-    err = p.stderr.read()
+    errf.seek(0)
+    err = errf.read()
     if rc != 0 or last not in losses:
         raise Failure(f"the trainer exited with status {rc} after {len(losses)} step(s): {err.strip()[-2000:]}")
     return losses, at, t0
@@ -575,14 +583,23 @@ def torch_bench_child(args):
 def torch_in_child(args, name, mode, timeout):
     argv = [sys.executable, os.path.abspath(__file__), "run", "--work", args.work, "--torch-child", mode,
             "--model-dir", name, "--warmup", str(args.warmup), "--steps", str(args.steps), "--device", args.device]
+    # its own process group: on a timeout the compiler's worker processes end with it
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
-        r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
+        out, _ = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
         return None, f"took longer than {timeout:.0f} s"
-    line = next((ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")), None)
-    if r.returncode != 0 or not line:
-        tail = " / ".join(r.stdout.strip().splitlines()[-2:])
-        return None, f"failed (exit status {r.returncode}): {tail[-600:]}"
+    finally:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    line = next((ln for ln in out.splitlines() if ln.startswith("RESULT ")), None)
+    if p.returncode != 0 or not line:
+        tail = " / ".join(out.strip().splitlines()[-2:])
+        return None, f"failed (exit status {p.returncode}): {tail[-600:]}"
     return json.loads(line[len("RESULT "):]), None
 
 
@@ -623,7 +640,10 @@ def run_model(args, name, rows, deadline, builds):
     data_p, labels_p = os.path.join(d, "data.npy"), os.path.join(d, "labels.npy")
     eager = {}
     for mode in ("fp32", "tf32", "bf16"):
-        r = torch_bench(spec, man["seed"], mode, data_p, labels_p, args.warmup, args.steps, args.device)
+        try:
+            r = torch_bench(spec, man["seed"], mode, data_p, labels_p, args.warmup, args.steps, args.device)
+        except Exception as e:  # an out-of-memory error, a kernel PyTorch lacks...
+            raise Failure(f"PyTorch eager {mode}: {type(e).__name__}: {e}") from None
         if args.device == "cuda":
             torch.cuda.empty_cache()
         eager[mode] = r
@@ -708,7 +728,8 @@ def cmd_run(args):
         try:
             run_model(args, name, rows, deadline, builds)
         except Failure as e:
-            print_table(rows) if rows else None
+            if rows:
+                print_table(rows)
             sys.exit(f"gpu_step: error: {name}: {e}")
     print_table(rows)
     log(f"(total {time.perf_counter() - t_start:.0f} s)")
