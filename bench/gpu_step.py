@@ -3,7 +3,7 @@
 
 The machine with the GPU has nvcc, PyTorch (with cuDNN and cuBLAS in its wheels), torchvision and
 transformers, but no vcc, no onnx and no package registry. So vcc's part runs here and the GPU's part
-there, and only a small folder (about 10 MB: no weights) travels between them.
+there, and only a small folder (about 1 MB: no weights) travels between them.
 
     .venv/bin/python bench/gpu_step.py prepare [--out build/gpu_step] [--models r3d_18,vivit_224]
     python3 bench/gpu_step.py run [--work build/gpu_step] [--steps 10 --warmup 2]     # on the GPU machine
@@ -18,8 +18,8 @@ that option) and write OUT/<model>/manifest.json:
     tensors      the trainer's weight file: every tensor's name, dtype and shape, in file order
     constants    the tensors of that file that are not state_dict entries of the model (none for
                  today's exports), whose values are carried in OUT/<model>/constants.safetensors
-The ONNX file, vcc's train.safetensors and the plan stay in --scratch (default build/gpu_step_scratch):
-r3d_18's weights alone are 133 MB. The folder OUT is what the GPU machine needs, with the tracked files
+The ONNX file, vcc's train.safetensors and the plan go to --scratch (default build/gpu_step_scratch;
+the first two are removed once read, unless --keep-scratch): r3d_18's weights alone are 133 MB. The folder OUT is what the GPU machine needs, with the tracked files
 of the repository (this script, models/video_nets.py, bench/attention_memory.py).
 
 run (on the GPU machine, with its python3): for each model of WORK, build the PyTorch model with the
@@ -240,11 +240,19 @@ def make_data(clip, classes, samples, seed):
 def vcc_precisions(vcc):
     """The precisions vcc compiles for: ["fp32"] plus what `vcc --help` lists for --precision, if any."""
     r = subprocess.run([vcc, "--help"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    m = re.search(r"--precision[ =]+[\[{(<]?([A-Za-z0-9_|,]+)", r.stdout)
-    if not m:
-        return ["fp32"]
-    found = [p for p in re.split(r"[|,]", m.group(1)) if p]
-    return ["fp32"] + [p for p in found if p.lower() not in ("fp32", "f32", "float32", "float", "precision")]
+    return ["fp32"] + [p for p in precisions_in_help(r.stdout) if p not in ("fp32", "f32", "float32")]
+
+
+def precisions_in_help(text):
+    """The precision names on the help lines of --precision (and the lines continuing them)."""
+    lines = text.splitlines()
+    for i, ln in enumerate(lines):
+        if "--precision" in ln:
+            block = [ln] + [x for x in lines[i + 1:i + 4] if x.startswith(" " * 8) and not x.lstrip().startswith("-")]
+            names = re.findall(r"\b(fp\d+\w*|bf16\w*|tf32|f16|f32|bfloat16|float16|float32)\b",
+                               " ".join(block))
+            return list(dict.fromkeys(names))
+    return []
 
 
 def program_name(build):
@@ -283,6 +291,7 @@ def prepare_model(args, name, precisions):
     spec = MODELS[name]
     out_dir = os.path.join(args.out, name)
     scratch = os.path.join(args.scratch, name)
+    shutil.rmtree(out_dir, ignore_errors=True)  # nothing stale travels (an earlier build's binary, say)
     os.makedirs(out_dir, exist_ok=True)
     os.makedirs(scratch, exist_ok=True)
     t0 = time.perf_counter()
@@ -294,7 +303,13 @@ def prepare_model(args, name, precisions):
     state = model.state_dict()
     programs, tensors, constants = [], None, {}
     for p in precisions:
-        prog = vcc_compile(args.vcc, onnx_path, out_dir, p, os.path.join(scratch, f"plan_{p}.json"), args.target)
+        try:
+            prog = vcc_compile(args.vcc, onnx_path, out_dir, p, os.path.join(scratch, f"plan_{p}.json"), args.target)
+        except Failure as e:
+            if p == "fp32":
+                raise
+            log(f"  warning: {p} skipped (a name read off `vcc --help`): {e}")
+            continue
         # vcc's own weight file goes to the scratch folder: only its header travels (in the manifest)
         wsrc = prog.pop("weights")
         wdst = os.path.join(scratch, os.path.basename(wsrc))
@@ -307,8 +322,12 @@ def prepare_model(args, name, precisions):
                 constants[n] = values[n]
         tensors = tensors or prog["tensors"]
         programs.append(prog)
+        if not args.keep_scratch:
+            os.remove(wdst)
         log(f"  vcc ({p}): {os.path.join(out_dir, prog['source'])}, arena {prog['arena_bytes'] / 2**20:.1f} MiB, "
             f"build: {prog['build']}")
+    if not args.keep_scratch:
+        os.remove(onnx_path)
     if constants:
         write_safetensors(os.path.join(out_dir, "constants.safetensors"),
                           [(n,) + tuple(v) for n, v in constants.items()])
@@ -750,6 +769,8 @@ def main(argv=None):
     p.add_argument("--vcc", default=os.path.join(ROOT, "build", "vcc"))
     p.add_argument("--models", default=DEFAULT_MODELS, help="comma-separated: " + ", ".join(MODELS))
     p.add_argument("--max-mib", type=float, default=20.0, help="fail when --out grows above this")
+    p.add_argument("--keep-scratch", action="store_true",
+                   help="keep the ONNX files and vcc's weight files in --scratch (removed once read)")
     p.add_argument("--target", default="cu", choices=("cu", "c"),
                    help="c: C trainers (train.c), to try the run phase on a CPU (run --device cpu)")
     r = sub.add_parser("run", help="build, time and compare on the GPU machine")

@@ -55,7 +55,7 @@ def gpu_step_py(*argv):
 def prepare(args, models, target="cu", sub=""):
     out, scratch = os.path.join(args.work, sub + "out"), os.path.join(args.work, sub + "scratch")
     gpu_step_py("prepare", "--vcc", args.vcc, "--out", out, "--scratch", scratch, "--models", models,
-                "--target", target)
+                "--target", target, "--keep-scratch")
     return out, scratch
 
 
