@@ -121,12 +121,14 @@ def read_safetensors_header(path):
     return entries, 8 + n
 
 
-def read_safetensors(path):
-    """{name: (dtype, shape, raw bytes)} of a safetensors file."""
+def read_safetensors(path, names=None):
+    """{name: (dtype, shape, raw bytes)} of a safetensors file (only `names`, when given)."""
     entries, base = read_safetensors_header(path)
     out = {}
     with open(path, "rb") as f:
         for name, dtype, shape, (b, e) in entries:
+            if names is not None and name not in names:
+                continue
             f.seek(base + b)
             out[name] = (dtype, shape, f.read(e - b))
     return out
@@ -264,10 +266,11 @@ def program_name(build):
 
 
 def vcc_compile(vcc, onnx_path, out_dir, precision, plan_path, target="cu"):
-    """vcc ONNX -o out_dir/train[_p].cu (or .c) --plan-json plan_path; returns the program's manifest entry."""
+    """vcc ONNX -o train[_p].cu (or .c) --plan-json plan_path in the ONNX file's folder, then the program
+    moved to out_dir (its weight file stays); returns the program's manifest entry."""
     stem = "train" if precision == "fp32" else f"train_{precision}"
     extra = [] if precision == "fp32" else ["--precision", precision]
-    cu = os.path.join(out_dir, stem + "." + target)
+    cu = os.path.join(os.path.dirname(onnx_path), stem + "." + target)
     r = subprocess.run([vcc, onnx_path, "-o", cu, "--plan-json", plan_path] + extra, stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, text=True)
     if r.returncode != 0:
@@ -279,7 +282,8 @@ def vcc_compile(vcc, onnx_path, out_dir, precision, plan_path, target="cu"):
         raise Failure(f"{cu}: no `{prefix.strip()}` first line")
     with open(plan_path) as f:
         plan = json.load(f)
-    weights = os.path.join(out_dir, stem + ".safetensors")
+    weights = os.path.join(os.path.dirname(cu), stem + ".safetensors")
+    shutil.move(cu, os.path.join(out_dir, stem + "." + target))  # the scratch folder may be another file system
     return {"precision": precision, "source": stem + "." + target, "build": first[len(prefix):].strip(),
             "program": program_name(first[len(prefix):]), "weights": weights,
             "arena_bytes": plan["arena_bytes"], "lower_bound_bytes": plan.get("lower_bound_bytes")}
@@ -310,16 +314,11 @@ def prepare_model(args, name, precisions):
                 raise
             log(f"  warning: {p} skipped (a name read off `vcc --help`): {e}")
             continue
-        # vcc's own weight file goes to the scratch folder: only its header travels (in the manifest)
-        wsrc = prog.pop("weights")
-        wdst = os.path.join(scratch, os.path.basename(wsrc))
-        os.replace(wsrc, wdst)
+        # vcc's own weight file stays in the scratch folder: only its header travels (in the manifest)
+        wdst = prog.pop("weights")
         entries, _ = read_safetensors_header(wdst)
         prog["tensors"] = [[n, d, s] for n, d, s, _ in entries]
-        values = read_safetensors(wdst)
-        for n, d, s, _ in entries:
-            if n not in state:
-                constants[n] = values[n]
+        constants.update(read_safetensors(wdst, [n for n, _, _, _ in entries if n not in state]))
         tensors = tensors or prog["tensors"]
         programs.append(prog)
         if not args.keep_scratch:
