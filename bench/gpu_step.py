@@ -460,7 +460,7 @@ class Build:
     the weight files' writing); wait() returns (seconds, nvcc's output) or raises Failure."""
 
     def __init__(self, printed, workdir, arch=None):
-        self.argv, _ = nvcc_command(printed, workdir, arch)
+        self.argv, self.libdirs = nvcc_command(printed, workdir, arch)
         log(f"  build: {' '.join(shlex.quote(a) for a in self.argv)}")
         self.t0 = time.perf_counter()
         self.out = tempfile.TemporaryFile(mode="w+")  # not a pipe: nobody reads it until wait()
@@ -494,7 +494,7 @@ def trainer_args(steps, weights="weights.safetensors"):
             "--lr", repr(LR), "--momentum", repr(MOMENTUM)]  # --weight-decay: the trainer's default, 0
 
 
-def run_trainer(argv, cwd, last, timeout):
+def run_trainer(argv, cwd, last, timeout, libdirs=()):
     """Run a trainer, reading its `step k loss v` lines as they come; returns ({k: loss}, {k: the
     perf_counter time its line arrived}, start time)."""
     import selectors
@@ -502,7 +502,10 @@ def run_trainer(argv, cwd, last, timeout):
         raise Failure("no time left for the trainer (--budget)")
     t0 = time.perf_counter()
     errf = tempfile.TemporaryFile(mode="w+")  # read when it has ended: a pipe could fill and block it
-    p = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=errf, text=True, bufsize=1)
+    env = dict(os.environ)
+    if libdirs:  # beside the rpath: cuDNN loads its own parts (libcudnn_*.so.9) with dlopen
+        env["LD_LIBRARY_PATH"] = os.pathsep.join(list(libdirs) + [x for x in [env.get("LD_LIBRARY_PATH")] if x])
+    p = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=errf, text=True, bufsize=1)
     losses, at = {}, {}
     sel = selectors.DefaultSelector()
     sel.register(p.stdout, selectors.EVENT_READ)
@@ -649,7 +652,8 @@ def run_model(args, name, rows, deadline, builds):
         secs, _ = builds[name, p].wait(timeout=args.nvcc_timeout)
         log(f"  built {prog['program']} ({p}) in {secs:.0f} s (started with the other builds)")
         losses, at, _ = run_trainer([os.path.join(d, prog["program"])] + trainer_args(last, wname), d, last,
-                                    timeout=min(args.trainer_timeout, deadline - time.perf_counter()))
+                                    timeout=min(args.trainer_timeout, deadline - time.perf_counter()),
+                                    libdirs=builds[name, p].libdirs)
         st = step_seconds(at, args.warmup, last)
         vcc[p] = {"sps": samples_per_s(n, st), "loss1": losses[1], "arena": prog["arena_bytes"]}
         log(f"  vcc {p}: {vcc[p]['sps']:.1f} samples/s (median of {len(st)} steps, "

@@ -19,8 +19,9 @@ cpu   1. its safetensors writer against the safetensors package: a file it write
          trainer, writes weights and data, times vcc's and PyTorch's steps and exits 0 only when step 1's
          losses agree to its --loss-tol (1e-4 relative).
 nvcc  `gpu_step.py prepare` on vivit_tiny, then the GPU phase's nvcc command for its train.cu (cuDNN and
-      cuBLAS found as on the GPU machine, -arch=sm_90): it builds train_cuda and prints nothing. Exits 77
-      (skipped) where nvcc, cuDNN or cuBLAS are missing.
+      cuBLAS found as on the GPU machine, -arch=sm_90): it builds train_cuda and prints nothing, and
+      train_cuda --help runs (its libraries load through the rpath). Exits 77 (skipped) where nvcc, cuDNN
+      or cuBLAS are missing.
 """
 
 import argparse
@@ -182,7 +183,14 @@ def part_nvcc(args):
         fail(f"nvcc printed diagnostics:\n{text}")
     if not os.access(os.path.join(d, "train_cuda"), os.X_OK):
         fail("no train_cuda after the build")
-    print(f"PASS: train.cu built with no output in {secs:.0f} s")
+    print(f"train.cu built with no output in {secs:.0f} s")
+    # it starts: the dynamic loader finds cuDNN and cuBLAS through the rpath alone (no GPU needed for --help)
+    env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+    r = subprocess.run([os.path.join(d, "train_cuda"), "--help"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True, env=env)
+    if r.returncode != 0 or not r.stdout.startswith("usage: train_cuda "):
+        fail(f"train_cuda --help exited {r.returncode}: {r.stdout[:500]}")
+    print("train_cuda --help: its libraries load")
 
 
 def main():
