@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 """vcc's CUDA trainer against PyTorch on a GPU: one training step's speed, memory and loss, in two phases.
 
-The machine with the GPU has nvcc, PyTorch (with cuDNN and cuBLAS in its wheels), torchvision and
-transformers, but no vcc, no onnx and no package registry. So vcc's part runs here and the GPU's part
-there, and only a small folder (about 1 MB: no weights) travels between them.
+The machine with the GPU has nvcc and PyTorch (with cuDNN and cuBLAS in its wheels), but no vcc and
+no package registry, and only a small folder travels to it. So vcc's part runs here and the GPU's part
+there, and the folder between them is about 1 MB (no weights). The GPU phase needs torch, numpy and,
+for r3d_18, torchvision; not onnx, not the safetensors package.
 
     .venv/bin/python bench/gpu_step.py prepare [--out build/gpu_step] [--models r3d_18,vivit_224]
     python3 bench/gpu_step.py run [--work build/gpu_step] [--steps 10 --warmup 2]     # on the GPU machine
@@ -15,11 +16,12 @@ that option) and write OUT/<model>/manifest.json:
     model        how to build the PyTorch model again (the builder, its arguments, the clip shape)
     seed         torch.manual_seed before building it
     programs     per precision: the .cu file, the nvcc command vcc printed, the arena bytes (--plan-json)
-    tensors      the trainer's weight file: every tensor's name, dtype and shape, in file order
+    tensors      (per program) the trainer's weight file: each tensor's name, dtype and shape, in order
     constants    the tensors of that file that are not state_dict entries of the model (none for
                  today's exports), whose values are carried in OUT/<model>/constants.safetensors
-The ONNX file, vcc's train.safetensors and the plan go to --scratch (default build/gpu_step_scratch;
-the first two are removed once read, unless --keep-scratch): r3d_18's weights alone are 133 MB. The folder OUT is what the GPU machine needs, with the tracked files
+vcc runs in --scratch/<model> (default build/gpu_step_scratch), and only the program moves to OUT: the
+ONNX file and vcc's train.safetensors are removed once read (unless --keep-scratch; r3d_18's weights
+alone are 133 MB), the plan stays. The folder OUT is what the GPU machine needs, with the tracked files
 of the repository (this script, models/video_nets.py, bench/attention_memory.py).
 
 run (on the GPU machine, with its python3): for each model of WORK, build the PyTorch model with the
@@ -728,7 +730,11 @@ def cmd_run(args):
         sys.exit(f"gpu_step: error: {args.work}: {e.strerror} (run `gpu_step.py prepare` on the machine with vcc "
                  f"and carry its --out folder)")
     if args.models:
-        names = [m for m in parse_models(args.models) if m in names]
+        want = parse_models(args.models)
+        missing = [m for m in want if m not in names]
+        if missing:
+            sys.exit(f"gpu_step: error: {args.work} has no prepared {', '.join(missing)} (it has {', '.join(names)})")
+        names = want
     import torch
     if args.device == "cuda" and not torch.cuda.is_available():
         sys.exit("gpu_step: error: PyTorch sees no CUDA device")
