@@ -78,7 +78,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "models"))
 sys.path.insert(0, HERE)
 
-STEP_RE = re.compile(r"^step (\d+) loss (\S+)$")
+from train_step import STEP_RE, log  # noqa: E402  (the trainer's `step k loss v` line; a flushed print)
 LR, MOMENTUM, WEIGHT_DECAY = 0.01, 0.9, 0.0
 SEED = 0
 
@@ -94,10 +94,6 @@ DEFAULT_MODELS = "r3d_18,vivit_224"
 
 DTYPES = {"F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16", "I64": "int64",
           "I32": "int32", "I16": "int16", "I8": "int8", "U8": "uint8", "BOOL": "bool"}
-
-
-def log(msg):
-    print(msg, flush=True)
 
 
 class Failure(Exception):
