@@ -51,7 +51,9 @@ result as it comes and then the table:
                        and batch (expected ~1e-5 or better; TF32 and bf16 rows compare with PyTorch
                        float32's loss and show what those modes change)
 
-It exits 1 with a message naming the model and the stage on any failure, after the results so far.
+A model that fails (its build, its trainer, PyTorch) is reported at once, naming the model and the
+stage, and the others are still measured; the run then exits 1 after the table, as it does when step
+1's losses disagree.
 
 With the session's `run` tool (the device machine), carry the prepared folder (an ignored build output):
     run(command="PYTHONUNBUFFERED=1 python3 bench/gpu_step.py run --work build/gpu_step",
@@ -464,6 +466,11 @@ class Build:
         self.out = tempfile.TemporaryFile(mode="w+")  # not a pipe: nobody reads it until wait()
         self.p = subprocess.Popen(self.argv, cwd=workdir, stdout=self.out, stderr=subprocess.STDOUT, text=True)
 
+    def stop(self):
+        if self.p.poll() is None:
+            self.p.kill()
+            self.p.wait()
+
     def wait(self, timeout=400):
         try:
             self.p.wait(timeout=max(1.0, timeout - (time.perf_counter() - self.t0)))
@@ -748,19 +755,26 @@ def cmd_run(args):
                     builds[name, prog["precision"]] = Build(prog["build"], os.path.join(args.work, name), arch)
                 except Failure as e:
                     sys.exit(f"gpu_step: error: {name}: {e}")
-    for name in names:
-        try:
-            run_model(args, name, rows, deadline, builds)
-        except Failure as e:
-            if rows:
-                print_table(rows)
-            sys.exit(f"gpu_step: error: {name}: {e}")
-    print_table(rows)
+    failed = []  # a model that fails does not keep the others from being measured
+    try:
+        for name in names:
+            try:
+                run_model(args, name, rows, deadline, builds)
+            except Failure as e:
+                failed.append(f"{name}: {e}")
+                log(f"gpu_step: error: {name}: {e}")
+    finally:
+        for b in builds.values():  # a model that failed before its build was waited for
+            b.stop()
+    if rows:
+        print_table(rows)
     log(f"(total {time.perf_counter() - t_start:.0f} s)")
     bad = [r for r in rows if r["vcc"] is not None and r["precision"] == "fp32" and not r["diff"] <= args.loss_tol]
     if bad:
-        sys.exit(f"gpu_step: error: step-1 loss of vcc fp32 differs from PyTorch fp32 by more than {args.loss_tol:g} "
-                 f"(relative) for {', '.join(r['model'] for r in bad)}")
+        failed.append(f"step-1 loss of vcc fp32 differs from PyTorch fp32 by more than {args.loss_tol:g} (relative) "
+                      f"for {', '.join(r['model'] for r in bad)}")
+    if failed:
+        sys.exit("gpu_step: error: " + "; ".join(failed))
     return 0
 
 

@@ -17,7 +17,8 @@ cpu   1. its safetensors writer against the safetensors package: a file it write
          with an error naming it;
       4. the run phase end to end with C trainers (prepare --target c, run --device cpu): it builds the
          trainer, writes weights and data, times vcc's and PyTorch's steps and exits 0 only when step 1's
-         losses agree to its --loss-tol (1e-4 relative).
+         losses agree to its --loss-tol (1e-4 relative); with a manifest naming a weight the model does
+         not have, it exits 1 naming the model and the weight.
 nvcc  `gpu_step.py prepare` on vivit_tiny, then the GPU phase's nvcc command for its train.cu (cuDNN and
       cuBLAS found as on the GPU machine, -arch=sm_90): it builds train_cuda and prints nothing, and
       train_cuda --help runs (its libraries load through the rpath). Exits 77 (skipped) where nvcc, cuDNN
@@ -161,6 +162,17 @@ def part_cpu(args):
     text = gpu_step_py("run", "--work", out, "--device", "cpu", "--warmup", "1", "--steps", "2", "--no-compile")
     if "| x3d_s_tiny | fp32 |" not in text:
         fail("run --device cpu printed no table row for x3d_s_tiny fp32")
+    # a weight the state_dict lacks: the run names it and exits 1
+    mpath = os.path.join(out, "x3d_s_tiny", "manifest.json")
+    man = json.load(open(mpath))
+    man["programs"][0]["tensors"][3][0] = "no.such.tensor"
+    json.dump(man, open(mpath, "w"))
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gpu_step.py"), "run", "--work", out, "--device",
+                        "cpu", "--warmup", "1", "--steps", "1", "--no-compile"],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if r.returncode != 1 or "x3d_s_tiny" not in r.stdout or "no.such.tensor" not in r.stdout:
+        fail(f"run with a weight no state_dict has: exit {r.returncode}, output:\n{r.stdout}")
+    print("run with a weight no state_dict has: exit 1, " + r.stdout.strip().splitlines()[-1])
 
 
 def part_nvcc(args):
