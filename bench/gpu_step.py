@@ -22,7 +22,8 @@ that option) and write OUT/<model>/manifest.json:
 vcc runs in --scratch/<model> (default build/gpu_step_scratch), and only the program moves to OUT: the
 ONNX file and vcc's train.safetensors are removed once read (unless --keep-scratch; r3d_18's weights
 alone are 133 MB), the plan stays. The folder OUT is what the GPU machine needs, with the tracked files
-of the repository (this script, models/video_nets.py, bench/attention_memory.py).
+of the repository (this script, bench/train_step.py, bench/attention_memory.py, models/video_nets.py,
+models/clipshape.py).
 
 run (on the GPU machine, with its python3): for each model of WORK, build the PyTorch model with the
 manifest's seed, write the trainer's weight file from its state_dict by the manifest's names (plus the
@@ -36,9 +37,9 @@ lines (read as they come), then PyTorch on the same weights, batches and SGD (lr
 weight decay 0: the trainer gets lr and momentum on its command line and keeps its default weight
 decay, 0, which its option does not take): eager float32 with TF32 off, eager with TF32 on, eager
 under bf16 autocast, and torch.compile float32 (in a child process with a time limit; skipped when it
-fails or runs out of time). Each figure is the median over the STEPS timed
-steps (each PyTorch step ends with the loss read back, as the trainer's does). It prints a line per
-result as it comes and then the table:
+fails or runs out of time). Each figure is the median over the STEPS timed steps (each PyTorch step
+ends with the loss read back, as the trainer's does). It prints a line per result as it comes and
+then the table:
 
     model, precision   the trainer's precision (vcc's) or PyTorch's mode (tf32, bf16 autocast)
     vcc samples/s      batch / median step seconds of the CUDA trainer
@@ -55,10 +56,14 @@ A model that fails (its build, its trainer, PyTorch) is reported at once, naming
 stage, and the others are still measured; the run then exits 1 after the table, as it does when step
 1's losses disagree.
 
-With the session's `run` tool (the device machine), carry the prepared folder (an ignored build output):
+Where the GPU machine is reached by a remote-run tool that copies the repository's tracked files and
+the ignored paths it is told to carry (a device `run` tool with `carry`), carry the prepared folder:
     run(command="PYTHONUNBUFFERED=1 python3 bench/gpu_step.py run --work build/gpu_step",
         carry=["build/gpu_step"], timeout_s=600)
-The whole run (nvcc builds included) is sized for under 10 minutes on an H200.
+The whole run (nvcc builds included) is sized for under 10 minutes on an H200 (--budget 540 s).
+
+For the tests: `prepare --target c` writes C trainers (train.c) and `run --device cpu` runs the whole
+run phase with them and PyTorch on the CPU.
 """
 
 import argparse
