@@ -67,6 +67,11 @@ static void usage(FILE *f) {
           "                     trainer's --save-grads and --clip-grad-norm (which need all gradients after\n"
           "                     backward). By default each parameter is updated as soon as its gradient is\n"
           "                     final and the gradient's bytes are reused: a smaller arena, the same numbers\n"
+          "  --memory-limit SIZE  keep the arena within SIZE (bytes, or with KiB, MiB, GiB: 24GiB) by recomputing\n"
+          "                     cheap saved values (BatchNormalization outputs from their saved statistics,\n"
+          "                     elementwise ops) in backward, the most bytes per extra FLOP first; the same\n"
+          "                     numbers as without. The summary gives the arena before and after and the extra\n"
+          "                     FLOPs; a limit that cannot be met is an error naming the smallest arena reachable\n"
           "  --forward-only     compile the forward graph alone: a program that evaluates the model once,\n"
           "                     ./fwd IN.npy... -o OUT.npy... (used by the ONNX conformance tests)\n"
           "  --eval             compile the evaluation program: BatchNormalization with its running statistics,\n"
@@ -293,6 +298,20 @@ static int vir_stage(const char *path) {
     return stage;
 }
 
+/* A byte count: a decimal number, optionally followed by KiB, MiB or GiB (powers of 1024), at least 1 and
+ * below 2^62 bytes. Returns it, or -1. */
+static int64_t parse_bytes(const char *s) {
+    char *end;
+    double v = strtod(s, &end);
+    const char *units[4] = {"", "KiB", "MiB", "GiB"};
+    for (int u = 0; u < 4; u++)
+        if (end != s && !strcmp(end, units[u])) {
+            v *= (double)((int64_t)1 << (10 * u));
+            return v >= 1 && v < 4.6e18 ? (int64_t)v : -1;
+        }
+    return -1;
+}
+
 int main(int argc, char **argv) {
     const char *model = NULL, *out = NULL, *plan_json = NULL, *plan_trace = NULL, *plan_svg = NULL, *dump = NULL;
     bool plan_cmd = vcc_plan_subcommand(argc, argv); /* vcc plan MODEL [options]: the options that follow */
@@ -301,7 +320,8 @@ int main(int argc, char **argv) {
     int nshapes = 0;
     float momentum = 0.9f;
     bool forward_only = false, eval = false, allow_inference = false, no_fuse = false, keep_grads = false;
-    const char *momentum_text = NULL, *loss_text = NULL, *optimizer_text = NULL;
+    const char *momentum_text = NULL, *loss_text = NULL, *optimizer_text = NULL, *limit_text = NULL;
+    int64_t memory_limit = 0;
     VccOptimKind optimizer = VCC_OPTIM_SGD;
     VccLossKind loss = VCC_LOSS_CE;
     for (int i = 1; i < argc; i++) {
@@ -362,6 +382,12 @@ int main(int argc, char **argv) {
             momentum = strtof(v, &end);
             if (*end || end == v || !(momentum >= 0.0f && momentum < 1e30f)) {
                 fprintf(stderr, "vcc: --momentum needs a finite number >= 0, got '%s'\n", v);
+                return 2;
+            }
+        } else if ((v = opt_value(argc, argv, &i, "--memory-limit", &missing))) {
+            if (set_once(&limit_text, v, "--memory-limit")) return 2;
+            if ((memory_limit = parse_bytes(v)) < 0) {
+                fprintf(stderr, "vcc: --memory-limit needs a size in bytes, or with KiB, MiB or GiB (24GiB), got '%s'\n", v);
                 return 2;
             }
         } else if ((v = opt_value(argc, argv, &i, "--shape", &missing))) {
@@ -463,6 +489,7 @@ int main(int argc, char **argv) {
     ctx.forward_only = forward_only;
     ctx.no_fuse_attention = no_fuse;
     ctx.keep_grads = keep_grads;
+    ctx.memory_limit = memory_limit;
     ctx.eval = eval;
     ctx.allow_inference_export = allow_inference;
     ctx.from_dump = vir;
@@ -516,6 +543,10 @@ int main(int argc, char **argv) {
         printf("%s: %d steps, arena %lld bytes (persistent %lld, planned %lld), lower bound %lld, no reuse %lld\n",
                model, g->nnodes, (long long)g->arena_bytes, (long long)g->persistent_bytes,
                (long long)g->planned_bytes, (long long)g->lower_bound_bytes, (long long)g->no_reuse_bytes);
+    if (memory_limit && !plan_cmd) /* beside the summary, or on stderr when stdout holds a dump or nothing */
+        fprintf(out || plan_json || plan_trace || plan_svg || dump ? stderr : stdout, "%s: --memory-limit %lld: arena %lld bytes without recomputation, %lld with %d values recomputed "
+               "(+%.2f%% FLOPs)\n", model, (long long)memory_limit, (long long)g->arena_unlimited_bytes,
+               (long long)g->arena_bytes, g->remat_values, g->step_flops > 0 ? 100.0 * g->remat_flops / g->step_flops : 0.0);
     rc = 0;
     if (fflush(stdout) != 0 || ferror(stdout)) { /* a full disk must not pass for a complete dump */
         fprintf(stderr, "vcc: cannot write to standard output: %s\n", strerror(errno));

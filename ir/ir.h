@@ -90,6 +90,7 @@ typedef struct VccCtx {
     bool allow_inference_export; /* compile a trainer from an inference-form export: --allow-inference-export */
     bool no_fuse_attention;      /* keep scaled dot-product attention unfused (passes/fuse.c): --no-fuse-attention */
     bool keep_grads;       /* keep every gradient until all updates ran (passes/optimizer.c): --keep-grads */
+    int64_t memory_limit;  /* the arena's limit in bytes (passes/remat.c recomputes values to meet it): --memory-limit; 0: none */
     bool from_dump;        /* the graph was read from a .vir dump: its intervals and plan are the user's */
     const char *dump_after;/* --dump-ir=PASS, or NULL */
     FILE *dump;            /* where dumps go (stdout) */
@@ -279,6 +280,11 @@ typedef struct {
     int64_t schedule_peak_bytes, given_order_peak_bytes;
     /* filled by passes/memplan */
     int64_t arena_bytes, persistent_bytes, planned_bytes, lower_bound_bytes, no_reuse_bytes;
+    /* filled by passes/remat: the arena memplan made (before any recomputation), the values recomputed in
+     * backward, their FLOPs and an estimate of one training step's FLOPs (vcc_step_flops); 0 before */
+    int64_t arena_unlimited_bytes;
+    int remat_values;
+    double remat_flops, step_flops;
 } VccGraph;
 
 /* A subgraph attribute of an If or Loop node (ONNX GraphProto: then_branch, else_branch, body), loaded as

@@ -319,6 +319,33 @@ static VccStatus bn_emit(VccEmit *e, int k) {
 
 const VccOpDef vcc_def_BATCHNORM = {0, 0, bn_attrs, bn_check_attrs, bn_canon, bn_shape, bn_grad, bn_emit};
 
+/* ------------------------------------------------------------------ BatchNormApply */
+
+/* (X, scale, B, saved_mean, saved_invstd) -> Y: a training-mode BatchNormalization's output recomputed from
+ * its input and the batch statistics it saved (passes/remat.c), bit-identical to the forward's Y. */
+static VccStatus bn_apply_shape(VccCtx *ctx, VccGraph *g, int k, bool check) {
+    const VccNode *n = &g->nodes[k];
+    const VccTensor *a = vcc_need_input(ctx, g, n, 0, VCC_F32), *c;
+    if (!a || a->shape.rank < 2 || n->nin != 5 || n->nout != 1) return vcc_operands_missing(ctx, n);
+    VccShape s = {1, {a->shape.dims[1]}};
+    for (int i = 1; i < 5; i++)
+        if (!(c = vcc_need_input(ctx, g, n, i, VCC_F32)) || !vcc_same_shape(&c->shape, &s)) return vcc_shape_mismatch(ctx, n);
+    if (!vcc_put_output(ctx, g, n, check, n->out[0], VCC_F32, &a->shape)) return vcc_shape_mismatch(ctx, n);
+    return VCC_OK;
+}
+
+static VccStatus bn_apply_emit(VccEmit *e, int k) {
+    const VccNode *n = &e->g->nodes[k];
+    int64_t N, C, S;
+    vcc_emit_ncs(e, n->in[0], &N, &C, &S);
+    fprintf(e->f, "    batchnorm_apply(rt, %" PRId64 ", %" PRId64 ", %" PRId64 ", %s, %s, %s, %s, %s, %s);\n", N, C, S,
+            vcc_emit_f32(e, n->in[0]), vcc_emit_f32(e, n->in[1]), vcc_emit_f32(e, n->in[2]), vcc_emit_f32(e, n->in[3]),
+            vcc_emit_f32(e, n->in[4]), vcc_emit_f32(e, n->out[0]));
+    return VCC_OK;
+}
+
+const VccOpDef vcc_def_BATCHNORM_APPLY = {0, 0, NULL, NULL, NULL, bn_apply_shape, NULL, bn_apply_emit};
+
 /* ------------------------------------------------------------------ BatchNormalizationGrad */
 
 /* (X, dY, scale, saved_mean, saved_invstd) -> (dX, dscale, dbias) */

@@ -14,6 +14,34 @@
 #include "../proto/norm.h"
 #undef VCC_KERNEL
 
+/* vcc__bn_channel_norm: channel c of y (N, C, S) = vcc_bn_norm of x's with the channel's mean, invstd, gamma
+ * and beta (the one normalization loop of every batch norm form, so their outputs agree bit for bit). */
+VCC_CPU_FN void vcc__bn_channel_norm(int64_t N, int64_t C, int64_t S, int64_t c, const float *x, float mean,
+                                     float invstd, float gamma, float beta, float *y)
+{
+    int64_t n, i;
+    for (n = 0; n < N; n++) {
+        const float *r = x + (n * C + c) * S;
+        float *yr = y + (n * C + c) * S;
+        for (i = 0; i < S; i++) yr[i] = vcc_bn_norm(r[i], mean, invstd, gamma, beta);
+    }
+}
+
+/* vcc__bn_normalize: y (N, C, S) = vcc_bn_norm(x, mean[c], invstd, gamma[c], beta[c]) for every channel c,
+ * with invstd = vcc_bn_invstd(scale[c], eps) when scale_is_var (scale holds variances), else scale[c]. */
+VCC_CPU_FN void vcc__bn_normalize(int64_t N, int64_t C, int64_t S, const float *x, const float *gamma,
+                                  const float *beta, const float *mean, const float *scale, int scale_is_var,
+                                  float eps, float *y)
+{
+    int64_t c;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+    for (c = 0; c < C; c++)
+        vcc__bn_channel_norm(N, C, S, c, x, mean[c], scale_is_var ? vcc_bn_invstd(scale[c], eps) : scale[c],
+                             gamma[c], beta[c], y);
+}
+
 /* batchnorm_forward_train: training-mode batch norm over (N, S) per channel,
  * as torch.nn.functional.batch_norm(training=True) / ONNX
  * BatchNormalization(training_mode=1).
@@ -77,11 +105,7 @@ VCC_CPU_FN void batchnorm_forward_train(VccRt *rt, int64_t N, int64_t C, int64_t
             double vu = unbiased && m > 1 ? var * (double)m / (double)(m - 1) : var;
             running_var[c] = (float)((double)running_var[c] * (double)momentum + vu * (1.0 - (double)momentum));
         }
-        for (n = 0; n < N; n++) {
-            const float *r = x + (n * C + c) * S;
-            float *yr = y + (n * C + c) * S;
-            for (i = 0; i < S; i++) yr[i] = vcc_bn_norm(r[i], meanf, invstdf, gm, bt);
-        }
+        vcc__bn_channel_norm(N, C, S, c, x, meanf, invstdf, gm, bt, y);
     }
 }
 
@@ -94,20 +118,21 @@ VCC_CPU_FN void batchnorm_forward_infer(VccRt *rt, int64_t N, int64_t C, int64_t
                                            const float *gamma, const float *beta, const float *mean,
                                            const float *var, float eps, float *y)
 {
-    int64_t c;
     (void)rt;
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static)
-#endif
-    for (c = 0; c < C; c++) {
-        const float invstd = vcc_bn_invstd(var[c], eps), mu = mean[c], gm = gamma[c], bt = beta[c];
-        int64_t n, i;
-        for (n = 0; n < N; n++) {
-            const float *r = x + (n * C + c) * S;
-            float *yr = y + (n * C + c) * S;
-            for (i = 0; i < S; i++) yr[i] = vcc_bn_norm(r[i], mu, invstd, gm, bt);
-        }
-    }
+    vcc__bn_normalize(N, C, S, x, gamma, beta, mean, var, 1, eps, y);
+}
+
+/* batchnorm_apply: the normalization step of batchnorm_forward_train alone, with the batch statistics it
+ * saved: y = vcc_bn_norm(x, save_mean, save_invstd, gamma, beta), the same arithmetic element for element,
+ * so y is bit-identical to the forward's y; no statistics are computed and no running statistics move
+ * (passes/remat.c recomputes a BatchNormalization output this way, as InPlace-ABN, Rota Bulo et al.,
+ * CVPR 2018, does).
+ *   x, y (N, C, S), y may == x; gamma, beta, save_mean, save_invstd (C) */
+VCC_CPU_FN void batchnorm_apply(VccRt *rt, int64_t N, int64_t C, int64_t S, const float *x, const float *gamma,
+                                const float *beta, const float *save_mean, const float *save_invstd, float *y)
+{
+    (void)rt;
+    vcc__bn_normalize(N, C, S, x, gamma, beta, save_mean, save_invstd, 0, 0.0f, y);
 }
 
 /* vcc__bn_channel_sums: for channel c of x, dy (N, C, S), *sdy = sum dy and *sdyx = sum dy*(x - mean)

@@ -82,6 +82,20 @@ static inline void batchnorm_forward_train(VccRt *rt, int64_t N, int64_t C, int6
     VCC_CUDA_LAUNCHED();
 }
 
+/* batchnorm_apply: the normalization kernel of batchnorm_forward_train alone, with the statistics it saved
+ * (bit-identical y; no statistics, no running update: passes/remat.c's recomputation).
+ * x, y (N, C, S), y may == x; gamma, beta, save_mean, save_invstd (C). */
+static inline void batchnorm_apply(VccRt *rt, int64_t N, int64_t C, int64_t S, const float *x, const float *gamma,
+                                   const float *beta, const float *save_mean, const float *save_invstd, float *y)
+{
+    int64_t n = N * C * S;
+    (void)rt;
+    if (n <= 0) return;
+    batchnorm_forward_train_kernel<<<vcc__grid(n), VCC_CUDA_THREADS>>>(n, C, S, x, gamma, beta, save_mean,
+                                                                       save_invstd, y);
+    VCC_CUDA_LAUNCHED();
+}
+
 static __global__ void batchnorm_forward_infer_kernel(int64_t n, int64_t C, int64_t S, const float *x,
                                                       const float *gamma, const float *beta, const float *mean,
                                                       const float *var, float eps, float *y)
