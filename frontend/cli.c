@@ -28,6 +28,7 @@
 #include "../codegen/codegen.h"
 #include "../passes/passes.h"
 #include "../passes/planreport.h"
+#include "fit.h"
 #include "frontend.h"
 #include "plan_cmd.h"
 
@@ -72,6 +73,9 @@ static void usage(FILE *f) {
           "                     elementwise ops) in backward, the most bytes per extra FLOP first; the same\n"
           "                     numbers as without. The summary gives the arena before and after and the extra\n"
           "                     FLOPs; a limit that cannot be met is an error naming the smallest arena reachable\n"
+          "  --fit SIZE [--vary NAME]  print the largest value of the symbolic dim NAME (default batch; the\n"
+          "                     model exported with it symbolic) whose arena fits in SIZE, without and with\n"
+          "                     recomputation (--memory-limit), and the arena of each; nothing is written\n"
           "  --forward-only     compile the forward graph alone: a program that evaluates the model once,\n"
           "                     ./fwd IN.npy... -o OUT.npy... (used by the ONNX conformance tests)\n"
           "  --eval             compile the evaluation program: BatchNormalization with its running statistics,\n"
@@ -320,8 +324,9 @@ int main(int argc, char **argv) {
     int nshapes = 0;
     float momentum = 0.9f;
     bool forward_only = false, eval = false, allow_inference = false, no_fuse = false, keep_grads = false;
-    const char *momentum_text = NULL, *loss_text = NULL, *optimizer_text = NULL, *limit_text = NULL;
-    int64_t memory_limit = 0;
+    const char *momentum_text = NULL, *loss_text = NULL, *optimizer_text = NULL, *limit_text = NULL,
+               *fit_text = NULL, *vary = NULL;
+    int64_t memory_limit = 0, fit_limit = 0;
     VccOptimKind optimizer = VCC_OPTIM_SGD;
     VccLossKind loss = VCC_LOSS_CE;
     for (int i = 1; i < argc; i++) {
@@ -390,6 +395,14 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "vcc: --memory-limit needs a size in bytes, or with KiB, MiB or GiB (24GiB), got '%s'\n", v);
                 return 2;
             }
+        } else if ((v = opt_value(argc, argv, &i, "--fit", &missing))) {
+            if (set_once(&fit_text, v, "--fit")) return 2;
+            if ((fit_limit = parse_bytes(v)) < 0) {
+                fprintf(stderr, "vcc: --fit needs a size in bytes, or with KiB, MiB or GiB (24GiB), got '%s'\n", v);
+                return 2;
+            }
+        } else if ((v = opt_value(argc, argv, &i, "--vary", &missing))) {
+            if (set_once(&vary, v, "--vary")) return 2;
         } else if ((v = opt_value(argc, argv, &i, "--shape", &missing))) {
             int bad = nshapes == 32 || parse_shape(v, &shapes[nshapes]);
             for (int j = 0; !bad && j < nshapes; j++)
@@ -443,6 +456,23 @@ int main(int argc, char **argv) {
                         "--beta2 at run time\n");
         return 2;
     }
+    if (vary && !fit_text) {
+        fprintf(stderr, "vcc: --vary names the dim --fit searches over; give --fit SIZE\n");
+        return 2;
+    }
+    if (fit_text && (out || plan_json || plan_trace || plan_svg || dump || plan_cmd || limit_text || forward_only ||
+                     eval || has_suffix(model, ".vir"))) {
+        fprintf(stderr, "vcc: --fit searches over compilations of an ONNX trainer and writes nothing: give it without "
+                        "-o, --plan-*, --dump-ir, plan, --memory-limit, --forward-only and --eval\n");
+        return 2;
+    }
+    if (!vary) vary = "batch";
+    for (int j = 0; fit_text && j < nshapes; j++)
+        if (!strcmp(shapes[j].name, vary)) {
+            fprintf(stderr, "vcc: --fit varies %s; do not bind it with --shape\n", vary);
+            for (int k = 0; k < nshapes; k++) free(shapes[k].name);
+            return 2;
+        }
     if (dump && vcc_pass_index(dump) < 0) {
         fprintf(stderr, "vcc: unknown pass '%s' for --dump-ir (see vcc --help)\n", dump);
         return 2;
@@ -497,6 +527,10 @@ int main(int argc, char **argv) {
     int rc = 1;
     char *tmp = NULL, *wpath = NULL, cmd[20000], cmd_here[20000];
     FILE *f = NULL;
+    if (fit_text) {
+        rc = vcc_fit(&ctx, model, fit_limit, vary, stdout);
+        goto done;
+    }
     VccStatus st = vir ? vcc_vir_load(&ctx, model, &g) : vcc_onnx_load(&ctx, model, &g);
     if (st == VCC_OK) st = vcc_run_passes_after(&ctx, g, vir ? stage : 0);
     if (st != VCC_OK) goto done;

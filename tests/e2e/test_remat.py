@@ -1,6 +1,6 @@
 """Recomputation under a memory limit (vcc --memory-limit, passes/remat.c) against the unlimited plan.
 
-    test_remat.py --vcc BUILD/vcc --model NAME --work DIR [--steps 3] [--cuda]
+    test_remat.py --vcc BUILD/vcc --model NAME --work DIR [--steps 3] [--cuda] [--fit]
 
 models/export_video_nets.py exports the model (dropout 0), and vcc compiles it:
   refused       with --memory-limit 1 (no arena is that small) vcc exits non-zero, writes neither the
@@ -15,6 +15,11 @@ models/export_video_nets.py exports the model (dropout 0), and vcc compiles it:
                 and the --out files byte-identical
   CUDA          with --cuda, the limited CUDA trainer builds with nvcc without a diagnostic
                 (tests/e2e/cuda_build.sh; where nvcc or cuDNN are absent that check alone is skipped)
+  --fit         with --fit, the model exported again with a symbolic batch (export_video_nets.py
+                --dynamic-batch) and vcc --fit L (L twice the unlimited batch-N arena): the batch it names
+                without recomputation compiles (--shape batch=B) within L and B+1 does not; the batch it
+                names with recomputation compiles with --memory-limit L and one more is refused; each
+                arena printed is that compilation's, and recomputation fits at least B
 Prints the figures; exits 1 on a failure.
 """
 
@@ -36,6 +41,38 @@ def run(cmd, cwd, shell=False, ok=True):
     return p
 
 
+def check_fit(vcc, model, d, limit):
+    """vcc --fit limit on the model exported with a symbolic batch, checked by compiling at the batches it
+    names and one more; returns the failures."""
+    os.makedirs(d, exist_ok=True)
+    run([sys.executable, os.path.join(MODELS_DIR, "export_video_nets.py"), "--model", model, "--out", d,
+         "--dropout", "0", "--num-classes", "5", "--dynamic-batch"], d)
+    onnx = model + ".onnx"
+    out = run([vcc, onnx, "--fit", str(limit)], d).stdout
+    print(out.strip())
+    found = re.findall(r"(without|with) recomputation *: largest batch=(\d+), arena (\d+) bytes", out)
+    if len(found) != 2:
+        return ["vcc --fit printed %r" % out]
+    fails = []
+    best = {}
+    for how, b, arena in found:
+        b, arena = int(b), int(arena)
+        best[how] = b
+        extra = ["--memory-limit", str(limit)] if how == "with" else []
+        for n, want in ((b, True), (b + 1, False)):
+            p = run([vcc, onnx, "--shape", "batch=%d" % n] + extra, d, ok=False)
+            m = re.search(r"arena (\d+) bytes", p.stdout)  # the summary: the arena as planned
+            got = p.returncode == 0 and m is not None and int(m.group(1)) <= limit
+            if got != want:
+                fails.append("--fit %s recomputation: batch %d %s, but vcc --shape batch=%d %s"
+                             % (how, b, "fits", n, "fits" if got else "does not"))
+            if n == b and m and int(m.group(1)) != arena:
+                fails.append("--fit %s recomputation: arena %d printed, %d compiled" % (how, arena, int(m.group(1))))
+    if best.get("with", 0) < best.get("without", 0):
+        fails.append("recomputation fits a smaller batch (%s)" % best)
+    return fails
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--vcc", required=True)
@@ -43,6 +80,7 @@ def main():
     ap.add_argument("--work", required=True)
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--cuda", action="store_true")
+    ap.add_argument("--fit", action="store_true")
     a = ap.parse_args()
     d = os.path.abspath(a.work)
     vcc = os.path.abspath(a.vcc)
@@ -107,6 +145,8 @@ def main():
         print(p.stdout.strip())
         if p.returncode not in (0, 77):  # 77: no nvcc or cuDNN here, reported as the line above
             fails.append("the CUDA trainer with recomputation: %s" % p.stdout.strip().splitlines()[-1:])
+    if a.fit:
+        fails += check_fit(vcc, a.model, os.path.join(d, "fit"), 2 * plain["arena_bytes"])
     for f in fails:
         print("FAIL: " + f)
     if fails:
