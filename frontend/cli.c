@@ -4,7 +4,8 @@
  *   vcc [plan] MODEL.onnx|DUMP.vir [-o train.c | -o train.cu] [--shape NAME=2x3x8x112x112 ...]
  *       [--dump-ir PASS] [--plan-json FILE] [--plan-trace FILE] [--plan-svg FILE]
  *       [--loss ce|mse|graph] [--optimizer sgd|adamw] [--momentum M] [--forward-only | --eval]
- *       [--allow-inference-export] [--no-fuse-attention] [--keep-grads]
+ *       [--allow-inference-export] [--no-fuse-attention] [--keep-grads] [--memory-limit SIZE]
+ *   vcc MODEL.onnx --fit SIZE [--vary NAME] [--shape ...] [compile options]
  *
  * Every option that takes a value accepts it as the next argument or after '=' (--dump-ir memplan,
  * --dump-ir=memplan). Reads the model (an ONNX file, or a .vir dump: then the passes after the one it
@@ -13,7 +14,9 @@
  * as it runs from the current folder (paths shell-quoted; the binary of X.c is X, of X.cu X_cuda; the
  * file's first line holds the same command relative to its own folder); with none of -o, --plan-json,
  * --plan-trace, --plan-svg and --dump-ir it prints a one-line summary of the plan. `vcc plan` takes the
- * same options and prints the plan report (passes/planreport.h) instead of the summary. Every output is
+ * same options and prints the plan report (passes/planreport.h) instead of the summary. With
+ * --memory-limit, passes/remat.c recomputes values until the arena fits (a line beside the summary, or
+ * on stderr, says what it cost); --fit prints the largest batch that fits (frontend/fit.h). Every output is
  * written to a temporary file and renamed, so a failure leaves no half-written output. Exit status 0 on success, 1 on any error
  * (the message names the file, node and op), 2 on a usage error.
  */
