@@ -8,7 +8,9 @@
  *   forward nodes, cloned into the backward phase and named "<node>.recompute", their outputs new tensors
  *   "<value>.recompute") run again from values that are live at that step anyway, the backward readers
  *   of Y read the clone's output, and Y dies after its last forward reader. After each one liveness,
- *   inplace and memplan run again, until the arena is within ctx->memory_limit.
+ *   inplace and memplan run again, until the arena is within ctx->memory_limit. Backward readers of a
+ *   view of Y (Identity, Reshape, Flatten... of forward view nodes) read a clone of that view on the
+ *   recomputed Y.
  *   Cheap nodes: BatchNormalization in training mode, whose clone is a BatchNormApply with the batch
  *   statistics the forward saved (no statistics recomputed, no running statistics updated: InPlace-ABN,
  *   Rota Bulo et al., CVPR 2018, recomputes a BN output from its saved statistics in the same way), and the
@@ -166,8 +168,21 @@ static int peak_step(const VccGraph *g) {
     return best;
 }
 
-/* The first backward step reading t directly, and the last forward step reading it (its producer when
- * none); -1 for the first when a backward node reads a view of t (those stay as they are). */
+/* Whether x is t or a view of t made by forward view nodes (Identity, Reshape, Flatten...: VCC_OPF_VIEW,
+ * which a recomputation clones too). */
+static bool is_or_views(const VccGraph *g, int x, int t) {
+    for (; x != t; x = g->tensors[x].alias_of) {
+        int p = g->tensors[x].producer;
+        if (g->tensors[x].alias_of < 0 || p < 0 || g->nodes[p].phase != VCC_PHASE_FORWARD ||
+            !(vcc_op_def(g->nodes[p].op)->flags & VCC_OPF_VIEW) || g->nodes[p].in[0] != g->tensors[x].alias_of)
+            return false;
+    }
+    return true;
+}
+
+/* The first backward step reading t or a view of it, and the last forward step reading them (t's
+ * producer when none); -1 for the first when a backward node reads a view of t that is_or_views does not
+ * accept (t stays as it is then). */
 static void uses(const VccGraph *g, int t, int *first_bwd, int *last_fwd) {
     *first_bwd = -1;
     *last_fwd = g->tensors[t].producer;
@@ -175,18 +190,41 @@ static void uses(const VccGraph *g, int t, int *first_bwd, int *last_fwd) {
         const VccNode *n = &g->nodes[k];
         for (int i = 0; i < n->nin; i++) {
             int x = n->in[i];
-            if (x < 0) continue;
+            if (x < 0 || base_of(g, x) != base_of(g, t)) continue;
+            bool mine = is_or_views(g, x, t);
             if (n->phase == VCC_PHASE_BACKWARD) {
-                if (x == t && *first_bwd < 0) *first_bwd = k;
-                else if (x != t && base_of(g, x) == t && g->tensors[x].alias_of >= 0) {
+                if (!mine) {
                     *first_bwd = -1;
                     return;
                 }
-            } else if (x == t || base_of(g, x) == t) {
-                if (k > *last_fwd) *last_fwd = k;
+                if (*first_bwd < 0) *first_bwd = k;
+            } else if (mine && k > *last_fwd) {
+                *last_fwd = k;
             }
         }
     }
+}
+
+/* The recomputed copy of x (y or a view of y, is_or_views) given map[] for what has one: a view's copy is
+ * a clone of its view node on its base's copy, appended (the caller moves it into place). */
+static int copy_of(VccGraph *g, int x, int *map) {
+    if (map[x] != x) return map[x];
+    const VccTensor *xt = &g->tensors[x];
+    int base = copy_of(g, xt->alias_of, map);
+    VccShape shape = xt->shape;
+    int nc = vcc_tensor_add_unique(g, xt->dtype, &shape, VCC_T_ACT, "%s.recompute", xt->name);
+    VccNode src = g->nodes[g->tensors[x].producer];
+    int *in = vcc_malloc(sizeof(int) * (size_t)src.nin);
+    memcpy(in, src.in, sizeof(int) * (size_t)src.nin);
+    in[0] = base;
+    char *name = vcc_strfmt("%s.recompute", src.name);
+    int k = vcc_node_add(g, src.op, name, in, src.nin, &nc, 1, VCC_PHASE_BACKWARD);
+    free(name);
+    free(in);
+    vcc_attr_copy_all(&g->nodes[k], &g->nodes[g->tensors[x].producer]);
+    g->tensors[nc].alias_of = base;
+    map[x] = nc;
+    return nc;
 }
 
 /* Move the nodes appended from index `from` on to position p (before the node at p), renumbering
@@ -231,14 +269,17 @@ static void apply(VccGraph *g, const Chain *c, int y, int p) {
         if (op != VCC_OP_BATCHNORM_APPLY) vcc_attr_copy_all(&g->nodes[k], &g->nodes[c->nodes[i]]);
         map[o] = nc;
     }
-    int yc = map[y];
-    free(map);
     for (int k = p; k < from; k++) {
-        VccNode *n = &g->nodes[k];
-        if (n->phase != VCC_PHASE_BACKWARD) continue;
-        for (int i = 0; i < n->nin; i++)
-            if (n->in[i] == y) n->in[i] = yc;
+        if (g->nodes[k].phase != VCC_PHASE_BACKWARD) continue;
+        for (int i = 0; i < g->nodes[k].nin; i++) {
+            int x = g->nodes[k].in[i];
+            if (x >= 0 && x < nt0 && is_or_views(g, x, y)) {
+                int xc = copy_of(g, x, map); /* may grow the node array */
+                g->nodes[k].in[i] = xc;
+            }
+        }
     }
+    free(map);
     move_to(g, from, p);
 }
 
