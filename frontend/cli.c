@@ -72,7 +72,7 @@ static void usage(FILE *f) {
           "                     backward). By default each parameter is updated as soon as its gradient is\n"
           "                     final and the gradient's bytes are reused: a smaller arena, the same numbers\n"
           "  --memory-limit SIZE  keep the arena within SIZE (bytes, or with KiB, MiB, GiB: 24GiB) by recomputing\n"
-          "                     cheap saved values (BatchNormalization outputs from their saved statistics,\n"
+          "                     cheap saved values (normalization outputs from their saved statistics,\n"
           "                     elementwise ops) in backward, the most bytes per extra FLOP first; the same\n"
           "                     numbers as without. The summary gives the arena before and after and the extra\n"
           "                     FLOPs; a limit that cannot be met is an error naming the smallest arena reachable\n"

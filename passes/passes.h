@@ -171,7 +171,8 @@ void vcc_json_str(FILE *f, const char *s);
 
 /* Recomputation under ctx->memory_limit (vcc --memory-limit; nothing without one or when the arena fits):
  * saved values made by cheap forward nodes (training-mode BatchNormalization, recomputed from its saved
- * batch statistics by BatchNormApply as InPlace-ABN does; elementwise ops) are recomputed right before
+ * batch statistics by BatchNormApply as InPlace-ABN does; the row normalizations by RowNormApply from
+ * theirs; elementwise ops) are recomputed right before
  * their first backward reader from values live there anyway, the most bytes freed per extra FLOP first
  * (Chen et al. 2016, "Training Deep Nets with Sublinear Memory Cost"), re-planning after each, until the
  * arena fits. Clones are backward nodes named "<node>.recompute"; their results are bit-identical to the

@@ -13,8 +13,9 @@
  *   recomputed Y.
  *   Cheap nodes: BatchNormalization in training mode, whose clone is a BatchNormApply with the batch
  *   statistics the forward saved (no statistics recomputed, no running statistics updated: InPlace-ABN,
- *   Rota Bulo et al., CVPR 2018, recomputes a BN output from its saved statistics in the same way), and the
- *   elementwise ops (the unary family, Add, Sub, Mul, Div, Pow, Where, Not: VCC_OPF_INPLACE), never
+ *   Rota Bulo et al., CVPR 2018, recomputes a BN output from its saved statistics in the same way), the
+ *   row normalizations (LayerNormalization, GroupNormalization, InstanceNormalization) likewise by a
+ *   RowNormApply from their saved row statistics, and the elementwise ops (the unary family, Add, Sub, Mul, Div, Pow, Where, Not: VCC_OPF_INPLACE), never
  *   Dropout or a random op. A clone runs the forward node's kernel on the same bytes, so its output is
  *   bit-identical to the original and training computes exactly the numbers of the unlimited plan.
  *   Choice (greedy, Chen et al. 2016, "Training Deep Nets with Sublinear Memory Cost", with a cost per
@@ -82,10 +83,26 @@ static bool cheap(const VccNode *n) {
     if (n->phase != VCC_PHASE_FORWARD || n->op == VCC_OP_DROPOUT || n->op == VCC_OP_RANDOM_UNIFORM_LIKE ||
         n->op == VCC_OP_RANDOM_NORMAL_LIKE)
         return false;
-    if (n->op == VCC_OP_BATCHNORM)
-        return vcc_attr_int(n, "training_mode", 1) != 0 && n->nout >= 3 && n->out[1] >= 0 && n->out[2] >= 0;
+    bool stats = n->nout >= 3 && n->out[1] >= 0 && n->out[2] >= 0;
+    if (n->op == VCC_OP_BATCHNORM) return vcc_attr_int(n, "training_mode", 1) != 0 && stats;
+    if (n->op == VCC_OP_LAYERNORM || n->op == VCC_OP_GROUPNORM || n->op == VCC_OP_INSTANCENORM) return stats;
     if (!vcc_op_is_onnx(n->op) || n->nout != 1) return false;
     return (vcc_op_def(n->op)->flags & VCC_OPF_INPLACE) || strcmp(vcc_op_family(n->op), "unary") == 0;
+}
+
+/* The operands of node n's clone into in[] (at most 8); returns their count. A normalization's clone
+ * (BatchNormApply, RowNormApply) reads X, scale, B (-1: none) and the saved mean and invstd; another
+ * node's clone reads what it reads. */
+static int clone_inputs(const VccNode *n, int *in) {
+    if (n->op == VCC_OP_BATCHNORM || n->op == VCC_OP_LAYERNORM || n->op == VCC_OP_GROUPNORM ||
+        n->op == VCC_OP_INSTANCENORM) {
+        int v[5] = {n->in[0], n->in[1], n->nin > 2 ? n->in[2] : -1, n->out[1], n->out[2]};
+        memcpy(in, v, sizeof v);
+        return 5;
+    }
+    VCC_ASSERT(n->nin <= 8);
+    memcpy(in, n->in, sizeof(int) * (size_t)n->nin);
+    return n->nin;
 }
 
 /* The tensor whose bytes view t is (alias_of followed to the end). */
@@ -121,12 +138,9 @@ static bool need(const VccGraph *g, int t, int p, Chain *c, int depth) {
         if (c->nodes[i] == x->producer) return true;
     const VccNode *n = &g->nodes[x->producer];
     if (!cheap(n) || n->out[0] != t || c->n == REMAT_MAX_CHAIN) return false;
-    int nin = n->op == VCC_OP_BATCHNORM ? 3 : n->nin; /* BatchNormApply: X, scale, B, saved statistics */
+    int in[8], nin = clone_inputs(n, in);
     for (int i = 0; i < nin; i++)
-        if (n->in[i] >= 0 && !need(g, n->in[i], p, c, depth + 1)) return false;
-    if (n->op == VCC_OP_BATCHNORM)
-        for (int i = 1; i < 3; i++)
-            if (!need(g, n->out[i], p, c, depth + 1)) return false;
+        if (in[i] >= 0 && !need(g, in[i], p, c, depth + 1)) return false;
     if (c->n == REMAT_MAX_CHAIN) return false;
     bool mm;
     c->nodes[c->n++] = x->producer;
@@ -253,20 +267,17 @@ static void apply(VccGraph *g, const Chain *c, int y, int p) {
         const VccTensor *ot = &g->tensors[o];
         VccShape shape = ot->shape;
         int nc = vcc_tensor_add_unique(g, ot->dtype, &shape, VCC_T_ACT, "%s.recompute", g->tensors[o].name);
-        int in[8], nin = 0;
-        VccOp op = src.op;
-        if (op == VCC_OP_BATCHNORM) { /* X, scale, B, saved_mean, saved_invstd */
-            int bn[5] = {src.in[0], src.in[1], src.in[2], src.out[1], src.out[2]};
-            for (int j = 0; j < 5; j++) in[nin++] = map[bn[j]];
-            op = VCC_OP_BATCHNORM_APPLY;
-        } else {
-            VCC_ASSERT(src.nin <= 8);
-            for (int j = 0; j < src.nin; j++) in[nin++] = src.in[j] >= 0 ? map[src.in[j]] : -1;
-        }
+        int in[8], nin = clone_inputs(&src, in);
+        for (int j = 0; j < nin; j++) in[j] = in[j] >= 0 ? map[in[j]] : -1;
+        int64_t lay[6];
+        bool rows = vcc_rownorm_layout(g, &src, lay);
+        VccOp op = src.op == VCC_OP_BATCHNORM ? VCC_OP_BATCHNORM_APPLY : rows ? VCC_OP_ROWNORM_APPLY : src.op;
         char *name = vcc_strfmt("%s.recompute", src.name);
         int k = vcc_node_add(g, op, name, in, nin, &nc, 1, VCC_PHASE_BACKWARD);
         free(name);
-        if (op != VCC_OP_BATCHNORM_APPLY) vcc_attr_copy_all(&g->nodes[k], &g->nodes[c->nodes[i]]);
+        if (op == src.op) vcc_attr_copy_all(&g->nodes[k], &g->nodes[c->nodes[i]]);
+        const char *attr[6] = {"rows", "cols", "scale_m", "scale_s", "bias_m", "bias_s"};
+        for (int j = 0; rows && j < 6; j++) vcc_attr_set_int(&g->nodes[k], attr[j], lay[j]);
         map[o] = nc;
     }
     for (int k = p; k < from; k++) {
@@ -309,10 +320,9 @@ static int pick(const VccGraph *g, int s, Chain *best, int *best_p) {
         Chain c = {{0}, 0, 0};
         /* the value itself is recomputed, whatever its liveness says */
         const VccNode *n = &g->nodes[x->producer];
-        int nin = n->op == VCC_OP_BATCHNORM ? 3 : n->nin;
+        int in[8], nin = clone_inputs(n, in);
         bool ok = true;
-        for (int i = 0; i < nin && ok; i++) ok = n->in[i] < 0 || need(g, n->in[i], p, &c, 1);
-        for (int i = 1; i < 3 && ok && n->op == VCC_OP_BATCHNORM; i++) ok = need(g, n->out[i], p, &c, 1);
+        for (int i = 0; i < nin && ok; i++) ok = in[i] < 0 || need(g, in[i], p, &c, 1);
         if (!ok || c.n == REMAT_MAX_CHAIN) continue;
         bool mm;
         c.nodes[c.n++] = x->producer;

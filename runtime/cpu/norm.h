@@ -280,12 +280,26 @@ VCC_CPU_FN void rownorm_forward(VccRt *rt, int64_t R, int64_t D, const float *x,
         int64_t j;
         if (mean) mean[r] = mf;
         if (invstd) invstd[r] = sf;
-        for (j = 0; j < D; j++) {
-            const int64_t i = r * D + j;
-            yr[j] = vcc_bn_norm(xr[j], mf, sf, scale[vcc_norm_pidx(i, scale_m, scale_s)],
-                                bias ? bias[vcc_norm_pidx(i, bias_m, bias_s)] : 0.0f);
-        }
+        for (j = 0; j < D; j++)
+            yr[j] = vcc_rownorm_y(r * D + j, xr[j], mf, sf, scale, scale_m, scale_s, bias, bias_m, bias_s);
     }
+}
+
+/* rownorm_apply: rownorm_forward's y alone, from the row statistics it saved (mean, invstd (R)): the same
+ * arithmetic (vcc_rownorm_y), so y is bit-identical; passes/remat.c's recomputation.
+ *   x, y (R, D), y may == x; scale (scale_m), bias (bias_m) or NULL */
+VCC_CPU_FN void rownorm_apply(VccRt *rt, int64_t R, int64_t D, const float *x, const float *scale, int64_t scale_m,
+                              int64_t scale_s, const float *bias, int64_t bias_m, int64_t bias_s, const float *mean,
+                              const float *invstd, float *y)
+{
+    const int64_t n = R * D;
+    int64_t i;
+    (void)rt;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+    for (i = 0; i < n; i++)
+        y[i] = vcc_rownorm_y(i, x[i], mean[i / D], invstd[i / D], scale, scale_m, scale_s, bias, bias_m, bias_s);
 }
 
 /* vcc__rownorm_param_grad: out[p] (p < m) = sum, over the elements i of x, dy (R, D) that read parameter
