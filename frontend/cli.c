@@ -459,6 +459,11 @@ int main(int argc, char **argv) {
                         "--beta2 at run time\n");
         return 2;
     }
+    if (limit_text && (forward_only || eval)) {
+        fprintf(stderr, "vcc: --memory-limit recomputes the values a trainer's backward reads; %s programs have no "
+                        "backward\n", forward_only ? "--forward-only" : "--eval");
+        return 2;
+    }
     if (vary && !fit_text) {
         fprintf(stderr, "vcc: --vary names the dim --fit searches over; give --fit SIZE\n");
         return 2;

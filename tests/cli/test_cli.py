@@ -76,6 +76,7 @@ def main():
                      ("unknown pass", ["--dump-ir", "nopass"]),
                      ("--memory-limit without a size", ["--memory-limit", "12XB"]),
                      ("--memory-limit 0", ["--memory-limit", "0"]),
+                     ("--memory-limit with --eval", ["--memory-limit", "1GiB", "--eval"]),
                      ("--vary without --fit", ["--vary", "batch"]),
                      ("--fit with -o", ["--fit", "1GiB", "-o", "t.c"]),
                      ("--fit with --memory-limit", ["--fit", "1GiB", "--memory-limit", "1GiB"])]:
