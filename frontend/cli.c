@@ -5,6 +5,8 @@
  *       [--dump-ir PASS] [--plan-json FILE] [--plan-trace FILE] [--plan-svg FILE]
  *       [--loss ce|mse|graph] [--optimizer sgd|adamw] [--momentum M] [--forward-only | --eval]
  *       [--allow-inference-export] [--no-fuse-attention] [--keep-grads] [--workspace-limit BYTES]
+ *       [--allow-inference-export] [--no-fuse-attention] [--keep-grads] [--memory-limit SIZE]
+ *   vcc MODEL.onnx --fit SIZE [--vary NAME] [--shape ...] [compile options]
  *
  * Every option that takes a value accepts it as the next argument or after '=' (--dump-ir memplan,
  * --dump-ir=memplan). Reads the model (an ONNX file, or a .vir dump: then the passes after the one it
@@ -13,7 +15,9 @@
  * as it runs from the current folder (paths shell-quoted; the binary of X.c is X, of X.cu X_cuda; the
  * file's first line holds the same command relative to its own folder); with none of -o, --plan-json,
  * --plan-trace, --plan-svg and --dump-ir it prints a one-line summary of the plan. `vcc plan` takes the
- * same options and prints the plan report (passes/planreport.h) instead of the summary. Every output is
+ * same options and prints the plan report (passes/planreport.h) instead of the summary. With
+ * --memory-limit, passes/remat.c recomputes values until the arena fits (a line beside the summary, or
+ * on stderr, says what it cost); --fit prints the largest batch that fits (frontend/fit.h). Every output is
  * written to a temporary file and renamed, so a failure leaves no half-written output. Exit status 0 on success, 1 on any error
  * (the message names the file, node and op), 2 on a usage error.
  */
@@ -29,6 +33,7 @@
 #include "../passes/passes.h"
 #include "../passes/planreport.h"
 #include "dsa_cmd.h"
+#include "fit.h"
 #include "frontend.h"
 #include "plan_cmd.h"
 
@@ -75,6 +80,14 @@ static void usage(FILE *f) {
           "                     and multiplies chunk by chunk; the CUDA trainer chunks its im2col path alike and\n"
           "                     hands cuDNN the same bytes as its workspace limit. A conv whose single output\n"
           "                     position needs more gets one position's columns, and vcc says so\n"
+          "  --memory-limit SIZE  keep the arena within SIZE (bytes, or with KiB, MiB, GiB: 24GiB) by recomputing\n"
+          "                     cheap saved values (normalization outputs from their saved statistics,\n"
+          "                     elementwise ops) in backward, the most bytes per extra FLOP first; the same\n"
+          "                     numbers as without. The summary gives the arena before and after and the extra\n"
+          "                     FLOPs; a limit that cannot be met is an error naming the smallest arena reachable\n"
+          "  --fit SIZE [--vary NAME]  print the largest value of the symbolic dim NAME (default batch; the\n"
+          "                     model exported with it symbolic) whose arena fits in SIZE, without and with\n"
+          "                     recomputation (--memory-limit), and the arena of each; nothing is written\n"
           "  --forward-only     compile the forward graph alone: a program that evaluates the model once,\n"
           "                     ./fwd IN.npy... -o OUT.npy... (used by the ONNX conformance tests)\n"
           "  --eval             compile the evaluation program: BatchNormalization with its running statistics,\n"
@@ -122,8 +135,8 @@ static int parse_shape(const char *arg, VccShapeBinding *b) {
 }
 
 /* A byte count: decimal digits, optionally followed by K, M, G (or KiB, MiB, GiB; powers of 1024), from
- * 4 to 2^47 bytes (VCC_MAX_TENSOR_BYTES). Returns 0 with *bytes set, or 1. */
-static int parse_bytes(const char *arg, int64_t *bytes) {
+ * min to 2^47 bytes (VCC_MAX_TENSOR_BYTES). Returns 0 with *bytes set, or 1. */
+static int parse_bytes(const char *arg, int64_t min, int64_t *bytes) {
     static const char *const suffix[3][2] = {{"K", "KiB"}, {"M", "MiB"}, {"G", "GiB"}};
     if (*arg < '0' || *arg > '9') return 1;
     char *end;
@@ -136,7 +149,7 @@ static int parse_bytes(const char *arg, int64_t *bytes) {
     if (*end && !shift) return 1;
     if (v > (VCC_MAX_TENSOR_BYTES >> shift)) return 1;
     *bytes = (int64_t)v << shift;
-    return *bytes < 4;
+    return *bytes < min;
 }
 
 static bool has_suffix(const char *s, const char *suf) {
@@ -347,8 +360,9 @@ int main(int argc, char **argv) {
     int nshapes = 0;
     float momentum = 0.9f;
     bool forward_only = false, eval = false, allow_inference = false, no_fuse = false, keep_grads = false;
-    const char *momentum_text = NULL, *loss_text = NULL, *optimizer_text = NULL, *ws_text = NULL;
-    int64_t ws_limit = VCC_WORKSPACE_LIMIT_DEFAULT;
+    const char *momentum_text = NULL, *loss_text = NULL, *optimizer_text = NULL, *ws_text = NULL,
+               *limit_text = NULL, *fit_text = NULL, *vary = NULL;
+    int64_t ws_limit = VCC_WORKSPACE_LIMIT_DEFAULT, memory_limit = 0, fit_limit = 0;
     VccOptimKind optimizer = VCC_OPTIM_SGD;
     VccLossKind loss = VCC_LOSS_CE;
     for (int i = 1; i < argc; i++) {
@@ -413,11 +427,25 @@ int main(int argc, char **argv) {
             }
         } else if ((v = opt_value(argc, argv, &i, "--workspace-limit", &missing))) {
             if (set_once(&ws_text, v, "--workspace-limit")) return 2;
-            if (parse_bytes(v, &ws_limit)) {
+            if (parse_bytes(v, 4, &ws_limit)) {
                 fprintf(stderr, "vcc: --workspace-limit needs a byte count from 4 to 2^47, optionally with a suffix "
                                 "K, M, G (KiB, MiB, GiB), like 16MiB or 4096; got '%s'\n", v);
                 return 2;
             }
+        } else if ((v = opt_value(argc, argv, &i, "--memory-limit", &missing))) {
+            if (set_once(&limit_text, v, "--memory-limit")) return 2;
+            if (parse_bytes(v, 1, &memory_limit)) {
+                fprintf(stderr, "vcc: --memory-limit needs a byte count up to 2^47, optionally with a suffix K, M, G (KiB, MiB, GiB), like 24GiB; got '%s'\n", v);
+                return 2;
+            }
+        } else if ((v = opt_value(argc, argv, &i, "--fit", &missing))) {
+            if (set_once(&fit_text, v, "--fit")) return 2;
+            if (parse_bytes(v, 1, &fit_limit)) {
+                fprintf(stderr, "vcc: --fit needs a byte count up to 2^47, optionally with a suffix K, M, G (KiB, MiB, GiB), like 24GiB; got '%s'\n", v);
+                return 2;
+            }
+        } else if ((v = opt_value(argc, argv, &i, "--vary", &missing))) {
+            if (set_once(&vary, v, "--vary")) return 2;
         } else if ((v = opt_value(argc, argv, &i, "--shape", &missing))) {
             int bad = nshapes == 32 || parse_shape(v, &shapes[nshapes]);
             for (int j = 0; !bad && j < nshapes; j++)
@@ -471,6 +499,28 @@ int main(int argc, char **argv) {
                         "--beta2 at run time\n");
         return 2;
     }
+    if (limit_text && (forward_only || eval)) {
+        fprintf(stderr, "vcc: --memory-limit recomputes the values a trainer's backward reads; %s programs have no "
+                        "backward\n", forward_only ? "--forward-only" : "--eval");
+        return 2;
+    }
+    if (vary && !fit_text) {
+        fprintf(stderr, "vcc: --vary names the dim --fit searches over; give --fit SIZE\n");
+        return 2;
+    }
+    if (fit_text && (out || plan_json || plan_trace || plan_svg || dump || plan_cmd || limit_text || forward_only ||
+                     eval || has_suffix(model, ".vir"))) {
+        fprintf(stderr, "vcc: --fit searches over compilations of an ONNX trainer and writes nothing: give it without "
+                        "-o, --plan-*, --dump-ir, plan, --memory-limit, --forward-only and --eval\n");
+        return 2;
+    }
+    if (!vary) vary = "batch";
+    for (int j = 0; fit_text && j < nshapes; j++)
+        if (!strcmp(shapes[j].name, vary)) {
+            fprintf(stderr, "vcc: --fit varies %s; do not bind it with --shape\n", vary);
+            for (int k = 0; k < nshapes; k++) free(shapes[k].name);
+            return 2;
+        }
     if (dump && vcc_pass_index(dump) < 0) {
         fprintf(stderr, "vcc: unknown pass '%s' for --dump-ir (see vcc --help)\n", dump);
         return 2;
@@ -518,6 +568,7 @@ int main(int argc, char **argv) {
     ctx.no_fuse_attention = no_fuse;
     ctx.keep_grads = keep_grads;
     ctx.workspace_limit = ws_limit;
+    ctx.memory_limit = memory_limit;
     ctx.eval = eval;
     ctx.allow_inference_export = allow_inference;
     ctx.from_dump = vir;
@@ -525,6 +576,10 @@ int main(int argc, char **argv) {
     int rc = 1;
     char *tmp = NULL, *wpath = NULL, cmd[20000], cmd_here[20000];
     FILE *f = NULL;
+    if (fit_text) {
+        rc = vcc_fit(&ctx, model, fit_limit, vary, stdout);
+        goto done;
+    }
     VccStatus st = vir ? vcc_vir_load(&ctx, model, &g) : vcc_onnx_load(&ctx, model, &g);
     if (st == VCC_OK) st = vcc_run_passes_after(&ctx, g, vir ? stage : 0);
     if (st != VCC_OK) goto done;
@@ -575,6 +630,10 @@ int main(int argc, char **argv) {
                model, g->nnodes, (long long)g->arena_bytes, (long long)g->persistent_bytes,
                (long long)g->planned_bytes, (long long)g->lower_bound_bytes, (long long)g->no_reuse_bytes,
                (long long)ws_largest, (long long)ws_limit);
+    if (memory_limit && !plan_cmd) /* beside the summary, or on stderr when stdout holds a dump or nothing */
+        fprintf(out || plan_json || plan_trace || plan_svg || dump ? stderr : stdout, "%s: --memory-limit %lld: arena %lld bytes without recomputation, %lld with %d values recomputed "
+               "(+%.2f%% FLOPs)\n", model, (long long)memory_limit, (long long)g->arena_unlimited_bytes,
+               (long long)g->arena_bytes, g->remat_values, g->step_flops > 0 ? 100.0 * g->remat_flops / g->step_flops : 0.0);
     rc = 0;
     if (fflush(stdout) != 0 || ferror(stdout)) { /* a full disk must not pass for a complete dump */
         fprintf(stderr, "vcc: cannot write to standard output: %s\n", strerror(errno));

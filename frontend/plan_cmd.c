@@ -3,6 +3,7 @@
  * options and passes/planreport.c writes the report.
  */
 #include "plan_cmd.h"
+#include "fit.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -18,22 +19,7 @@ VccGraph *vcc_plan_unfused(const VccCtx *ctx, const char *model, const VccGraph 
     int nattn = 0;
     for (int k = 0; k < g->nnodes; k++) nattn += g->nodes[k].op == VCC_OP_ATTENTION;
     if (!nattn) return NULL;
-    FILE *quiet = fopen("/dev/null", "w");
-    if (!quiet) return NULL;
     VccCtx c = *ctx;
-    c.diag = quiet;
-    c.problems = NULL;
-    c.nproblems = c.cap_problems = c.nerrors = c.suppressed = 0;
-    c.dump_after = NULL;
     c.no_fuse_attention = true;
-    VccGraph *u = NULL;
-    VccStatus st = vcc_onnx_load(&c, model, &u);
-    if (st == VCC_OK) st = vcc_run_passes_after(&c, u, 0);
-    vcc_problems_clear(&c);
-    fclose(quiet);
-    if (st != VCC_OK) {
-        vcc_graph_free(u);
-        return NULL;
-    }
-    return u;
+    return vcc_compile_quiet(&c, model);
 }

@@ -95,6 +95,7 @@ typedef struct VccCtx {
     bool keep_grads;       /* keep every gradient until all updates ran (passes/optimizer.c): --keep-grads */
     int64_t workspace_limit; /* bytes a conv-family op's im2col workspace may take (--workspace-limit; default
                                 VCC_WORKSPACE_LIMIT_DEFAULT): its columns are unfolded in chunks that fit */
+    int64_t memory_limit;  /* the arena's limit in bytes (passes/remat.c recomputes values to meet it): --memory-limit; 0: none */
     bool from_dump;        /* the graph was read from a .vir dump: its intervals and plan are the user's */
     const char *dump_after;/* --dump-ir=PASS, or NULL */
     FILE *dump;            /* where dumps go (stdout) */
@@ -286,6 +287,11 @@ typedef struct {
     /* filled by passes/memplan */
     int64_t arena_bytes, persistent_bytes, planned_bytes, lower_bound_bytes, no_reuse_bytes;
     double plan_seconds; /* CPU seconds of the offset planning (vcc_dsa_plan); -1 when not planned here */
+    /* filled by passes/remat: the arena memplan made (before any recomputation), the values recomputed in
+     * backward, their FLOPs and an estimate of one training step's FLOPs (vcc_step_flops); 0 before */
+    int64_t arena_unlimited_bytes;
+    int remat_values;
+    double remat_flops, step_flops;
 } VccGraph;
 
 /* A subgraph attribute of an If or Loop node (ONNX GraphProto: then_branch, else_branch, body), loaded as

@@ -4,6 +4,7 @@ its weights and a seeded data set; print the export's op inventory.
 
     .venv/bin/python models/export_video_nets.py --model c3d_tiny --out /tmp/c3d \
         [--shape 2x3x8x40x40] [--samples 4] [--seed 0] [--num-classes 10] [--dropout P] [--check-ort]
+        [--dynamic-batch]
 
 Models (video_nets.MODELS; default shapes in video_nets.DEFAULT_SHAPES):
 
@@ -476,6 +477,8 @@ def main(argv=None):
     ap.add_argument("--samples", type=int, default=4, help="samples S in data.npy / labels.npy / targets.npy")
     ap.add_argument("--seed", type=int, default=0, help="torch.manual_seed for the weights, numpy seed for data")
     ap.add_argument("--num-classes", type=int, default=10, help="classifier outputs K (not for unet3d_block)")
+    ap.add_argument("--dynamic-batch", action="store_true",
+                    help="export the batch dim as the symbolic dim 'batch' (vcc --shape batch=N, vcc --fit)")
     ap.add_argument("--dropout", type=float, help="every Dropout's probability (default: the paper's)")
     ap.add_argument("--opset", type=int, default=17, help="ONNX opset version")
     ap.add_argument("--out", required=True, help="output directory (created if missing)")
@@ -531,6 +534,8 @@ def main(argv=None):
         example = torch.from_numpy(np.ascontiguousarray(data[idx]))
         names = {}
 
+    if args.dynamic_batch:
+        names = dict(names, dynamic_batch=True)
     infer = (args.shape_inference or ("off" if args.model in NO_EXPORT_SHAPE_INFERENCE else "on")) == "on"
     torch.manual_seed(args.seed)
     try:

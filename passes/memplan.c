@@ -319,6 +319,16 @@ void vcc_plan_write_json(FILE *f, const VccGraph *g) {
         fputs(",\n  \"schedule_peak_bytes\": null,\n  \"given_order_peak_bytes\": null", f);
     if (g->plan_seconds >= 0) fprintf(f, ",\n  \"plan_seconds\": %.6f", g->plan_seconds);
     else fputs(",\n  \"plan_seconds\": null", f);
+    /* passes/remat: the arena before recomputation, the values recomputed and their share of the step's
+     * FLOPs (vcc_step_flops); null for a graph read back after the plan */
+    if (g->step_flops > 0)
+        fprintf(f, ",\n  \"arena_unlimited_bytes\": %" PRId64 ",\n  \"recomputed_values\": %d,\n  \"recompute_flops\": %.0f"
+                   ",\n  \"step_flops\": %.0f,\n  \"recompute_flops_percent\": %.4f",
+                g->arena_unlimited_bytes, g->remat_values, g->remat_flops, g->step_flops,
+                100.0 * g->remat_flops / g->step_flops);
+    else
+        fputs(",\n  \"arena_unlimited_bytes\": null, \"recomputed_values\": null, \"recompute_flops\": null"
+              ",\n  \"step_flops\": null, \"recompute_flops_percent\": null", f);
     fputs(",\n  \"tensors\": [", f);
     bool first = true;
     for (int t = 0; t < g->ntensors; t++) {

@@ -3,7 +3,7 @@
  * begins with what it requires and what it produces. vcc_run_pipeline runs them in order with the
  * verifier between them and handles --dump-ir.
  *
- *   canonical -> shape -> loss -> autodiff -> optimizer -> schedule -> liveness -> inplace -> memplan
+ *   canonical -> shape -> loss -> autodiff -> optimizer -> schedule -> liveness -> inplace -> memplan -> remat
  */
 #ifndef VCC_PASSES_H
 #define VCC_PASSES_H
@@ -157,7 +157,8 @@ void vcc_plan_totals(VccGraph *g);
 /* Write the plan as JSON: {"arena_bytes", "lower_bound_bytes", "no_reuse_bytes", "persistent_bytes",
  * "steps" (node count; an interval ending there is read by the host after the step),
  * "schedule_peak_bytes" and "given_order_peak_bytes" (passes/schedule's peaks; null for a graph read
- * back after the schedule), "tensors": [{"name", "bytes", "offset", "start", "end", "category", "inplace_of", "view_of"}]}; start/end
+ * back after the schedule), "arena_unlimited_bytes", "recomputed_values", "recompute_flops", "step_flops",
+ * "recompute_flops_percent" (passes/remat; null for a graph read back after the plan), "tensors": [{"name", "bytes", "offset", "start", "end", "category", "inplace_of", "view_of"}]}; start/end
  * null for persistent tensors; inplace_of names the input whose bytes an in-place output took, view_of
  * the tensor a view (Flatten/Reshape/Identity, BN running outputs) shares; both null otherwise. */
 void vcc_plan_write_json(FILE *f, const VccGraph *g);
@@ -165,6 +166,24 @@ void vcc_plan_write_json(FILE *f, const VccGraph *g);
 /* Write s as a JSON string literal: quoted, with the quote and backslash escaped and control characters
  * written as u-escapes (backslash, u, four hex digits). */
 void vcc_json_str(FILE *f, const char *s);
+
+/* ======================================================================== passes/remat.c */
+
+/* Recomputation under ctx->memory_limit (vcc --memory-limit; nothing without one or when the arena fits):
+ * saved values made by cheap forward nodes (training-mode BatchNormalization, recomputed from its saved
+ * batch statistics by BatchNormApply as InPlace-ABN does; the row normalizations by RowNormApply from
+ * theirs; elementwise ops) are recomputed right before
+ * their first backward reader from values live there anyway, the most bytes freed per extra FLOP first
+ * (Chen et al. 2016, "Training Deep Nets with Sublinear Memory Cost"), re-planning after each, until the
+ * arena fits. Clones are backward nodes named "<node>.recompute"; their results are bit-identical to the
+ * originals. Fills g->arena_unlimited_bytes, remat_values, remat_flops, step_flops.
+ * Errors: VCC_ERR_UNSUPPORTED when the limit cannot be met, with the smallest arena reachable. */
+VccStatus vcc_remat(VccCtx *ctx, VccGraph *g);
+
+/* An estimate of one training step's FLOPs: 2 * multiply-adds of each forward Conv, ConvTranspose, MatMul
+ * and Gemm, three times (forward, input gradient, weight gradient), plus one per output element of every
+ * other node. */
+double vcc_step_flops(const VccGraph *g);
 
 /* ======================================================================== passes/pipeline.c */
 

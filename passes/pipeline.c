@@ -11,11 +11,11 @@
 typedef VccStatus (*VccPass)(VccCtx *, VccGraph *);
 
 const char *const vcc_pass_names[] = {"onnx",     "canonical", "shape",    "fuse",    "loss",    "autodiff",
-                                      "optimizer", "schedule", "liveness", "inplace", "memplan", NULL};
+                                      "optimizer", "schedule", "liveness", "inplace", "memplan", "remat", NULL};
 
 static const VccPass passes[] = {NULL,          vcc_canonicalize, vcc_infer_shapes, vcc_fuse_attention,
                                  vcc_add_loss,  vcc_autodiff,     vcc_optimizer,    vcc_schedule,
-                                 vcc_liveness,  vcc_inplace,      vcc_memplan};
+                                 vcc_liveness,  vcc_inplace,      vcc_memplan,      vcc_remat};
 
 int vcc_pass_index(const char *name) {
     for (int i = 0; vcc_pass_names[i]; i++)

@@ -1,6 +1,7 @@
 /*
  * norm.c — the norm family: BatchNormalization (training and inference forms), the row normalizations
- * InstanceNormalization, GroupNormalization and LayerNormalization, and their gradients.
+ * InstanceNormalization, GroupNormalization and LayerNormalization, and their gradients; BatchNormApply and
+ * RowNormApply, a training-mode node's Y recomputed from the statistics it saved (passes/remat.c).
  *
  * Kernels: runtime/{elem,proto,cpu,cuda}/norm.*.
  * BatchNormalization: semantics follow the node's opset (ONNX Operators, "BatchNormalization"): 1/6 (is_test=1: the inference
@@ -318,6 +319,33 @@ static VccStatus bn_emit(VccEmit *e, int k) {
 }
 
 const VccOpDef vcc_def_BATCHNORM = {0, 0, bn_attrs, bn_check_attrs, bn_canon, bn_shape, bn_grad, bn_emit};
+
+/* ------------------------------------------------------------------ BatchNormApply */
+
+/* (X, scale, B, saved_mean, saved_invstd) -> Y: a training-mode BatchNormalization's output recomputed from
+ * its input and the batch statistics it saved (passes/remat.c), bit-identical to the forward's Y. */
+static VccStatus bn_apply_shape(VccCtx *ctx, VccGraph *g, int k, bool check) {
+    const VccNode *n = &g->nodes[k];
+    const VccTensor *a = vcc_need_input(ctx, g, n, 0, VCC_F32), *c;
+    if (!a || a->shape.rank < 2 || n->nin != 5 || n->nout != 1) return vcc_operands_missing(ctx, n);
+    VccShape s = {1, {a->shape.dims[1]}};
+    for (int i = 1; i < 5; i++)
+        if (!(c = vcc_need_input(ctx, g, n, i, VCC_F32)) || !vcc_same_shape(&c->shape, &s)) return vcc_shape_mismatch(ctx, n);
+    if (!vcc_put_output(ctx, g, n, check, n->out[0], VCC_F32, &a->shape)) return vcc_shape_mismatch(ctx, n);
+    return VCC_OK;
+}
+
+static VccStatus bn_apply_emit(VccEmit *e, int k) {
+    const VccNode *n = &e->g->nodes[k];
+    int64_t N, C, S;
+    vcc_emit_ncs(e, n->in[0], &N, &C, &S);
+    fprintf(e->f, "    batchnorm_apply(rt, %" PRId64 ", %" PRId64 ", %" PRId64 ", %s, %s, %s, %s, %s, %s);\n", N, C, S,
+            vcc_emit_f32(e, n->in[0]), vcc_emit_f32(e, n->in[1]), vcc_emit_f32(e, n->in[2]), vcc_emit_f32(e, n->in[3]),
+            vcc_emit_f32(e, n->in[4]), vcc_emit_f32(e, n->out[0]));
+    return VCC_OK;
+}
+
+const VccOpDef vcc_def_BATCHNORM_APPLY = {0, 0, NULL, NULL, NULL, bn_apply_shape, NULL, bn_apply_emit};
 
 /* ------------------------------------------------------------------ BatchNormalizationGrad */
 
@@ -676,3 +704,52 @@ static VccStatus ln_rows(VccCtx *ctx, const VccGraph *g, const VccNode *n, const
 
 static const RowNorm ln_norm = {VCC_OP_LAYERNORM_GRAD, true, ln_rows};
 ROW_NORM_DEFS(LAYERNORM, ln, ln_attrs, ln_check_attrs)
+
+/* ------------------------------------------------------------------ RowNormApply */
+
+bool vcc_rownorm_layout(const VccGraph *g, const VccNode *n, int64_t lay[6]) {
+    const RowNorm *op = n->op == VCC_OP_LAYERNORM ? &ln_norm : n->op == VCC_OP_GROUPNORM ? &gn_norm
+                      : n->op == VCC_OP_INSTANCENORM ? &in_norm : NULL;
+    if (!op || n->nin < 2 || n->in[0] < 0 || n->in[1] < 0) return false;
+    VccCtx quiet;
+    vcc_ctx_init(&quiet, NULL);
+    quiet.max_errors = 0;
+    int b = n->nin > 2 ? n->in[2] : -1;
+    NormRows r;
+    if (op->rows(&quiet, g, n, &g->tensors[n->in[0]].shape, &g->tensors[n->in[1]].shape,
+                 b >= 0 ? &g->tensors[b].shape : NULL, &r) != VCC_OK)
+        return false;
+    int64_t v[6] = {r.R, r.D, r.sm, r.ss, r.bm, r.bs};
+    memcpy(lay, v, sizeof v);
+    return true;
+}
+
+static const char *const rownorm_apply_attrs[6] = {"rows", "cols", "scale_m", "scale_s", "bias_m", "bias_s"};
+
+/* (X, scale, B | absent, mean, invstd) -> Y like X; R * D = numel(X), mean and invstd of R elements */
+static VccStatus rownorm_apply_shape(VccCtx *ctx, VccGraph *g, int k, bool check) {
+    const VccNode *n = &g->nodes[k];
+    int64_t lay[6];
+    for (int i = 0; i < 6; i++) lay[i] = vcc_attr_int(n, rownorm_apply_attrs[i], 0);
+    const VccTensor *x = vcc_need_input(ctx, g, n, 0, VCC_F32), *t;
+    if (!x || n->nin != 5 || n->nout != 1 || !vcc_need_input(ctx, g, n, 1, VCC_F32)) return vcc_operands_missing(ctx, n);
+    if (vcc_shape_numel(&x->shape) != lay[0] * lay[1]) return vcc_shape_mismatch(ctx, n);
+    for (int i = 3; i < 5; i++)
+        if (!(t = vcc_need_input(ctx, g, n, i, VCC_F32)) || vcc_shape_numel(&t->shape) != lay[0])
+            return vcc_shape_mismatch(ctx, n);
+    if (!vcc_put_output(ctx, g, n, check, n->out[0], VCC_F32, &x->shape)) return vcc_shape_mismatch(ctx, n);
+    return VCC_OK;
+}
+
+static VccStatus rownorm_apply_emit(VccEmit *e, int k) {
+    const VccNode *n = &e->g->nodes[k];
+    int64_t lay[6];
+    for (int i = 0; i < 6; i++) lay[i] = vcc_attr_int(n, rownorm_apply_attrs[i], 0);
+    fprintf(e->f, "    rownorm_apply(rt, %" PRId64 ", %" PRId64 ", %s, %s, %" PRId64 ", %" PRId64 ", %s, %" PRId64
+                  ", %" PRId64 ", ", lay[0], lay[1], vcc_emit_f32(e, n->in[0]), vcc_emit_f32(e, n->in[1]), lay[2],
+            lay[3], vcc_emit_f32(e, n->in[2]), lay[4], lay[5]);
+    fprintf(e->f, "%s, %s, %s);\n", vcc_emit_f32(e, n->in[3]), vcc_emit_f32(e, n->in[4]), vcc_emit_f32(e, n->out[0]));
+    return VCC_OK;
+}
+
+const VccOpDef vcc_def_ROWNORM_APPLY = {0, 0, NULL, NULL, NULL, rownorm_apply_shape, NULL, rownorm_apply_emit};

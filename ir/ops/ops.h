@@ -302,6 +302,13 @@ void vcc_emit_ncs(const VccEmit *e, int t, int64_t *N, int64_t *C, int64_t *S);
  * statistics), 0 = inference form, -1 = a form vcc does not support (*what and *why say which and why). */
 int vcc_batchnorm_form(const VccGraph *g, const VccNode *n, const char **what, const char **why);
 
+/* The row layout of an InstanceNormalization, GroupNormalization or LayerNormalization node n whose shapes
+ * are known: lay = {R rows, D elements per row, scale_m, scale_s, bias_m, bias_s} (vcc_norm_pidx: which
+ * scale and bias entry an element reads; bias 1, 1 without one). False for another op. RowNormApply
+ * (X, scale, B | absent, mean, invstd) -> Y takes them as its attributes rows, cols, scale_m, scale_s,
+ * bias_m, bias_s: the node's Y again from its saved row statistics (passes/remat.c). */
+bool vcc_rownorm_layout(const VccGraph *g, const VccNode *n, int64_t lay[6]);
+
 /* ======================================================================== dropout (ir/ops/dropout.c) */
 
 /* The mode a Dropout node states in the model's opset: 1 = training (opsets 1/6 is_test=0, 12+

@@ -14,6 +14,34 @@
 #include "../proto/norm.h"
 #undef VCC_KERNEL
 
+/* vcc__bn_channel_norm: channel c of y (N, C, S) = vcc_bn_norm of x's with the channel's mean, invstd, gamma
+ * and beta (the one normalization loop of every batch norm form, so their outputs agree bit for bit). */
+VCC_CPU_FN void vcc__bn_channel_norm(int64_t N, int64_t C, int64_t S, int64_t c, const float *x, float mean,
+                                     float invstd, float gamma, float beta, float *y)
+{
+    int64_t n, i;
+    for (n = 0; n < N; n++) {
+        const float *r = x + (n * C + c) * S;
+        float *yr = y + (n * C + c) * S;
+        for (i = 0; i < S; i++) yr[i] = vcc_bn_norm(r[i], mean, invstd, gamma, beta);
+    }
+}
+
+/* vcc__bn_normalize: y (N, C, S) = vcc_bn_norm(x, mean[c], invstd, gamma[c], beta[c]) for every channel c,
+ * with invstd = vcc_bn_invstd(scale[c], eps) when scale_is_var (scale holds variances), else scale[c]. */
+VCC_CPU_FN void vcc__bn_normalize(int64_t N, int64_t C, int64_t S, const float *x, const float *gamma,
+                                  const float *beta, const float *mean, const float *scale, int scale_is_var,
+                                  float eps, float *y)
+{
+    int64_t c;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+    for (c = 0; c < C; c++)
+        vcc__bn_channel_norm(N, C, S, c, x, mean[c], scale_is_var ? vcc_bn_invstd(scale[c], eps) : scale[c],
+                             gamma[c], beta[c], y);
+}
+
 /* batchnorm_forward_train: training-mode batch norm over (N, S) per channel,
  * as torch.nn.functional.batch_norm(training=True) / ONNX
  * BatchNormalization(training_mode=1).
@@ -77,11 +105,7 @@ VCC_CPU_FN void batchnorm_forward_train(VccRt *rt, int64_t N, int64_t C, int64_t
             double vu = unbiased && m > 1 ? var * (double)m / (double)(m - 1) : var;
             running_var[c] = (float)((double)running_var[c] * (double)momentum + vu * (1.0 - (double)momentum));
         }
-        for (n = 0; n < N; n++) {
-            const float *r = x + (n * C + c) * S;
-            float *yr = y + (n * C + c) * S;
-            for (i = 0; i < S; i++) yr[i] = vcc_bn_norm(r[i], meanf, invstdf, gm, bt);
-        }
+        vcc__bn_channel_norm(N, C, S, c, x, meanf, invstdf, gm, bt, y);
     }
 }
 
@@ -94,20 +118,21 @@ VCC_CPU_FN void batchnorm_forward_infer(VccRt *rt, int64_t N, int64_t C, int64_t
                                            const float *gamma, const float *beta, const float *mean,
                                            const float *var, float eps, float *y)
 {
-    int64_t c;
     (void)rt;
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static)
-#endif
-    for (c = 0; c < C; c++) {
-        const float invstd = vcc_bn_invstd(var[c], eps), mu = mean[c], gm = gamma[c], bt = beta[c];
-        int64_t n, i;
-        for (n = 0; n < N; n++) {
-            const float *r = x + (n * C + c) * S;
-            float *yr = y + (n * C + c) * S;
-            for (i = 0; i < S; i++) yr[i] = vcc_bn_norm(r[i], mu, invstd, gm, bt);
-        }
-    }
+    vcc__bn_normalize(N, C, S, x, gamma, beta, mean, var, 1, eps, y);
+}
+
+/* batchnorm_apply: the normalization step of batchnorm_forward_train alone, with the batch statistics it
+ * saved: y = vcc_bn_norm(x, save_mean, save_invstd, gamma, beta), the same arithmetic element for element,
+ * so y is bit-identical to the forward's y; no statistics are computed and no running statistics move
+ * (passes/remat.c recomputes a BatchNormalization output this way, as InPlace-ABN, Rota Bulo et al.,
+ * CVPR 2018, does).
+ *   x, y (N, C, S), y may == x; gamma, beta, save_mean, save_invstd (C) */
+VCC_CPU_FN void batchnorm_apply(VccRt *rt, int64_t N, int64_t C, int64_t S, const float *x, const float *gamma,
+                                const float *beta, const float *save_mean, const float *save_invstd, float *y)
+{
+    (void)rt;
+    vcc__bn_normalize(N, C, S, x, gamma, beta, save_mean, save_invstd, 0, 0.0f, y);
 }
 
 /* vcc__bn_channel_sums: for channel c of x, dy (N, C, S), *sdy = sum dy and *sdyx = sum dy*(x - mean)
@@ -255,12 +280,26 @@ VCC_CPU_FN void rownorm_forward(VccRt *rt, int64_t R, int64_t D, const float *x,
         int64_t j;
         if (mean) mean[r] = mf;
         if (invstd) invstd[r] = sf;
-        for (j = 0; j < D; j++) {
-            const int64_t i = r * D + j;
-            yr[j] = vcc_bn_norm(xr[j], mf, sf, scale[vcc_norm_pidx(i, scale_m, scale_s)],
-                                bias ? bias[vcc_norm_pidx(i, bias_m, bias_s)] : 0.0f);
-        }
+        for (j = 0; j < D; j++)
+            yr[j] = vcc_rownorm_y(r * D + j, xr[j], mf, sf, scale, scale_m, scale_s, bias, bias_m, bias_s);
     }
+}
+
+/* rownorm_apply: rownorm_forward's y alone, from the row statistics it saved (mean, invstd (R)): the same
+ * arithmetic (vcc_rownorm_y), so y is bit-identical; passes/remat.c's recomputation.
+ *   x, y (R, D), y may == x; scale (scale_m), bias (bias_m) or NULL */
+VCC_CPU_FN void rownorm_apply(VccRt *rt, int64_t R, int64_t D, const float *x, const float *scale, int64_t scale_m,
+                              int64_t scale_s, const float *bias, int64_t bias_m, int64_t bias_s, const float *mean,
+                              const float *invstd, float *y)
+{
+    const int64_t n = R * D;
+    int64_t i;
+    (void)rt;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+    for (i = 0; i < n; i++)
+        y[i] = vcc_rownorm_y(i, x[i], mean[i / D], invstd[i / D], scale, scale_m, scale_s, bias, bias_m, bias_s);
 }
 
 /* vcc__rownorm_param_grad: out[p] (p < m) = sum, over the elements i of x, dy (R, D) that read parameter

@@ -82,6 +82,20 @@ static inline void batchnorm_forward_train(VccRt *rt, int64_t N, int64_t C, int6
     VCC_CUDA_LAUNCHED();
 }
 
+/* batchnorm_apply: the normalization kernel of batchnorm_forward_train alone, with the statistics it saved
+ * (bit-identical y; no statistics, no running update: passes/remat.c's recomputation).
+ * x, y (N, C, S), y may == x; gamma, beta, save_mean, save_invstd (C). */
+static inline void batchnorm_apply(VccRt *rt, int64_t N, int64_t C, int64_t S, const float *x, const float *gamma,
+                                   const float *beta, const float *save_mean, const float *save_invstd, float *y)
+{
+    int64_t n = N * C * S;
+    (void)rt;
+    if (n <= 0) return;
+    batchnorm_forward_train_kernel<<<vcc__grid(n), VCC_CUDA_THREADS>>>(n, C, S, x, gamma, beta, save_mean,
+                                                                       save_invstd, y);
+    VCC_CUDA_LAUNCHED();
+}
+
 static __global__ void batchnorm_forward_infer_kernel(int64_t n, int64_t C, int64_t S, const float *x,
                                                       const float *gamma, const float *beta, const float *mean,
                                                       const float *var, float eps, float *y)
@@ -263,11 +277,8 @@ static __global__ void rownorm_forward_kernel(int64_t R, int64_t D, const float 
             if (mean) mean[r] = mf;
             if (invstd) invstd[r] = sf;
         }
-        for (int64_t j = threadIdx.x; j < D; j += blockDim.x) {
-            const int64_t i = r * D + j;
-            y[i] = vcc_bn_norm(xr[j], mf, sf, scale[vcc_norm_pidx(i, scale_m, scale_s)],
-                               bias ? bias[vcc_norm_pidx(i, bias_m, bias_s)] : 0.0f);
-        }
+        for (int64_t j = threadIdx.x; j < D; j += blockDim.x)
+            y[r * D + j] = vcc_rownorm_y(r * D + j, xr[j], mf, sf, scale, scale_m, scale_s, bias, bias_m, bias_s);
     }
 }
 
@@ -281,6 +292,30 @@ static inline void rownorm_forward(VccRt *rt, int64_t R, int64_t D, const float 
     if (R <= 0 || D <= 0) return;
     rownorm_forward_kernel<<<vcc__blocks(R), VCC_CUDA_THREADS>>>(R, D, x, scale, scale_m, scale_s, bias, bias_m,
                                                                  bias_s, eps, y, mean, invstd);
+    VCC_CUDA_LAUNCHED();
+}
+
+static __global__ void rownorm_apply_kernel(int64_t n, int64_t D, const float *x, const float *scale,
+                                            int64_t scale_m, int64_t scale_s, const float *bias, int64_t bias_m,
+                                            int64_t bias_s, const float *mean, const float *invstd, float *y)
+{
+    VCC_GRID_STRIDE(i, n) {
+        y[i] = vcc_rownorm_y(i, x[i], mean[i / D], invstd[i / D], scale, scale_m, scale_s, bias, bias_m, bias_s);
+    }
+}
+
+/* rownorm_apply: rownorm_forward's y from the row statistics it saved, bit-identical (vcc_rownorm_y);
+ * passes/remat.c's recomputation. x, y (R, D), y may == x; scale (scale_m), bias (bias_m) or NULL;
+ * mean, invstd (R). */
+static inline void rownorm_apply(VccRt *rt, int64_t R, int64_t D, const float *x, const float *scale,
+                                 int64_t scale_m, int64_t scale_s, const float *bias, int64_t bias_m, int64_t bias_s,
+                                 const float *mean, const float *invstd, float *y)
+{
+    int64_t n = R * D;
+    (void)rt;
+    if (n <= 0) return;
+    rownorm_apply_kernel<<<vcc__grid(n), VCC_CUDA_THREADS>>>(n, D, x, scale, scale_m, scale_s, bias, bias_m, bias_s,
+                                                             mean, invstd, y);
     VCC_CUDA_LAUNCHED();
 }
 

@@ -66,6 +66,16 @@ VCC_HD int64_t vcc_norm_pidx(int64_t i, int64_t m, int64_t s)
     return (i / s) % m;
 }
 
+/* vcc_rownorm_y: element i (flat index in x) of a row normalization's output, x_i its input, with its
+ * row's mean and invstd: vcc_bn_norm with the scale and bias entries it reads (bias NULL: 0). The
+ * forward and the recomputation from saved statistics (rownorm_apply) both compute y this way. */
+VCC_HD float vcc_rownorm_y(int64_t i, float x_i, float mean, float invstd, const float *scale, int64_t scale_m,
+                           int64_t scale_s, const float *bias, int64_t bias_m, int64_t bias_s)
+{
+    return vcc_bn_norm(x_i, mean, invstd, scale[vcc_norm_pidx(i, scale_m, scale_s)],
+                       bias ? bias[vcc_norm_pidx(i, bias_m, bias_s)] : 0.0f);
+}
+
 /* vcc_norm_dx: input gradient of a row normalization for one element, with a
  * per-element scale gamma (PyTorch's layer_norm / group_norm backward):
  *   g = dy * gamma, xhat = (x - mean) * invstd

@@ -84,7 +84,13 @@ def main():
     # --- usage errors: status 2, one line
     for label, a in [("unknown option", ["--no-such-option"]), ("missing value", ["--dump-ir"]),
                      ("--forward-only with --eval", ["--forward-only", "--eval"]),
-                     ("unknown pass", ["--dump-ir", "nopass"])]:
+                     ("unknown pass", ["--dump-ir", "nopass"]),
+                     ("--memory-limit without a size", ["--memory-limit", "12XB"]),
+                     ("--memory-limit 0", ["--memory-limit", "0"]),
+                     ("--memory-limit with --eval", ["--memory-limit", "1GiB", "--eval"]),
+                     ("--vary without --fit", ["--vary", "batch"]),
+                     ("--fit with -o", ["--fit", "1GiB", "-o", "t.c"]),
+                     ("--fit with --memory-limit", ["--fit", "1GiB", "--memory-limit", "1GiB"])]:
         p = run([vcc, model] + a, work)
         check(p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, "usage error: %s (exit %d: %s)" % (
             label, p.returncode, p.stderr.strip()), p.stderr)
@@ -110,6 +116,18 @@ def main():
           p.stderr)
 
     # --- .vir inputs
+    # a dump after remat (recomputed nodes, BatchNormApply among them where BN is recomputed) reads back
+    # and its plan passes the check; an unmeetable limit writes nothing
+    p = run([vcc, model, "--memory-limit", "1", "-o", "none.c"], work)
+    check(p.returncode == 1 and "smallest arena reachable" in p.stderr and not os.path.exists(
+        os.path.join(work, "none.c")), "--memory-limit 1 is refused, nothing written", p.stderr)
+    m = re.search(r"is (\d+) bytes", p.stderr)
+    rem = run([vcc, model, "--memory-limit", m.group(1) if m else "1", "--dump-ir", "remat"], work).stdout
+    with open(os.path.join(work, "r.vir"), "w") as f:
+        f.write(rem)
+    p = run([vcc, "r.vir"], work)
+    check(p.returncode == 0 and "arena" in p.stdout and rem.startswith("# vcc IR after remat"),
+          "vcc r.vir accepts the plan after remat", p.stderr)
     mem = run([vcc, model, "--dump-ir", "memplan"], work).stdout
     with open(os.path.join(work, "m.vir"), "w") as f:
         f.write(mem)

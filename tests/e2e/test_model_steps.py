@@ -2,7 +2,7 @@
 
     test_model_steps.py --vcc BUILD/vcc --model NAME --work DIR [--shape NxCxTxHxW] [--steps 5]
                         [--target c|cu] [--optimizer sgd|adamw] [--no-fuse-attention]
-                        [--workspace-limit BYTES]
+                        [--workspace-limit BYTES] [--remat]
 
 models/export_video_nets.py exports the model (dropout 0: vcc's masks are not PyTorch's; the Dropout
 nodes stay in the graph), vcc compiles it (--loss graph for unet3d_block, whose graph computes its own
@@ -40,6 +40,8 @@ used (samples (k-1)*N + i mod S). Checked per step:
                 at a time while one does, and the rest of the distance is held to the allowance. The
                 taken ties are printed with their ReLU and float64 value. A wrong update is not such a
                 combination, so it still fails.
+With --remat vcc compiles with --memory-limit at the smallest arena its recomputation reaches (the size it
+names when refusing --memory-limit 1): the recomputed values must leave every step as close to PyTorch.
 With --clip-grad-norm MAX the trainer (compiled with vcc --keep-grads, which clipping needs; else each
 update runs as soon as its gradient is final, vcc's default) clips and the references call
 torch.nn.utils.clip_grad_norm_(MAX)
@@ -57,6 +59,7 @@ import argparse
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import warnings
@@ -322,6 +325,9 @@ def main():
                     help="compile the model's attention as written (vcc --no-fuse-attention)")
     ap.add_argument("--workspace-limit", default=None,
                     help="compile with vcc --workspace-limit BYTES (small: every convolution unfolds in chunks)")
+    ap.add_argument("--remat", action="store_true",
+                    help="compile with vcc --memory-limit at the smallest arena recomputation reaches (the size "
+                         "vcc names when it refuses --memory-limit 1)")
     args = ap.parse_args()
     OPT.update(name=args.optimizer, clip=args.clip_grad_norm, schedule=args.lr_schedule, warmup=args.warmup_steps,
                steps=args.steps)
@@ -341,11 +347,18 @@ def main():
     clip = tuple(int(v) for v in (args.shape.split("x") if args.shape else video_nets.DEFAULT_SHAPES[name]))
     graph_loss = name == "unet3d_block"
     src = "train." + args.target
-    build = run([os.path.abspath(args.vcc), name + ".onnx", "-o", src, "--optimizer", args.optimizer] +
-                (["--loss", "graph"] if graph_loss else []) +
-                (["--no-fuse-attention"] if args.no_fuse_attention else []) +
-                (["--workspace-limit", args.workspace_limit] if args.workspace_limit else []) +
-                (["--keep-grads"] if args.clip_grad_norm is not None else []), d).strip().splitlines()[-1]
+    vcc_cmd = [os.path.abspath(args.vcc), name + ".onnx", "-o", src, "--optimizer", args.optimizer] + \
+        (["--loss", "graph"] if graph_loss else []) + \
+        (["--no-fuse-attention"] if args.no_fuse_attention else []) + \
+        (["--workspace-limit", args.workspace_limit] if args.workspace_limit else []) + \
+        (["--keep-grads"] if args.clip_grad_norm is not None else [])
+    if args.remat:
+        p = subprocess.run(vcc_cmd + ["--memory-limit", "1"], cwd=d, capture_output=True, text=True)
+        m = re.search(r"smallest arena reachable by recomputing cheap values is (\d+) bytes", p.stderr)
+        if p.returncode == 0 or not m:
+            sys.exit("FAIL: vcc --memory-limit 1: exit %d, %s" % (p.returncode, p.stderr))
+        vcc_cmd += ["--memory-limit", m.group(1)]
+    build = run(vcc_cmd, d).strip().splitlines()[-1]
     run(build, d, shell=True)
     if args.target == "cu":
         gpu = subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0 if \

@@ -1,0 +1,376 @@
+/*
+ * remat.c — recomputation under a memory budget (vcc --memory-limit).
+ *
+ * Requires: memplan (a schedule with live intervals, in-place sharing and offsets); ctx->memory_limit.
+ * Produces: with no limit, or an arena already within it, nothing changes. Otherwise, one saved value at a
+ *   time, a forward value Y that backward reads (a saved tensor) is recomputed right before its first
+ *   backward reader instead of being kept from the forward: the nodes that make it (a chain of cheap
+ *   forward nodes, cloned into the backward phase and named "<node>.recompute", their outputs new tensors
+ *   "<value>.recompute") run again from values that are live at that step anyway, the backward readers
+ *   of Y read the clone's output, and Y dies after its last forward reader. After each one liveness,
+ *   inplace and memplan run again, until the arena is within ctx->memory_limit. Backward readers of a
+ *   view of Y (Identity, Reshape, Flatten... of forward view nodes) read a clone of that view on the
+ *   recomputed Y.
+ *   Cheap nodes: BatchNormalization in training mode, whose clone is a BatchNormApply with the batch
+ *   statistics the forward saved (no statistics recomputed, no running statistics updated: InPlace-ABN,
+ *   Rota Bulo et al., CVPR 2018, recomputes a BN output from its saved statistics in the same way), the
+ *   row normalizations (LayerNormalization, GroupNormalization, InstanceNormalization) likewise by a
+ *   RowNormApply from their saved row statistics, and the elementwise ops (the unary family, Add, Sub, Mul, Div, Pow, Where, Not: VCC_OPF_INPLACE), never
+ *   Dropout or a random op. A clone runs the forward node's kernel on the same bytes, so its output is
+ *   bit-identical to the original and training computes exactly the numbers of the unlimited plan.
+ *   Choice (greedy, Chen et al. 2016, "Training Deep Nets with Sublinear Memory Cost", with a cost per
+ *   value): among the saved values live at the step where the planned bytes peak whose chain can be
+ *   recomputed, the one freeing the most bytes per extra FLOP (ties: the earliest value); a chain reads
+ *   only parameters not yet updated at that step and values live there, so recomputing adds no saved
+ *   bytes of its own. It stops when nothing recomputable is live at the peak step.
+ *   Sets g->remat_values (recomputed values), g->remat_flops (their FLOPs), g->step_flops (an estimate of
+ *   one training step's FLOPs, vcc_step_flops) and g->arena_unlimited_bytes (the arena before).
+ * Errors: VCC_ERR_UNSUPPORTED when the limit cannot be met, naming the smallest arena reachable.
+ */
+#include "passes.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define REMAT_MAX_CHAIN 8 /* nodes recomputed for one value at most */
+
+/* FLOPs of node n: 2 * multiply-adds for the convolutions and matrix products (forward form; their
+ * gradients are counted as two more of the same by vcc_step_flops), one per output element otherwise. */
+static double node_flops(const VccGraph *g, const VccNode *n, bool *matmul_like) {
+    *matmul_like = false;
+    double out = 0;
+    for (int i = 0; i < n->nout; i++)
+        if (n->out[i] >= 0 && g->tensors[n->out[i]].kind != VCC_T_WORKSPACE) {
+            int64_t e = vcc_shape_numel(&g->tensors[n->out[i]].shape);
+            if (e > 0) out += (double)e;
+        }
+    const VccTensor *a = n->nin > 0 && n->in[0] >= 0 ? &g->tensors[n->in[0]] : NULL;
+    const VccTensor *w = n->nin > 1 && n->in[1] >= 0 ? &g->tensors[n->in[1]] : NULL;
+    int64_t wn = w ? vcc_shape_numel(&w->shape) : -1;
+    if ((n->op == VCC_OP_CONV || n->op == VCC_OP_CONV_TRANSPOSE) && a && w && w->shape.rank >= 2 && wn > 0) {
+        *matmul_like = true;
+        /* Conv: each output element of K channels reads numel(W)/K weights; ConvTranspose: each input
+         * element of Cin channels reaches numel(W)/Cin outputs */
+        if (n->op == VCC_OP_CONV)
+            return 2.0 * out * (double)wn / (double)w->shape.dims[0];
+        int64_t xn = vcc_shape_numel(&a->shape);
+        return 2.0 * (double)(xn > 0 ? xn : 0) * (double)wn / (double)w->shape.dims[0];
+    }
+    if ((n->op == VCC_OP_MATMUL || n->op == VCC_OP_GEMM) && a && a->shape.rank >= 1) {
+        *matmul_like = true;
+        int64_t k = a->shape.dims[a->shape.rank - 1];
+        if (n->op == VCC_OP_GEMM && a->shape.rank == 2 && vcc_attr_int(n, "transA", 0)) k = a->shape.dims[0];
+        return 2.0 * out * (double)k;
+    }
+    return out;
+}
+
+double vcc_step_flops(const VccGraph *g) {
+    double total = 0;
+    for (int k = 0; k < g->nnodes; k++) {
+        const VccNode *n = &g->nodes[k];
+        bool mm;
+        double f = node_flops(g, n, &mm);
+        if (!mm) total += f;
+        else if (n->phase == VCC_PHASE_FORWARD) total += 3.0 * f; /* forward, input and weight gradients */
+    }
+    return total;
+}
+
+/* Whether node n is one remat may run twice: cheap, deterministic, a single output. */
+static bool cheap(const VccNode *n) {
+    if (n->phase != VCC_PHASE_FORWARD || n->op == VCC_OP_DROPOUT || n->op == VCC_OP_RANDOM_UNIFORM_LIKE ||
+        n->op == VCC_OP_RANDOM_NORMAL_LIKE)
+        return false;
+    bool stats = n->nout >= 3 && n->out[1] >= 0 && n->out[2] >= 0;
+    if (n->op == VCC_OP_BATCHNORM) return vcc_attr_int(n, "training_mode", 1) != 0 && stats;
+    if (n->op == VCC_OP_LAYERNORM || n->op == VCC_OP_GROUPNORM || n->op == VCC_OP_INSTANCENORM) return stats;
+    if (!vcc_op_is_onnx(n->op) || n->nout != 1) return false;
+    return (vcc_op_def(n->op)->flags & VCC_OPF_INPLACE) || strcmp(vcc_op_family(n->op), "unary") == 0;
+}
+
+/* The operands of node n's clone into in[] (at most 8); returns their count. A normalization's clone
+ * (BatchNormApply, RowNormApply) reads X, scale, B (-1: none) and the saved mean and invstd; another
+ * node's clone reads what it reads. */
+static int clone_inputs(const VccNode *n, int *in) {
+    if (n->op == VCC_OP_BATCHNORM || n->op == VCC_OP_LAYERNORM || n->op == VCC_OP_GROUPNORM ||
+        n->op == VCC_OP_INSTANCENORM) {
+        int v[5] = {n->in[0], n->in[1], n->nin > 2 ? n->in[2] : -1, n->out[1], n->out[2]};
+        memcpy(in, v, sizeof v);
+        return 5;
+    }
+    VCC_ASSERT(n->nin <= 8);
+    memcpy(in, n->in, sizeof(int) * (size_t)n->nin);
+    return n->nin;
+}
+
+/* The tensor whose bytes view t is (alias_of followed to the end). */
+static int base_of(const VccGraph *g, int t) {
+    while (g->tensors[t].alias_of >= 0) t = g->tensors[t].alias_of;
+    return t;
+}
+
+/* A plan of recomputing one value: the forward nodes to clone, in forward order. */
+typedef struct {
+    int nodes[REMAT_MAX_CHAIN];
+    int n;
+    double flops;
+} Chain;
+
+/* Whether tensor t can be read at step p by a chain (then *c holds the nodes it needs): a persistent
+ * tensor not updated before p, a value live at p (its bytes intact), or one a cheap node can make again
+ * from such tensors. */
+static bool need(const VccGraph *g, int t, int p, Chain *c, int depth) {
+    int b = base_of(g, t);
+    const VccTensor *x = &g->tensors[b];
+    if (x->start < 0) { /* persistent: a parameter must not be updated yet (its update writes it) */
+        if (x->kind == VCC_T_BUFFER) return false;
+        for (int k = 0; k < p; k++)
+            if (g->nodes[k].phase == VCC_PHASE_UPDATE)
+                for (int i = 0; i < g->nodes[k].nin; i++)
+                    if (g->nodes[k].in[i] >= 0 && base_of(g, g->nodes[k].in[i]) == b) return false;
+        return true;
+    }
+    if (x->start <= p && x->end >= p) return true;
+    if (t != b || x->producer < 0 || depth >= REMAT_MAX_CHAIN) return false;
+    for (int i = 0; i < c->n; i++)
+        if (c->nodes[i] == x->producer) return true;
+    const VccNode *n = &g->nodes[x->producer];
+    if (!cheap(n) || n->out[0] != t || c->n == REMAT_MAX_CHAIN) return false;
+    int in[8], nin = clone_inputs(n, in);
+    for (int i = 0; i < nin; i++)
+        if (in[i] >= 0 && !need(g, in[i], p, c, depth + 1)) return false;
+    if (c->n == REMAT_MAX_CHAIN) return false;
+    bool mm;
+    c->nodes[c->n++] = x->producer;
+    c->flops += node_flops(g, n, &mm);
+    return true;
+}
+
+/* Planned bytes live at each step 0..g->nnodes (per root buffer, its union interval): the lower bound's
+ * sweep. Returns the step where they peak. */
+static int peak_step(const VccGraph *g) {
+    int nt = g->ntensors, ns = g->nnodes + 2;
+    int *roots = vcc_tensor_roots(g);
+    int *gs = vcc_malloc(sizeof(int) * (size_t)nt), *ge = vcc_malloc(sizeof(int) * (size_t)nt);
+    int64_t *delta = vcc_calloc((size_t)ns, sizeof(int64_t));
+    for (int t = 0; t < nt; t++) gs[t] = ge[t] = -1;
+    for (int t = 0; t < nt; t++) {
+        const VccTensor *x = &g->tensors[t];
+        if (x->start < 0) continue;
+        int r = roots[t];
+        if (gs[r] < 0 || x->start < gs[r]) gs[r] = x->start;
+        if (x->end > ge[r]) ge[r] = x->end;
+    }
+    for (int t = 0; t < nt; t++)
+        if (roots[t] == t && gs[t] >= 0 && !vcc_tensor_is_persistent(&g->tensors[t])) {
+            int64_t b = (vcc_tensor_bytes(&g->tensors[t]) + VCC_ARENA_ALIGN - 1) / VCC_ARENA_ALIGN * VCC_ARENA_ALIGN;
+            delta[gs[t]] += b;
+            delta[ge[t] + 1] -= b;
+        }
+    int best = 0;
+    int64_t live = 0, top = -1;
+    for (int s = 0; s <= g->nnodes; s++) {
+        live += delta[s];
+        if (live > top) top = live, best = s;
+    }
+    free(roots);
+    free(gs);
+    free(ge);
+    free(delta);
+    return best;
+}
+
+/* Whether x is t or a view of t made by forward view nodes (Identity, Reshape, Flatten...: VCC_OPF_VIEW,
+ * which a recomputation clones too). */
+static bool is_or_views(const VccGraph *g, int x, int t) {
+    for (; x != t; x = g->tensors[x].alias_of) {
+        int p = g->tensors[x].producer;
+        if (g->tensors[x].alias_of < 0 || p < 0 || g->nodes[p].phase != VCC_PHASE_FORWARD ||
+            !(vcc_op_def(g->nodes[p].op)->flags & VCC_OPF_VIEW) || g->nodes[p].in[0] != g->tensors[x].alias_of)
+            return false;
+    }
+    return true;
+}
+
+/* The first backward step reading t or a view of it, and the last forward step reading them (t's
+ * producer when none); -1 for the first when a backward node reads a view of t that is_or_views does not
+ * accept (t stays as it is then). */
+static void uses(const VccGraph *g, int t, int *first_bwd, int *last_fwd) {
+    *first_bwd = -1;
+    *last_fwd = g->tensors[t].producer;
+    for (int k = 0; k < g->nnodes; k++) {
+        const VccNode *n = &g->nodes[k];
+        for (int i = 0; i < n->nin; i++) {
+            int x = n->in[i];
+            if (x < 0 || base_of(g, x) != base_of(g, t)) continue;
+            bool mine = is_or_views(g, x, t);
+            if (n->phase == VCC_PHASE_BACKWARD) {
+                if (!mine) {
+                    *first_bwd = -1;
+                    return;
+                }
+                if (*first_bwd < 0) *first_bwd = k;
+            } else if (mine && k > *last_fwd) {
+                *last_fwd = k;
+            }
+        }
+    }
+}
+
+/* The recomputed copy of x (y or a view of y, is_or_views) given map[] for what has one: a view's copy is
+ * a clone of its view node on its base's copy, appended (the caller moves it into place). */
+static int copy_of(VccGraph *g, int x, int *map) {
+    if (map[x] != x) return map[x];
+    const VccTensor *xt = &g->tensors[x];
+    int base = copy_of(g, xt->alias_of, map);
+    VccShape shape = xt->shape;
+    int nc = vcc_tensor_add_unique(g, xt->dtype, &shape, VCC_T_ACT, "%s.recompute", xt->name);
+    VccNode src = g->nodes[g->tensors[x].producer];
+    int *in = vcc_malloc(sizeof(int) * (size_t)src.nin);
+    memcpy(in, src.in, sizeof(int) * (size_t)src.nin);
+    in[0] = base;
+    char *name = vcc_strfmt("%s.recompute", src.name);
+    int k = vcc_node_add(g, src.op, name, in, src.nin, &nc, 1, VCC_PHASE_BACKWARD);
+    free(name);
+    free(in);
+    vcc_attr_copy_all(&g->nodes[k], &g->nodes[g->tensors[x].producer]);
+    g->tensors[nc].alias_of = base;
+    map[x] = nc;
+    return nc;
+}
+
+/* Move the nodes appended from index `from` on to position p (before the node at p), renumbering
+ * producers. */
+static void move_to(VccGraph *g, int from, int p) {
+    int m = g->nnodes - from;
+    VccNode *tmp = vcc_malloc(sizeof(VccNode) * (size_t)m);
+    memcpy(tmp, g->nodes + from, sizeof(VccNode) * (size_t)m);
+    memmove(g->nodes + p + m, g->nodes + p, sizeof(VccNode) * (size_t)(from - p));
+    memcpy(g->nodes + p, tmp, sizeof(VccNode) * (size_t)m);
+    free(tmp);
+    for (int k = 0; k < g->nnodes; k++)
+        for (int i = 0; i < g->nodes[k].nout; i++)
+            if (g->nodes[k].out[i] >= 0) g->tensors[g->nodes[k].out[i]].producer = k;
+}
+
+/* Clone chain c before step p; the backward readers of value y read the clone's output. */
+static void apply(VccGraph *g, const Chain *c, int y, int p) {
+    int *map = vcc_malloc(sizeof(int) * (size_t)g->ntensors); /* tensor -> its recomputed copy, or itself */
+    int nt0 = g->ntensors;
+    for (int t = 0; t < nt0; t++) map[t] = t;
+    int from = g->nnodes;
+    for (int i = 0; i < c->n; i++) {
+        VccNode src = g->nodes[c->nodes[i]]; /* copy: the node array grows */
+        int o = src.out[0];
+        const VccTensor *ot = &g->tensors[o];
+        VccShape shape = ot->shape;
+        int nc = vcc_tensor_add_unique(g, ot->dtype, &shape, VCC_T_ACT, "%s.recompute", g->tensors[o].name);
+        int in[8], nin = clone_inputs(&src, in);
+        for (int j = 0; j < nin; j++) in[j] = in[j] >= 0 ? map[in[j]] : -1;
+        int64_t lay[6];
+        bool rows = vcc_rownorm_layout(g, &src, lay);
+        VccOp op = src.op == VCC_OP_BATCHNORM ? VCC_OP_BATCHNORM_APPLY : rows ? VCC_OP_ROWNORM_APPLY : src.op;
+        char *name = vcc_strfmt("%s.recompute", src.name);
+        int k = vcc_node_add(g, op, name, in, nin, &nc, 1, VCC_PHASE_BACKWARD);
+        free(name);
+        if (op == src.op) vcc_attr_copy_all(&g->nodes[k], &g->nodes[c->nodes[i]]);
+        const char *attr[6] = {"rows", "cols", "scale_m", "scale_s", "bias_m", "bias_s"};
+        for (int j = 0; rows && j < 6; j++) vcc_attr_set_int(&g->nodes[k], attr[j], lay[j]);
+        map[o] = nc;
+    }
+    for (int k = p; k < from; k++) {
+        if (g->nodes[k].phase != VCC_PHASE_BACKWARD) continue;
+        for (int i = 0; i < g->nodes[k].nin; i++) {
+            int x = g->nodes[k].in[i];
+            if (x >= 0 && x < nt0 && is_or_views(g, x, y)) {
+                int xc = copy_of(g, x, map); /* may grow the node array */
+                g->nodes[k].in[i] = xc;
+            }
+        }
+    }
+    free(map);
+    move_to(g, from, p);
+}
+
+/* Liveness, in-place sharing and offsets again for the changed graph. */
+static VccStatus replan(VccCtx *ctx, VccGraph *g) {
+    for (int t = 0; t < g->ntensors; t++) g->tensors[t].inplace_of = -1;
+    VccStatus st = vcc_liveness(ctx, g);
+    if (!st) st = vcc_inplace(ctx, g);
+    if (!st) st = vcc_liveness(ctx, g);
+    if (!st) st = vcc_memplan(ctx, g);
+    return st;
+}
+
+/* Pick the value to recompute: live across step s, recomputable, the most bytes per FLOP. Returns it
+ * (-1: none) with its chain and the step its clone goes before. */
+static int pick(const VccGraph *g, int s, Chain *best, int *best_p) {
+    int pick_t = -1;
+    double best_score = 0;
+    for (int t = 0; t < g->ntensors; t++) {
+        const VccTensor *x = &g->tensors[t];
+        if (!x->saved || x->alias_of >= 0 || x->start < 0 || x->producer < 0 || x->end >= g->nnodes ||
+            x->kind != VCC_T_ACT || !cheap(&g->nodes[x->producer]) || g->nodes[x->producer].out[0] != t)
+            continue;
+        int p, lf;
+        uses(g, t, &p, &lf);
+        if (p < 0 || !(lf < s && s < p)) continue;
+        Chain c = {{0}, 0, 0};
+        /* the value itself is recomputed, whatever its liveness says */
+        const VccNode *n = &g->nodes[x->producer];
+        int in[8], nin = clone_inputs(n, in);
+        bool ok = true;
+        for (int i = 0; i < nin && ok; i++) ok = in[i] < 0 || need(g, in[i], p, &c, 1);
+        if (!ok || c.n == REMAT_MAX_CHAIN) continue;
+        bool mm;
+        c.nodes[c.n++] = x->producer;
+        c.flops += node_flops(g, n, &mm);
+        double score = (double)vcc_tensor_bytes(x) / (c.flops > 1 ? c.flops : 1);
+        if (score > best_score) {
+            best_score = score;
+            pick_t = t;
+            *best = c;
+            *best_p = p;
+        }
+    }
+    return pick_t;
+}
+
+static double gib(int64_t b) { return (double)b / (1024.0 * 1024.0 * 1024.0); }
+
+VccStatus vcc_remat(VccCtx *ctx, VccGraph *g) {
+    g->arena_unlimited_bytes = g->arena_bytes;
+    g->step_flops = vcc_step_flops(g);
+    g->remat_values = 0;
+    g->remat_flops = 0;
+    if (ctx->memory_limit <= 0 || ctx->forward_only || ctx->eval || g->arena_bytes <= ctx->memory_limit) return VCC_OK;
+    int64_t smallest = g->arena_bytes;
+    int n_at_smallest = 0;
+    double flops_at_smallest = 0;
+    while (g->arena_bytes > ctx->memory_limit) {
+        Chain c;
+        int p = -1, y = pick(g, peak_step(g), &c, &p);
+        if (y < 0) break;
+        apply(g, &c, y, p);
+        g->remat_values++;
+        g->remat_flops += c.flops;
+        VccStatus st = replan(ctx, g);
+        if (st) return st;
+        if (g->arena_bytes < smallest) {
+            smallest = g->arena_bytes;
+            n_at_smallest = g->remat_values;
+            flops_at_smallest = g->remat_flops;
+        }
+    }
+    if (g->arena_bytes <= ctx->memory_limit) return VCC_OK;
+    vcc_error(ctx,
+              "--memory-limit %" PRId64 " bytes (%.3f GiB) cannot be met: the smallest arena reachable by "
+              "recomputing cheap values is %" PRId64 " bytes (%.3f GiB; %d values recomputed, +%.2f%% FLOPs), the "
+              "arena without recomputation %" PRId64 " bytes (%.3f GiB)",
+              ctx->memory_limit, gib(ctx->memory_limit), smallest, gib(smallest), n_at_smallest,
+              g->step_flops > 0 ? 100.0 * flops_at_smallest / g->step_flops : 0.0, g->arena_unlimited_bytes,
+              gib(g->arena_unlimited_bytes));
+    return VCC_ERR_UNSUPPORTED;
+}

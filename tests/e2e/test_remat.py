@@ -1,0 +1,158 @@
+"""Recomputation under a memory limit (vcc --memory-limit, passes/remat.c) against the unlimited plan.
+
+    test_remat.py --vcc BUILD/vcc --model NAME --work DIR [--steps 3] [--cuda] [--fit]
+
+models/export_video_nets.py exports the model (dropout 0), and vcc compiles it:
+  refused       with --memory-limit 1 (no arena is that small) vcc exits non-zero, writes neither the
+                trainer nor its weights, and its message names the smallest arena reachable, S bytes
+  limited       with --memory-limit S it compiles: the plan's arena is at most S and below the unlimited
+                one, the plan JSON counts the recomputed values (> 0, with extra FLOPs > 0) and names the
+                arena without recomputation as the unlimited plan's arena, and the IR after remat has
+                backward clones "<node>.recompute"
+  same numbers  both trainers (the limited one built with -DVCC_POISON -Wall -Wextra -Werror: every dead
+                tensor poisoned, so a recomputed value read after its bytes were reused would show) run
+                --steps steps from the same weights: the "step <k> loss <value>" lines are the same text
+                and the --out files byte-identical
+  CUDA          with --cuda, the limited CUDA trainer builds with nvcc without a diagnostic
+                (tests/e2e/cuda_build.sh; where nvcc or cuDNN are absent that check alone is skipped)
+  --fit         with --fit, the model exported again with a symbolic batch (export_video_nets.py
+                --dynamic-batch) and vcc --fit L (L twice the unlimited batch-N arena): the batch it names
+                without recomputation compiles (--shape batch=B) within L and B+1 does not; the batch it
+                names with recomputation compiles with --memory-limit L and one more is refused; each
+                arena printed is that compilation's, and recomputation fits at least B
+Prints the figures; exits 1 on a failure.
+"""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MODELS_DIR = os.path.join(HERE, "..", "..", "models")
+
+
+def run(cmd, cwd, shell=False, ok=True):
+    p = subprocess.run(cmd, cwd=cwd, shell=shell, capture_output=True, text=True)
+    if ok and p.returncode:
+        sys.exit("FAIL: %s exited %d\n%s%s" % (cmd, p.returncode, p.stdout[-3000:], p.stderr[-3000:]))
+    return p
+
+
+def check_fit(vcc, model, d, limit):
+    """vcc --fit limit on the model exported with a symbolic batch, checked by compiling at the batches it
+    names and one more; returns the failures."""
+    os.makedirs(d, exist_ok=True)
+    run([sys.executable, os.path.join(MODELS_DIR, "export_video_nets.py"), "--model", model, "--out", d,
+         "--dropout", "0", "--num-classes", "5", "--dynamic-batch"], d)
+    onnx = model + ".onnx"
+    out = run([vcc, onnx, "--fit", str(limit)], d).stdout
+    print(out.strip())
+    found = re.findall(r"(without|with) recomputation *: largest batch=(\d+), arena (\d+) bytes", out)
+    if len(found) != 2:
+        return ["vcc --fit printed %r" % out]
+    fails = []
+    best = {}
+    for how, b, arena in found:
+        b, arena = int(b), int(arena)
+        best[how] = b
+        extra = ["--memory-limit", str(limit)] if how == "with" else []
+        for n, want in ((b, True), (b + 1, False)):
+            p = run([vcc, onnx, "--shape", "batch=%d" % n] + extra, d, ok=False)
+            m = re.search(r"arena (\d+) bytes", p.stdout)  # the summary: the arena as planned
+            got = p.returncode == 0 and m is not None and int(m.group(1)) <= limit
+            if got != want:
+                fails.append("--fit %s recomputation: batch %d %s, but vcc --shape batch=%d %s"
+                             % (how, b, "fits", n, "fits" if got else "does not"))
+            if n == b and m and int(m.group(1)) != arena:
+                fails.append("--fit %s recomputation: arena %d printed, %d compiled" % (how, arena, int(m.group(1))))
+    if best.get("with", 0) < best.get("without", 0):
+        fails.append("recomputation fits a smaller batch (%s)" % best)
+    return fails
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--vcc", required=True)
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--cuda", action="store_true")
+    ap.add_argument("--fit", action="store_true")
+    a = ap.parse_args()
+    d = os.path.abspath(a.work)
+    vcc = os.path.abspath(a.vcc)
+    os.makedirs(d, exist_ok=True)
+    onnx = a.model + ".onnx"
+    for f in os.listdir(d):
+        if f.startswith(("train_", "out_", "plan_", "refused")):
+            os.remove(os.path.join(d, f))
+    run([sys.executable, os.path.join(MODELS_DIR, "export_video_nets.py"), "--model", a.model, "--out", d,
+         "--dropout", "0", "--num-classes", "5"], d)
+    fails = []
+
+    # refused: the smallest reachable arena is named, nothing is written
+    p = run([vcc, onnx, "-o", "refused.c", "--memory-limit", "1"], d, ok=False)
+    m = re.search(r"smallest arena reachable by recomputing cheap values is (\d+) bytes", p.stderr)
+    if p.returncode == 0 or not m:
+        sys.exit("FAIL: --memory-limit 1: exit %d, message %r" % (p.returncode, p.stderr))
+    if os.path.exists(os.path.join(d, "refused.c")) or os.path.exists(os.path.join(d, "refused.safetensors")):
+        fails.append("--memory-limit 1 wrote files")
+    smallest = int(m.group(1))
+    print("refused: %s" % p.stderr.strip())
+
+    hyper = ["--lr", "0.01", "--momentum", "0.9", "--weight-decay", "0.0001"]
+    losses, weights, plans = {}, {}, {}
+    for tag, extra in (("plain", []), ("remat", ["--memory-limit", str(smallest)])):
+        p = run([vcc, onnx, "-o", "train_%s.c" % tag, "--plan-json", "plan_%s.json" % tag] + extra, d)
+        build = p.stdout.strip().splitlines()[-1]
+        if tag == "remat":
+            build = build.replace("-std=c11", "-std=c11 -DVCC_POISON -Wall -Wextra -Werror")
+            print(p.stderr.strip())
+        run(build, d, shell=True)
+        out = run(["./train_" + tag, "--data", "data.npy", "--labels", "labels.npy", "--steps", str(a.steps)] + hyper +
+                  ["--out", "out_%s.safetensors" % tag], d).stdout
+        losses[tag] = [ln for ln in out.splitlines() if ln.startswith("step ")]
+        weights[tag] = open(os.path.join(d, "out_%s.safetensors" % tag), "rb").read()
+        plans[tag] = json.load(open(os.path.join(d, "plan_%s.json" % tag)))
+        print("%-5s arena %d  %s" % (tag, plans[tag]["arena_bytes"], " | ".join(losses[tag])))
+    plain, rem = plans["plain"], plans["remat"]
+    if len(losses["plain"]) != a.steps or losses["plain"] != losses["remat"]:
+        fails.append("the losses differ: %s vs %s" % (losses["plain"], losses["remat"]))
+    if weights["plain"] != weights["remat"]:
+        fails.append("the --out files differ")
+    if not rem["arena_bytes"] <= smallest < plain["arena_bytes"]:
+        fails.append("arena %d with --memory-limit %d, %d without" % (rem["arena_bytes"], smallest, plain["arena_bytes"]))
+    if rem["arena_unlimited_bytes"] != plain["arena_bytes"] or plain["recomputed_values"] != 0:
+        fails.append("the plan JSON's arena without recomputation %d, the unlimited plan's %d (recomputed %d)"
+                     % (rem["arena_unlimited_bytes"], plain["arena_bytes"], plain["recomputed_values"]))
+    if not (rem["recomputed_values"] > 0 and rem["recompute_flops"] > 0 and 0 < rem["recompute_flops_percent"] < 100):
+        fails.append("recomputed %s values, %s FLOPs (%s%%)" % (rem["recomputed_values"], rem["recompute_flops"],
+                                                                rem["recompute_flops_percent"]))
+    clones = [t["name"] for t in rem["tensors"] if t["name"].endswith(".recompute")]
+    dump = run([vcc, onnx, "--memory-limit", str(smallest), "--dump-ir", "remat"], d).stdout
+    nodes = [ln for ln in dump.splitlines() if ln.startswith("node ") and ".recompute\"" in ln.split("(")[0]]
+    if not clones or not nodes or any(" backward " not in ln for ln in nodes):
+        fails.append("no recomputed values in the plan or no backward clones in the IR")
+    print("recomputed %d values (%d clone nodes), +%.3f%% FLOPs; arena %d -> %d"
+          % (rem["recomputed_values"], len(nodes), rem["recompute_flops_percent"], plain["arena_bytes"], rem["arena_bytes"]))
+
+    if a.cuda:
+        p = run(["sh", os.path.join(HERE, "cuda_build.sh"), vcc, os.path.join(d, onnx), os.path.join(d, "cuda"),
+                 "--memory-limit", str(smallest)], d, ok=False)
+        print(p.stdout.strip())
+        if p.returncode not in (0, 77):  # 77: no nvcc or cuDNN here, reported as the line above
+            fails.append("the CUDA trainer with recomputation: %s" % p.stdout.strip().splitlines()[-1:])
+    if a.fit:
+        fails += check_fit(vcc, a.model, os.path.join(d, "fit"), 2 * plain["arena_bytes"])
+    for f in fails:
+        print("FAIL: " + f)
+    if fails:
+        sys.exit(1)
+    print("PASS")
+
+
+if __name__ == "__main__":
+    main()
