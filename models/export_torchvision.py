@@ -2,7 +2,7 @@
 """Export a torchvision video ResNet to ONNX in training mode, with its weights and a data set.
 
     .venv/bin/python models/export_torchvision.py --model mc3_18 --shape 2x3x8x56x56 \
-        --samples 4 --seed 0 --out /tmp/mc3
+        --samples 4 --seed 0 --out /tmp/mc3 [--dynamic-batch]
 
 Writes, under --out:
 
@@ -165,6 +165,8 @@ def main(argv=None):
     ap.add_argument("--samples", type=int, default=4, help="samples S in data.npy / labels.npy")
     ap.add_argument("--seed", type=int, default=0, help="torch.manual_seed for the weights, numpy seed for data")
     ap.add_argument("--num-classes", type=int, default=400, help="classifier outputs K")
+    ap.add_argument("--dynamic-batch", action="store_true",
+                    help="export the batch dim as the symbolic dim 'batch' (vcc --shape batch=N, vcc --fit)")
     ap.add_argument("--opset", type=int, default=17, help="ONNX opset version")
     ap.add_argument("--out", required=True, help="output directory (created if missing)")
     ap.add_argument("--check-ort", action="store_true",
@@ -211,7 +213,8 @@ def main(argv=None):
         if not args.show_warnings:
             warnings.filterwarnings("ignore", category=UserWarning, module=r"torch\.onnx.*")
         try:
-            report = export_for_training(model, torch.from_numpy(first), onnx_path, opset_version=args.opset)
+            report = export_for_training(model, torch.from_numpy(first), onnx_path, opset_version=args.opset,
+                                         dynamic_batch=args.dynamic_batch)
         except Exception as e:
             sys.exit(f"{onnx_path}: export failed: {e}")
     mutated, patched = report.mutated_by_trace, report.initializers_restored

@@ -1,6 +1,7 @@
 """Recomputation under a memory limit (vcc --memory-limit, passes/remat.c) against the unlimited plan.
 
     test_remat.py --vcc BUILD/vcc --model NAME --work DIR [--steps 3] [--cuda] [--fit]
+    test_remat.py --vcc BUILD/vcc --model r3d_18 --work DIR --fit-only 1073741824
 
 models/export_video_nets.py exports the model (dropout 0), and vcc compiles it:
   refused       with --memory-limit 1 (no arena is that small) vcc exits non-zero, writes neither the
@@ -16,10 +17,12 @@ models/export_video_nets.py exports the model (dropout 0), and vcc compiles it:
   CUDA          with --cuda, the limited CUDA trainer builds with nvcc without a diagnostic
                 (tests/e2e/cuda_build.sh; where nvcc or cuDNN are absent that check alone is skipped)
   --fit         with --fit, the model exported again with a symbolic batch (export_video_nets.py
-                --dynamic-batch) and vcc --fit L (L twice the unlimited batch-N arena): the batch it names
+                --dynamic-batch; export_torchvision.py --dynamic-batch at clip 8x56x56 for r3d_18,
+                mc3_18 and r2plus1d_18) and vcc --fit L (L twice the unlimited batch-N arena): the batch it names
                 without recomputation compiles (--shape batch=B) within L and B+1 does not; the batch it
                 names with recomputation compiles with --memory-limit L and one more is refused; each
                 arena printed is that compilation's, and recomputation fits at least B
+                (--fit-only L: this check alone, at limit L)
 Prints the figures; exits 1 on a failure.
 """
 
@@ -32,6 +35,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODELS_DIR = os.path.join(HERE, "..", "..", "models")
+TORCHVISION = ("r3d_18", "mc3_18", "r2plus1d_18")  # exported by models/export_torchvision.py
 
 
 def run(cmd, cwd, shell=False, ok=True):
@@ -45,8 +49,12 @@ def check_fit(vcc, model, d, limit):
     """vcc --fit limit on the model exported with a symbolic batch, checked by compiling at the batches it
     names and one more; returns the failures."""
     os.makedirs(d, exist_ok=True)
-    run([sys.executable, os.path.join(MODELS_DIR, "export_video_nets.py"), "--model", model, "--out", d,
-         "--dropout", "0", "--num-classes", "5", "--dynamic-batch"], d)
+    if model in TORCHVISION:
+        run([sys.executable, os.path.join(MODELS_DIR, "export_torchvision.py"), "--model", model, "--shape",
+             "2x3x8x56x56", "--samples", "2", "--out", d, "--dynamic-batch"], d)
+    else:
+        run([sys.executable, os.path.join(MODELS_DIR, "export_video_nets.py"), "--model", model, "--out", d,
+             "--dropout", "0", "--num-classes", "5", "--dynamic-batch"], d)
     onnx = model + ".onnx"
     out = run([vcc, onnx, "--fit", str(limit)], d).stdout
     print(out.strip())
@@ -81,10 +89,18 @@ def main():
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--cuda", action="store_true")
     ap.add_argument("--fit", action="store_true")
+    ap.add_argument("--fit-only", type=int, metavar="BYTES",
+                    help="only the --fit check, at this limit (a torchvision model: clip 8x56x56)")
     a = ap.parse_args()
     d = os.path.abspath(a.work)
     vcc = os.path.abspath(a.vcc)
     os.makedirs(d, exist_ok=True)
+    if a.fit_only:
+        fails = check_fit(vcc, a.model, os.path.join(d, "fit"), a.fit_only)
+        for f in fails:
+            print("FAIL: " + f)
+        print("%s: %s, --fit %d" % ("FAIL" if fails else "PASS", a.model, a.fit_only))
+        return 1 if fails else 0
     onnx = a.model + ".onnx"
     for f in os.listdir(d):
         if f.startswith(("train_", "out_", "plan_", "refused")):
