@@ -21,7 +21,8 @@ allocator reports it.
 """
 
 
-def _steps(make, step, device):
+def _setup(make, device):
+    """The state make() builds, moved to device, and its SGD optimizer."""
     import torch
     state = make()
     model = state[0]
@@ -37,7 +38,7 @@ def cpu_peak(make, step):
     from torch.profiler import ProfilerActivity, profile, record_function
     torch.manual_seed(0)
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        state, opt = _steps(make, step, "cpu")
+        state, opt = _setup(make, "cpu")
         for k in range(2):
             with record_function("step%d" % k):
                 opt.zero_grad(set_to_none=True)
@@ -60,7 +61,7 @@ def cuda_peak(make, step):
     if not torch.cuda.is_available():
         return None
     torch.manual_seed(0)
-    state, opt = _steps(make, step, "cuda")
+    state, opt = _setup(make, "cuda")
     for k in range(2):
         if k == 1:
             torch.cuda.synchronize()

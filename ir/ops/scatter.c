@@ -10,8 +10,9 @@
  * while compiling (torch exports x[:, :, 1:, 1:] = v as a ScatterND whose index grid is computed from
  * Shape, Range and Expand); they may be negative. A grid too large to fold (reduction none, one Range
  * per indexed dim: torch's x[:, :, 1:, 1:] = v on MViT v2's full-size scores) is read from its parts
- * and the write becomes Slices of data and Concats around the updates (scatternd_canon). ScatterElements' int32 indices become int64 (the
- * kernels' type). With reduction none an element named twice makes the result depend on the order of
+ * and the write becomes Slices of data and Concats around the updates (scatternd_canon).
+ * ScatterElements' int32 indices become int64 (the kernels' type). With reduction none an element
+ * named twice makes the result depend on the order of
  * the writes, which ONNX leaves undefined: refused while compiling. Under add, duplicates are summed in
  * the order of the updates on both targets (the CUDA kernel then walks the updates of one element in
  * that order on one thread: no atomics).
@@ -69,8 +70,9 @@ static VccStatus scatter_canon(VccCtx *ctx, VccGraph *g, int k) {
  * axis of one Unsqueezed Expand per indexed dim: component d is a Range s_d, s_d + 1, ... along grid axis
  * d, constant along the others. When that grid is too large to fold while compiling (over
  * VCC_FOLD_MAX_ELEMS values: MViT v2's scores at 16x224x224 index 10^7 elements), it is read from
- * its parts (each the Unsqueeze of an Expand of a constant, or a constant when the part alone folded): true with the box [s[d], e[d]) of each of the k indexed dims when indices (of node n, for
- * data x) are such a grid of consecutive, in-range positions. */
+ * its parts (each the Unsqueeze of an Expand of a constant, or a constant when the part alone folded):
+ * true with the box [s[d], e[d]) of each of the k indexed dims when indices (of node n, for data x) are
+ * such a grid of consecutive, in-range positions. */
 static bool scatter_box(const VccGraph *g, const VccNode *n, const VccShape *x, int64_t *s, int64_t *e, int *k) {
     const VccTensor *ix = &g->tensors[n->in[1]];
     int q = ix->shape.rank;
