@@ -20,11 +20,17 @@ typedef enum { VCC_BUILD_IN_FILE_DIR, VCC_BUILD_FROM_CWD } VccBuildFrom;
  * CUDA trainers of one model can share a folder. Written into buf (len bytes); returns buf. */
 const char *vcc_program_name(VccTarget target, const char *out_path, char *buf, size_t len);
 
+/* Whether the program of g for target computes convolutions through oneDNN: a C program compiled with
+ * --cpu-conv dnnl (ctx->cpu_conv_dnnl) whose graph has a conv-family node. Such a program defines
+ * VCC_CONV_DNNL (runtime/cpu/conv_dnnl.h) and links -ldnnl. */
+bool vcc_uses_dnnl(const VccCtx *ctx, const VccGraph *g, VccTarget target);
+
 /* The shell command that builds the trainer written to out_path into buf (len bytes), e.g.
- * "cc -O2 -march=native -std=c11 'my dir/train.c' -o 'my dir/train' -lopenblas -lm": file names as seen
- * from `from`, each one shell word (single-quoted with ' escaped when it holds anything but
- * [A-Za-z0-9_./+-:=@%,]). Returns 0, or 1 when the command does not fit in len bytes. */
-int vcc_build_command(VccTarget target, const char *out_path, VccBuildFrom from, char *buf, size_t len);
+ * "cc -O2 -march=native -std=c11 'my dir/train.c' -o 'my dir/train' -lopenblas -lm" (with dnnl, a
+ * program for which vcc_uses_dnnl holds: "... -ldnnl -lopenblas -lm"): file names as seen from `from`,
+ * each one shell word (single-quoted with ' escaped when it holds anything but [A-Za-z0-9_./+-:=@%,]).
+ * Returns 0, or 1 when the command does not fit in len bytes. */
+int vcc_build_command(VccTarget target, const char *out_path, VccBuildFrom from, bool dnnl, char *buf, size_t len);
 
 /* Write the self-contained program for a planned graph to f: the trainer (runtime/vcc_main.h); with
  * ctx->forward_only a program that evaluates the forward graph once, inputs and outputs as .npy files

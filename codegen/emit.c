@@ -51,7 +51,14 @@ const char *vcc_program_name(VccTarget target, const char *out_path, char *buf, 
     return buf;
 }
 
-int vcc_build_command(VccTarget target, const char *out_path, VccBuildFrom from, char *buf, size_t len) {
+bool vcc_uses_dnnl(const VccCtx *ctx, const VccGraph *g, VccTarget target) {
+    if (target != VCC_TARGET_C || !ctx->cpu_conv_dnnl) return false;
+    for (int k = 0; k < g->nnodes; k++)
+        if (!strcmp(vcc_op_family(g->nodes[k].op), "conv")) return true;
+    return false;
+}
+
+int vcc_build_command(VccTarget target, const char *out_path, VccBuildFrom from, bool dnnl, char *buf, size_t len) {
     char src[8192], exe[8192], prog[512];
     const char *base = strrchr(out_path, '/');
     if (from == VCC_BUILD_IN_FILE_DIR || !base) {
@@ -66,7 +73,9 @@ int vcc_build_command(VccTarget target, const char *out_path, VccBuildFrom from,
     if (n >= len || put_shell_word(buf, len, &n, src)) return 1;
     n += (size_t)snprintf(buf + n, len - n, " -o ");
     if (n >= len || put_shell_word(buf, len, &n, exe)) return 1;
-    n += (size_t)snprintf(buf + n, len - n, "%s", target == VCC_TARGET_CUDA ? " -lcudnn -lcublas" : " -lopenblas -lm");
+    n += (size_t)snprintf(buf + n, len - n, "%s", target == VCC_TARGET_CUDA ? " -lcudnn -lcublas"
+                                                  : dnnl                      ? " -ldnnl -lopenblas -lm"
+                                                                              : " -lopenblas -lm");
     return n >= len;
 }
 
@@ -402,6 +411,9 @@ VccStatus vcc_emit_trainer(VccCtx *ctx, const VccGraph *g, VccTarget target, con
                 g->schedule_peak_bytes, g->given_order_peak_bytes);
     fputs(" */\n", f);
     fputs("#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\n", f);
+    if (vcc_uses_dnnl(ctx, g, target))
+        fputs("/* vcc --cpu-conv dnnl: convolutions through oneDNN where it fits the workspace (runtime/cpu/conv_dnnl.h) */\n"
+              "#define VCC_CONV_DNNL 1\n\n", f);
     char prog[512];
     vcc_program_name(target, weights_name, prog, sizeof prog); /* weights_name: "<stem>.safetensors" */
     fputs("#define VCC_PROGRAM ", f);

@@ -6,6 +6,7 @@
  *       [--loss ce|mse|graph] [--optimizer sgd|adamw] [--momentum M] [--forward-only | --eval]
  *       [--allow-inference-export] [--no-fuse-attention] [--keep-grads] [--workspace-limit BYTES]
  *       [--allow-inference-export] [--no-fuse-attention] [--keep-grads] [--memory-limit SIZE]
+ *       [--cpu-conv dnnl|im2col]
  *   vcc MODEL.onnx --fit SIZE [--vary NAME] [--shape ...] [compile options]
  *
  * Every option that takes a value accepts it as the next argument or after '=' (--dump-ir memplan,
@@ -80,6 +81,11 @@ static void usage(FILE *f) {
           "                     and multiplies chunk by chunk; the CUDA trainer chunks its im2col path alike and\n"
           "                     hands cuDNN the same bytes as its workspace limit. A conv whose single output\n"
           "                     position needs more gets one position's columns, and vcc says so\n"
+          "  --cpu-conv dnnl|im2col  how the C trainer computes convolutions: dnnl (the default), oneDNN's\n"
+          "                     convolutions for the forward and input-gradient passes (link -ldnnl; its blocked\n"
+          "                     copies live in the conv's workspace, sized for them where they fit\n"
+          "                     --workspace-limit, else, or where the CPU needs more, im2col runs); im2col, im2col\n"
+          "                     + OpenBLAS for every pass. Weight gradients use im2col either way\n"
           "  --memory-limit SIZE  keep the arena within SIZE (bytes, or with KiB, MiB, GiB: 24GiB) by recomputing\n"
           "                     cheap saved values (normalization outputs from their saved statistics,\n"
           "                     elementwise ops) in backward, the most bytes per extra FLOP first; the same\n"
@@ -359,9 +365,10 @@ int main(int argc, char **argv) {
     VccShapeBinding shapes[32];
     int nshapes = 0;
     float momentum = 0.9f;
-    bool forward_only = false, eval = false, allow_inference = false, no_fuse = false, keep_grads = false;
+    bool forward_only = false, eval = false, allow_inference = false, no_fuse = false, keep_grads = false,
+         cpu_conv_dnnl = true;
     const char *momentum_text = NULL, *loss_text = NULL, *optimizer_text = NULL, *ws_text = NULL,
-               *limit_text = NULL, *fit_text = NULL, *vary = NULL;
+               *limit_text = NULL, *fit_text = NULL, *vary = NULL, *cpu_conv_text = NULL;
     int64_t ws_limit = VCC_WORKSPACE_LIMIT_DEFAULT, memory_limit = 0, fit_limit = 0;
     VccOptimKind optimizer = VCC_OPTIM_SGD;
     VccLossKind loss = VCC_LOSS_CE;
@@ -423,6 +430,14 @@ int main(int argc, char **argv) {
             momentum = strtof(v, &end);
             if (*end || end == v || !(momentum >= 0.0f && momentum < 1e30f)) {
                 fprintf(stderr, "vcc: --momentum needs a finite number >= 0, got '%s'\n", v);
+                return 2;
+            }
+        } else if ((v = opt_value(argc, argv, &i, "--cpu-conv", &missing))) {
+            if (set_once(&cpu_conv_text, v, "--cpu-conv")) return 2;
+            if (!strcmp(v, "dnnl")) cpu_conv_dnnl = true;
+            else if (!strcmp(v, "im2col")) cpu_conv_dnnl = false;
+            else {
+                fprintf(stderr, "vcc: --cpu-conv needs dnnl or im2col, got '%s'\n", v);
                 return 2;
             }
         } else if ((v = opt_value(argc, argv, &i, "--workspace-limit", &missing))) {
@@ -568,6 +583,7 @@ int main(int argc, char **argv) {
     ctx.no_fuse_attention = no_fuse;
     ctx.keep_grads = keep_grads;
     ctx.workspace_limit = ws_limit;
+    ctx.cpu_conv_dnnl = cpu_conv_dnnl && target == VCC_TARGET_C; /* the CUDA trainer's plan is cuDNN's */
     ctx.memory_limit = memory_limit;
     ctx.eval = eval;
     ctx.allow_inference_export = allow_inference;
@@ -594,8 +610,9 @@ int main(int argc, char **argv) {
         const char *wbase = strrchr(wpath, '/');
         wbase = wbase ? wbase + 1 : wpath;
         /* the file's first line builds from the file's folder; the printed command from here */
-        if (vcc_build_command(target, out, VCC_BUILD_IN_FILE_DIR, cmd, sizeof cmd) ||
-            vcc_build_command(target, out, VCC_BUILD_FROM_CWD, cmd_here, sizeof cmd_here)) {
+        bool dnnl = vcc_uses_dnnl(&ctx, g, target);
+        if (vcc_build_command(target, out, VCC_BUILD_IN_FILE_DIR, dnnl, cmd, sizeof cmd) ||
+            vcc_build_command(target, out, VCC_BUILD_FROM_CWD, dnnl, cmd_here, sizeof cmd_here)) {
             fprintf(stderr, "vcc: %s: output path too long\n", out);
             goto done;
         }

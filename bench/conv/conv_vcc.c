@@ -5,6 +5,11 @@
  *
  * Prints the median milliseconds of conv_forward, conv_backward_data and conv_backward_filter over REPS
  * runs (after one warm-up), one line: "vcc fwd <ms> bwd_data <ms> bwd_filter <ms>".
+ * Built with -DVCC_CONV_DNNL -DVCC_DNNL_BWD_WEIGHTS (and -ldnnl) the same kernels run through oneDNN
+ * (runtime/cpu/conv_dnnl.h; with -DVCC_DNNL_PLAIN too, in the plain layouts), timed with their
+ * reorders, and a second line gives each pass's workspace bytes and oneDNN's implementation:
+ * "dnnl ws <fwd> <bwd_data> <bwd_filter> impl <fwd> <bwd_data> <bwd_filter>" (bytes 0: im2col ran).
+ * The workspace is then 1 GiB (touched only as far as used), so every pass oneDNN takes runs on it.
  * Letters: N batch, C in channels, K out channels, T/H/W input frames/height/width, k kernel, s stride, p pad.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -52,6 +57,9 @@ int main(int argc, char **argv) {
     size_t yn = (size_t)(d.N * d.K * d.out[0] * d.out[1] * d.out[2]);
     size_t wn = (size_t)(d.K * d.C * d.kernel[0] * d.kernel[1] * d.kernel[2]);
     size_t wsb = 4 * (size_t)vcc_conv_col_elems(&d);
+#ifdef VCC_CONV_DNNL
+    if (wsb < ((size_t)1 << 30)) wsb = (size_t)1 << 30;
+#endif
     float *x = malloc(4 * xn), *y = malloc(4 * yn), *w = malloc(4 * wn), *dx = malloc(4 * xn), *dw = malloc(4 * wn);
     void *ws = malloc(wsb);
     if (!x || !y || !w || !dx || !dw || !ws) return 1;
@@ -74,5 +82,24 @@ int main(int argc, char **argv) {
     }
     for (int k = 0; k < 3; k++) qsort(t[k], (size_t)reps, sizeof(double), cmp);
     printf("vcc fwd %.2f bwd_data %.2f bwd_filter %.2f\n", t[0][reps / 2], t[1][reps / 2], t[2][reps / 2]);
+#ifdef VCC_CONV_DNNL
+    {
+        VccDnnlConv *c = (VccDnnlConv *)d.backend;
+        printf("dnnl ws");
+        for (int k = 0; k < 3; k++) printf(" %zu", c && c->pass[k].state > 0 ? c->pass[k].bytes : (size_t)0);
+        printf(" impl");
+        for (int k = 0; k < 3; k++) {
+            const char *impl = "im2col";
+            if (c && c->pass[k].state > 0) {
+                const_dnnl_primitive_desc_t pd;
+                if (dnnl_primitive_get_primitive_desc(c->pass[k].conv, &pd) == dnnl_success)
+                    dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+            }
+            printf(" %s", impl);
+        }
+        printf("\n");
+    }
+    vcc_rt_destroy(&rt);
+#endif
     return 0;
 }

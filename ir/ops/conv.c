@@ -15,7 +15,9 @@
  *                                                               conv_transpose_backward_filter
  * so the transposed op reuses the Conv kernels. Every op's workspace is the im2col buffer of its
  * geometry for a chunk of output positions that fits --workspace-limit (vcc_conv_ws_bytes): the kernels
- * unfold, multiply and fold back one chunk at a time.
+ * unfold, multiply and fold back one chunk at a time. With --cpu-conv dnnl (the C trainer's default) the
+ * ops oneDNN computes (all but the GradFilter ops) get at least the bytes of its blocked copies where
+ * those fit the limit (vcc_conv_dnnl_ws_bytes).
  * Sources: ONNX Operators "Conv" (opsets 1 and 11, no semantic change through 22):
  *   out = floor((in + pad_begin + pad_end - dilation*(kernel-1) - 1) / stride) + 1,
  * auto_pad SAME_UPPER/SAME_LOWER: out = ceil(in / stride), the odd pad at the end (UPPER) or begin (LOWER);
@@ -269,11 +271,45 @@ int64_t vcc_conv_ws_bytes(const VccConvParams *p, int64_t limit) {
     return !vcc_mul_i64(rows, cols, &n) || n > VCC_MAX_TENSOR_BYTES / 4 ? -1 : n * 4;
 }
 
+/* c rounded up to a multiple of 16 (oneDNN's channel blocks: 8 on AVX2, 16 on AVX-512). */
+static int64_t round16(int64_t c) { return (c + 15) / 16 * 16; }
+
+int64_t vcc_conv_dnnl_ws_bytes(const VccConvParams *p, int64_t limit) {
+    int64_t in = 1, out = 1, kk = 1, g = p->group;
+    for (int i = 0; i < p->nsp; i++) {
+        if (p->pad_begin[i] < 0 || p->pad_end[i] < 0) return 0;
+        /* each factor below 2^31 (conv_common): the products are checked */
+        if (!vcc_mul_i64(in, p->in[i], &in) || !vcc_mul_i64(out, p->out[i], &out) ||
+            !vcc_mul_i64(kk, p->kernel[i], &kk))
+            return 0;
+    }
+    int64_t wts, x1, y1;
+    if (!vcc_mul_i64(round16(p->K / g) * round16(p->C / g), g, &wts) || !vcc_mul_i64(wts, kk, &wts) ||
+        !vcc_mul_i64(round16(p->C), in, &x1) || !vcc_mul_i64(round16(p->K), out, &y1))
+        return 0;
+    for (int64_t nb = p->N; nb >= 1; nb--) {
+        int64_t a, b;
+        if (p->N % nb || !vcc_mul_i64(x1, nb, &a) || !vcc_mul_i64(y1, nb, &b)) continue;
+        int64_t floats = a + b + wts;
+        if (floats < 0 || floats > (limit - 3 * 64 - 65536) / 4) continue;
+        return 4 * floats + 3 * 64 + 65536;
+    }
+    return 0;
+}
+
+int64_t vcc_conv_plan_ws_bytes(const VccCtx *ctx, VccOp op, const VccConvParams *p) {
+    int64_t bytes = vcc_conv_ws_bytes(p, ctx->workspace_limit);
+    if (bytes < 0 || !ctx->cpu_conv_dnnl || op == VCC_OP_CONV_GRAD_FILTER || op == VCC_OP_CONV_TRANSPOSE_GRAD_FILTER)
+        return bytes;
+    int64_t d = (vcc_conv_dnnl_ws_bytes(p, ctx->workspace_limit) + 3) / 4 * 4;
+    return d > bytes ? d : bytes;
+}
+
 VccStatus vcc_conv_add_workspace(VccCtx *ctx, VccGraph *g, int k, const VccShape *x, const VccShape *w) {
     VccConvParams p;
     VccStatus st = vcc_conv_params(ctx, &g->nodes[k], x, w, &p);
     if (st) return st;
-    int64_t bytes = vcc_conv_ws_bytes(&p, ctx->workspace_limit);
+    int64_t bytes = vcc_conv_plan_ws_bytes(ctx, g->nodes[k].op, &p);
     if (bytes < 0) {
         vcc_error(ctx, "node '%s' (%s): its im2col workspace would be larger than vcc's limit of 2^47 bytes",
                   g->nodes[k].name, g->nodes[k].onnx_op ? g->nodes[k].onnx_op : vcc_op_name(g->nodes[k].op));
@@ -297,10 +333,10 @@ static void conv_check_attrs(VccCtx *ctx, const VccGraph *g, const VccNode *n) {
         vcc_op_attr_problem(ctx, n, "%s attribute '%s'", "auto_pad", "not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID");
 }
 
-/* The workspace output ws of conv-family node n must be the im2col buffer of geometry p under the
- * workspace limit (check mode). */
+/* The workspace output ws of conv-family node n must be the buffer vcc plans for geometry p under the
+ * workspace limit and the CPU conv backend (vcc_conv_plan_ws_bytes; check mode). */
 static bool check_ws(VccCtx *ctx, VccGraph *g, const VccNode *n, int ws, const VccConvParams *p) {
-    int64_t bytes = vcc_conv_ws_bytes(p, ctx->workspace_limit);
+    int64_t bytes = vcc_conv_plan_ws_bytes(ctx, n->op, p);
     VccShape s = {1, {bytes / 4}};
     if (ws < 0 || bytes < 0) {
         vcc_error(ctx, "node '%s' (%s): its workspace output is missing or too large", n->name, vcc_op_name(n->op));

@@ -253,6 +253,22 @@ VccStatus vcc_conv_params(VccCtx *ctx, const VccNode *node, const VccShape *x, c
  * cuDNN as the workspace limit for its algorithm choice. -1 when it passes VCC_MAX_TENSOR_BYTES. */
 int64_t vcc_conv_ws_bytes(const VccConvParams *p, int64_t limit);
 
+/* The workspace oneDNN's forward or backward-data convolution of geometry p (runtime/cpu/conv_dnnl.h)
+ * needs under limit bytes, as vcc plans it for --cpu-conv dnnl: the blocked copies of the input
+ * (nb, C, in...), the output (nb, K, out...) and the weights, channels rounded up to 16 (oneDNN's
+ * nCdhw8c on AVX2, nCdhw16c on AVX-512; its plain-layout kernels need no copies), 64 bytes of alignment
+ * each, and 64 KiB for the padded bias and the reorders' scratchpads (its direct kernels' own scratchpad
+ * is empty), for the largest divisor nb of the batch N whose bytes fit limit (the program runs nb
+ * samples per oneDNN call). 0 when no nb fits, or when oneDNN cannot take p (negative pads). The program
+ * checks oneDNN's real need at its first call and computes with im2col where it is larger than the
+ * workspace (another CPU, more threads). */
+int64_t vcc_conv_dnnl_ws_bytes(const VccConvParams *p, int64_t limit);
+
+/* The workspace vcc plans for conv-family op `op` of geometry p under ctx's options: vcc_conv_ws_bytes,
+ * or, with ctx->cpu_conv_dnnl and an op whose kernel oneDNN computes (all but the GradFilter ops), the
+ * larger of that and vcc_conv_dnnl_ws_bytes. -1 when the im2col workspace passes VCC_MAX_TENSOR_BYTES. */
+int64_t vcc_conv_plan_ws_bytes(const VccCtx *ctx, VccOp op, const VccConvParams *p);
+
 /* Add a workspace tensor "<node>.ws" of vcc_conv_ws_bytes (under ctx->workspace_limit) as the last output
  * of conv-family node k; x and w are the forward op's input and weight shapes. */
 VccStatus vcc_conv_add_workspace(VccCtx *ctx, VccGraph *g, int k, const VccShape *x, const VccShape *w);

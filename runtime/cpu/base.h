@@ -73,21 +73,30 @@ static const char *vcc_program VCC_UNUSED = VCC_PROGRAM;
         }                                                                     \
     } while (0)
 
-/* VccRt: per-trainer runtime state. The CPU target needs only the position of dropout's counter-based
- * draws (elem/dropout.h), which the program's main() sets: seed, the run's --seed; step, the training
- * step being computed (1, 2, ...; a forward program computes step 1). */
+/* VccRt: per-trainer runtime state: the position of dropout's counter-based draws (elem/dropout.h),
+ * which the program's main() sets: seed, the run's --seed; step, the training step being computed
+ * (1, 2, ...; a forward program computes step 1). conv_state: the convolution library's state (oneDNN's
+ * engine, stream and primitives under -DVCC_CONV_DNNL, cpu/conv_dnnl.h), made at its first call and
+ * freed by vcc_rt_destroy through conv_state_free; NULL with the im2col backend. */
 typedef struct VccRt {
     uint64_t seed, step;
+    void *conv_state;
+    void (*conv_state_free)(void *state);
 } VccRt;
 
 #define VCC_KERNEL VCC_KERNEL_DECLARE
 #include "../proto/base.h"
 #undef VCC_KERNEL
 
-/* vcc_rt_init / vcc_rt_destroy / vcc_rt_sync: no-ops on the CPU (kernels are
- * synchronous) but for zeroing rt; present so call sites match the CUDA target. */
+/* vcc_rt_init / vcc_rt_destroy / vcc_rt_sync: zero rt; free the convolution library's state (oneDNN's
+ * primitives, when it made any); nothing (kernels are synchronous). Present so call sites match the
+ * CUDA target. */
 VCC_CPU_FN void vcc_rt_init(VccRt *rt) { if (rt) memset(rt, 0, sizeof *rt); }
-VCC_CPU_FN void vcc_rt_destroy(VccRt *rt) { (void)rt; }
+VCC_CPU_FN void vcc_rt_destroy(VccRt *rt)
+{
+    if (rt && rt->conv_state && rt->conv_state_free) rt->conv_state_free(rt->conv_state);
+    if (rt) rt->conv_state = NULL;
+}
 VCC_CPU_FN void vcc_rt_sync(VccRt *rt) { (void)rt; }
 
 /* vcc_arena_alloc: bytes of zeroed memory aligned to 256 bytes; NULL on

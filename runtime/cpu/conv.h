@@ -13,6 +13,16 @@
 #include "../proto/conv.h"
 #undef VCC_KERNEL
 
+/* -DVCC_CONV_DNNL (vcc --cpu-conv dnnl): conv_forward and conv_backward_data (so Conv, ConvGradData,
+ * ConvTranspose and ConvTransposeGradData) try oneDNN first (cpu/conv_dnnl.h) and take the im2col path
+ * below for the calls it does not compute. conv_backward_filter does too only with
+ * -DVCC_DNNL_BWD_WEIGHTS: on AVX2, oneDNN 2.6 computes weight gradients with its gemm convolution, which
+ * was no faster than the im2col path here and needs a scratchpad of about (threads + 1) times the weights
+ * (bench/conv). */
+#ifdef VCC_CONV_DNNL
+#include "conv_dnnl.h"
+#endif
+
 /* vcc_conv_geo: validate d and build its 3-D view (vcc_conv_geo_make, elem/conv.h);
  * aborts on an inconsistent descriptor. */
 VCC_CPU_FN void vcc_conv_geo(const VccConvDesc *d, VccConvGeo *g)
@@ -194,6 +204,9 @@ VCC_CPU_FN void conv_forward(VccRt *rt, VccConvDesc *d, const float *x, const fl
     (void)rt;
     vcc_conv_geo(d, &g);
     col = vcc_conv_ws(d, &g, ws, ws_bytes, &pc);
+#ifdef VCC_CONV_DNNL
+    if (vcc_dnnl_conv(rt, d, VCC_DNNL_FWD, x, w, b, y, ws, ws_bytes)) return;
+#endif
     for (n = 0; n < d->N; n++) {
         for (gi = 0; gi < d->G; gi++) {
             const float *xg = x + (n * d->C + gi * g.Cg) * g.IN;
@@ -237,6 +250,9 @@ VCC_CPU_FN void conv_backward_data(VccRt *rt, VccConvDesc *d, const float *dy, c
     (void)rt;
     vcc_conv_geo(d, &g);
     col = vcc_conv_ws(d, &g, ws, ws_bytes, &pc);
+#ifdef VCC_CONV_DNNL
+    if (vcc_dnnl_conv(rt, d, VCC_DNNL_BWD_DATA, dy, w, NULL, dx, ws, ws_bytes)) return;
+#endif
     for (n = 0; n < d->N; n++) {
         float *dxn = dx + n * d->C * g.IN;
         if (!g.pointwise) memset(dxn, 0, (size_t)(d->C * g.IN) * sizeof(float));
@@ -276,6 +292,12 @@ VCC_CPU_FN void conv_backward_filter(VccRt *rt, VccConvDesc *d, const float *x, 
     (void)rt;
     vcc_conv_geo(d, &g);
     col = vcc_conv_ws(d, &g, ws, ws_bytes, &pc);
+#if defined(VCC_CONV_DNNL) && defined(VCC_DNNL_BWD_WEIGHTS)
+    if (d->N > 0 && g.OUT > 0 && vcc_dnnl_conv(rt, d, VCC_DNNL_BWD_WEIGHTS, x, dy, NULL, dw, ws, ws_bytes)) {
+        if (db) vcc_conv_bias_backward(d->N, d->K, g.OUT, dy, db);
+        return;
+    }
+#endif
     if (d->N == 0 || g.OUT == 0) memset(dw, 0, (size_t)(d->K * g.Cg * g.KK) * sizeof(float));
     for (n = 0; n < d->N; n++) {
         for (gi = 0; gi < d->G; gi++) {

@@ -21,9 +21,17 @@ output_shape (spatial and whole-shape forms, smaller and larger than the natural
 and 17.
 
     test_conv.py --vcc BUILD/vcc --work DIR [--only NAME] [--cuda | --cuda-one] [--chunked]
+                 [--cpu-conv dnnl|im2col]
 (--cuda without a GPU exits 77: the CUDA programs are only worth building one by one where they run.)
 
---chunked compiles every program with a --workspace-limit that makes each conv op (Conv, ConvTranspose and
+--cpu-conv compiles every program with that C conv backend (vcc's default, dnnl, when absent): dnnl,
+oneDNN's forward and input-gradient convolutions (runtime/cpu/conv_dnnl.h), im2col + OpenBLAS for the
+rest; im2col, im2col + OpenBLAS for every pass. With dnnl, each case's trainer is also run once with
+oneDNN's verbose log (DNNL_VERBOSE=1), which must show convolutions executed by oneDNN wherever it takes
+the case (it refuses the negative pads of cropping ConvTransposes: those cases must show none, and
+compute with im2col).
+
+--chunked (run with --cpu-conv im2col) compiles every program with a --workspace-limit that makes each conv op (Conv, ConvTranspose and
 their ConvGradData/ConvGradFilter) unfold its input in several chunks of output positions: every other
 case gets room for a quarter of its output positions (P = max(1, OUT // 4), the limit 3 bytes above
 those columns' bytes), the others the limit 4, below one column, so one position at a time (and vcc's
@@ -36,6 +44,7 @@ X's, the output of the Conv it is the adjoint of), and no more bytes than the li
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 
@@ -201,7 +210,7 @@ def check_plans(cases, vcc, work):
         rows = c.inputs["W"][1] * math.prod(c.inputs["W"][2:])
         d, before = os.path.join(work, c.name), len(bad)
         r = subprocess.run([vcc, "train.onnx", "--loss", "mse", "--keep-grads", "--workspace-limit", str(limit),
-                            "--plan-json", "plan.json"], cwd=d, capture_output=True, text=True)
+                            "--cpu-conv", "im2col", "--plan-json", "plan.json"], cwd=d, capture_output=True, text=True)
         if r.returncode:
             bad.append("%s: vcc exited %d: %s" % (c.name, r.returncode, r.stderr[-300:]))
             continue
@@ -224,7 +233,44 @@ def check_plans(cases, vcc, work):
     return bad
 
 
+def check_dnnl_ran(cases, work):
+    """--cpu-conv dnnl: each case's trainer (built by op_check in WORK/<case>) defines VCC_CONV_DNNL, and
+    run once more with oneDNN's verbose log (DNNL_VERBOSE=1) it executes oneDNN convolutions, unless every
+    conv geometry of the program has a negative pad (a cropping ConvTranspose, which oneDNN does not
+    take: then it must execute none)."""
+    bad = []
+    for c in cases:
+        d = os.path.join(work, c.name)
+        if not c.grad or not os.path.exists(os.path.join(d, "train.c")):
+            continue
+        src = open(os.path.join(d, "train.c")).read()
+        if "#define VCC_CONV_DNNL 1" not in src:
+            bad.append("%s: train.c does not define VCC_CONV_DNNL" % c.name)
+            continue
+        table = src[src.index("static VccConvDesc vcc_conv["):]
+        table = table[:table.index("};")]
+        descs = [re.findall(r"\{([-0-9, ]+)\}", ln) for ln in table.splitlines()[1:]]
+        takes = any(all(int(v) >= 0 for g in ds[5:7] for v in g.split(",")) for ds in descs if len(ds) >= 7)
+        env = dict(os.environ, DNNL_VERBOSE="1", OMP_NUM_THREADS="1")
+        r = subprocess.run([os.path.join(d, "train"), "--data", "data.npy", "--targets", "targets.npy", "--lr", "0",
+                            "--steps", "1"], cwd=d, capture_output=True, text=True, env=env)
+        n = sum(1 for ln in r.stdout.splitlines() if re.match(r"(onednn|dnnl)_verbose,exec,cpu,convolution,", ln))
+        ok = r.returncode == 0 and (n > 0) == takes
+        print("%-40s %-22s %9d %s" % (c.name, "oneDNN conv executions", n, "ok  " if ok else "FAIL"))
+        if not ok:
+            bad.append("%s: %d oneDNN convolution executions, expected %s (rc %d)" % (
+                c.name, n, "some" if takes else "none", r.returncode))
+    return bad
+
+
 if __name__ == "__main__":
+    cpu_conv = "dnnl"
+    if "--cpu-conv" in sys.argv:
+        i = sys.argv.index("--cpu-conv")
+        cpu_conv = sys.argv[i + 1]
+        del sys.argv[i:i + 2]
+    for c in CASES:
+        c.flags += ["--cpu-conv", cpu_conv]
     # ops_conv_cuda runs every case's CUDA programs against the C ones: on a GPU only (without one,
     # ops_conv_test_conv_cuda_build already builds the family's whole CUDA runtime)
     if "--cuda" in sys.argv and not oc._gpu():
@@ -243,4 +289,13 @@ if __name__ == "__main__":
         for b in problems:
             print("FAIL " + b)
         sys.exit(rc or (1 if problems else 0))
-    sys.exit(oc.main(CASES))
+    rc = oc.main(CASES)
+    if cpu_conv == "dnnl":
+        a = sys.argv
+        work = os.path.abspath(a[a.index("--work") + 1])
+        only = a[a.index("--only") + 1] if "--only" in a else None
+        problems = check_dnnl_ran([c for c in CASES if not only or only in c.name], work)
+        for b in problems:
+            print("FAIL " + b)
+        rc = rc or (1 if problems else 0)
+    sys.exit(rc)

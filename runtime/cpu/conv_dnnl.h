@@ -1,0 +1,381 @@
+/*
+ * cpu/conv_dnnl.h - oneDNN (DNNL 2.x C API, dnnl.h) as the C target's convolution backend for
+ * conv_forward, conv_backward_data and conv_backward_filter (cpu/conv.h calls vcc_dnnl_conv first and
+ * falls back to its chunked im2col + OpenBLAS path when it returns 0). Compiled only with
+ * -DVCC_CONV_DNNL (vcc --cpu-conv dnnl writes that define into the program); link with -ldnnl and build
+ * with -fopenmp (Debian's libdnnl 2.6 threads with GCC's OpenMP runtime, libgomp).
+ *
+ * Shapes as in cpu/conv.h: x (N, C, *in), w (K, C/G, *kernel), b (K), y (N, K, *out), row-major
+ * (oneDNN's ncw/nchw/ncdhw and oiw/oihw/oidhw, goiw/goihw/goidhw for groups > 1).
+ *
+ * Memory: every byte oneDNN touches is either a kernel argument (arena tensors) or inside the op's
+ * planned workspace ws (ws_bytes). Each primitive is created with dnnl_scratchpad_mode_user, so its
+ * scratchpad is a slice of ws; where the primitive prefers a blocked layout (format_tag any, e.g.
+ * nCdhw8c on AVX2) the blocked copies of its operands are slices of ws too, filled and emptied by
+ * reorder primitives (their own scratchpads share the conv's slice: they never run at the same time).
+ * ws is laid out as [operand 0 | operand 1 | operand 2 | scratchpad], each slice 64-byte aligned.
+ * The sizes are known only once the primitive is created (they depend on the CPU's ISA and the
+ * thread count), so the program queries them at the first call of each pass of each descriptor and
+ * uses oneDNN only when they fit ws_bytes; otherwise that pass of that conv stays on im2col for the
+ * whole run (the decision is cached, so one run always takes the same path).
+ *
+ * Cache: the primitives, their memory objects and the decision live in d->backend (VccDnnlConv),
+ * created once per descriptor and pass; the engine and stream in rt->conv_state (VccDnnlState), which
+ * also lists the descriptors so vcc_rt_destroy frees everything at exit.
+ *
+ * Layouts: VCC_DNNL_PLAIN (compile-time define) asks oneDNN for the operands' own layouts (its gemm
+ * convolution, im2col inside the scratchpad); without it, format_tag any (its direct JIT kernels
+ * on blocked layouts) with reorders. bench/conv measures both.
+ *
+ * Errors: a oneDNN call that fails while running a primitive that was created aborts with the
+ * status (an internal error, as in cpu/base.h); a descriptor oneDNN does not take (negative pads of a
+ * cropping ConvTranspose, a shape it refuses) makes creation fail, and that pass uses im2col.
+ * Source: oneDNN 2.6 developer guide, "Convolution", "Memory Format Propagation", "Primitive
+ * Attributes: Scratchpad", "Reorder" (https://oneapi-src.github.io/oneDNN/v2.6/).
+ */
+#ifndef VCC_CPU_CONV_DNNL_H
+#define VCC_CPU_CONV_DNNL_H
+
+#include "base.h"
+#include <dnnl.h>
+
+/* The passes of one convolution descriptor (the forward pass with and without a bias are two
+ * primitives: one descriptor may serve a Conv with a bias and one without). */
+enum { VCC_DNNL_FWD = 0, VCC_DNNL_BWD_DATA = 1, VCC_DNNL_BWD_WEIGHTS = 2, VCC_DNNL_FWD_BIAS = 3 };
+
+/* One pass of one descriptor: the conv primitive, for each of its three operands (inputs 0 and 1,
+ * output 2, in the order of the pass's kernel arguments) the user's memory object (plain layout, the
+ * arena pointer set at each call) and, when the primitive wants another layout, its memory object in
+ * ws and the reorder between them; the scratchpad slice; state 0 not tried, 1 usable, -1 use im2col. */
+typedef struct {
+    int state;
+    dnnl_primitive_t conv;
+    dnnl_memory_t user[3], prim[3], bias, scratch;
+    dnnl_primitive_t reorder[3];
+    size_t off[3], scratch_off, bytes; /* slices of ws; bytes: what the pass needs in all */
+    int64_t nb;                        /* samples per execution (a divisor of N) */
+} VccDnnlPass;
+
+/* d->backend under this backend: the four passes, and the next descriptor in VccDnnlState's list. */
+typedef struct VccDnnlConv {
+    VccDnnlPass pass[4];
+    struct VccDnnlConv *next;
+} VccDnnlConv;
+
+/* rt->conv_state: the CPU engine and an in-order stream, and every VccDnnlConv made. */
+typedef struct {
+    dnnl_engine_t engine;
+    dnnl_stream_t stream;
+    VccDnnlConv *convs;
+} VccDnnlState;
+
+#define VCC_DNNL_CALL(call)                                                                      \
+    do {                                                                                         \
+        dnnl_status_t st_ = (call);                                                              \
+        VCC_CPU_CHECK(st_ == dnnl_success, "oneDNN: %s returned status %d", #call, (int)st_);    \
+    } while (0)
+
+/* vcc_dnnl_pass_free: destroy what vcc_dnnl_pass_make created (NULL members are skipped). */
+VCC_CPU_FN void vcc_dnnl_pass_free(VccDnnlPass *p)
+{
+    int i;
+    if (p->conv) dnnl_primitive_destroy(p->conv);
+    for (i = 0; i < 3; i++) {
+        if (p->user[i]) dnnl_memory_destroy(p->user[i]);
+        if (p->prim[i]) dnnl_memory_destroy(p->prim[i]);
+        if (p->reorder[i]) dnnl_primitive_destroy(p->reorder[i]);
+    }
+    if (p->bias) dnnl_memory_destroy(p->bias);
+    if (p->scratch) dnnl_memory_destroy(p->scratch);
+    memset(p, 0, sizeof *p);
+}
+
+/* vcc_dnnl_state_free: rt->conv_state_free for this backend: every descriptor's primitives, the
+ * stream and the engine. */
+VCC_CPU_FN void vcc_dnnl_state_free(void *state)
+{
+    VccDnnlState *s = (VccDnnlState *)state;
+    VccDnnlConv *c, *next;
+    int i;
+    for (c = s->convs; c; c = next) {
+        next = c->next;
+        for (i = 0; i < 4; i++) vcc_dnnl_pass_free(&c->pass[i]);
+        free(c);
+    }
+    if (s->stream) dnnl_stream_destroy(s->stream);
+    if (s->engine) dnnl_engine_destroy(s->engine);
+    free(s);
+}
+
+/* vcc_dnnl_state: rt's engine and stream, made at the first call (aborts when oneDNN has no CPU
+ * engine). */
+VCC_CPU_FN VccDnnlState *vcc_dnnl_state(VccRt *rt)
+{
+    VccDnnlState *s = (VccDnnlState *)rt->conv_state;
+    if (s) return s;
+    s = (VccDnnlState *)calloc(1, sizeof *s);
+    VCC_CPU_CHECK(s != NULL, "out of memory for oneDNN's state");
+    VCC_DNNL_CALL(dnnl_engine_create(&s->engine, dnnl_cpu, 0));
+    VCC_DNNL_CALL(dnnl_stream_create(&s->stream, s->engine, dnnl_stream_default_flags));
+    rt->conv_state = s;
+    rt->conv_state_free = vcc_dnnl_state_free;
+    return s;
+}
+
+/* vcc_dnnl_mds: d's memory descriptors for nb samples in the user's (plain) layouts: x (nb, C, *in),
+ * w, y (nb, K, *out), b ((K), tag x). */
+VCC_CPU_FN int vcc_dnnl_mds(const VccConvDesc *d, int64_t nb, dnnl_memory_desc_t *x, dnnl_memory_desc_t *w,
+                            dnnl_memory_desc_t *y, dnnl_memory_desc_t *b)
+{
+    static const dnnl_format_tag_t act[3] = {dnnl_ncw, dnnl_nchw, dnnl_ncdhw};
+    static const dnnl_format_tag_t wt[3] = {dnnl_oiw, dnnl_oihw, dnnl_oidhw};
+    static const dnnl_format_tag_t gwt[3] = {dnnl_goiw, dnnl_goihw, dnnl_goidhw};
+    dnnl_dims_t xd, wd, yd, bd;
+    int i, g = d->G > 1, wn = 2 + d->nsp + g;
+    xd[0] = yd[0] = nb;
+    xd[1] = d->C;
+    yd[1] = d->K;
+    if (g) {
+        wd[0] = d->G;
+        wd[1] = d->K / d->G;
+        wd[2] = d->C / d->G;
+    } else {
+        wd[0] = d->K;
+        wd[1] = d->C;
+    }
+    for (i = 0; i < d->nsp; i++) {
+        xd[2 + i] = d->in[i];
+        yd[2 + i] = d->out[i];
+        wd[2 + g + i] = d->kernel[i];
+    }
+    bd[0] = d->K;
+    return dnnl_memory_desc_init_by_tag(x, 2 + d->nsp, xd, dnnl_f32, act[d->nsp - 1]) != dnnl_success ||
+           dnnl_memory_desc_init_by_tag(w, wn, wd, dnnl_f32, (g ? gwt : wt)[d->nsp - 1]) != dnnl_success ||
+           dnnl_memory_desc_init_by_tag(y, 2 + d->nsp, yd, dnnl_f32, act[d->nsp - 1]) != dnnl_success ||
+           dnnl_memory_desc_init_by_tag(b, 1, bd, dnnl_f32, dnnl_x) != dnnl_success;
+}
+
+/* vcc_dnnl_any: md with the layout left to the primitive (VCC_DNNL_PLAIN: md itself). */
+VCC_CPU_FN dnnl_memory_desc_t vcc_dnnl_any(const dnnl_memory_desc_t *md)
+{
+    dnnl_memory_desc_t a = *md;
+#ifndef VCC_DNNL_PLAIN
+    if (dnnl_memory_desc_init_by_tag(&a, md->ndims, md->dims, dnnl_f32, dnnl_format_tag_any) != dnnl_success)
+        a = *md;
+#endif
+    return a;
+}
+
+/* vcc_dnnl_round: n rounded up to a multiple of 64 (the slices of ws). */
+VCC_CPU_FN size_t vcc_dnnl_round(size_t n) { return (n + 63) & ~(size_t)63; }
+
+/* vcc_dnnl_pass_try: create pass `which` of d for nb samples per execution into p (p->state 1), or
+ * leave p->state -1 (p->bytes: what it would need, 0 when unknown) when oneDNN refuses the descriptor
+ * or the pass needs more than ws_bytes. */
+VCC_CPU_FN void vcc_dnnl_pass_try(VccDnnlState *s, const VccConvDesc *d, int which, int64_t nb, VccDnnlPass *p,
+                                  size_t ws_bytes)
+{
+    dnnl_memory_desc_t x, w, y, b, xa, wa, ya;
+    dnnl_convolution_desc_t fd, cd;
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_primitive_desc_t hint = NULL, pd = NULL;
+    dnnl_dims_t strides, dil, pl, pr;
+    const dnnl_memory_desc_t *user[3], *want[3], *smd;
+    static const dnnl_query_t q[4][3] = {
+        {dnnl_query_src_md, dnnl_query_weights_md, dnnl_query_dst_md},
+        {dnnl_query_diff_dst_md, dnnl_query_weights_md, dnnl_query_diff_src_md},
+        {dnnl_query_src_md, dnnl_query_diff_dst_md, dnnl_query_diff_weights_md},
+        {dnnl_query_src_md, dnnl_query_weights_md, dnnl_query_dst_md}};
+    const int fwd = which == VCC_DNNL_FWD || which == VCC_DNNL_FWD_BIAS;
+    size_t scratch = 0, off = 0;
+    int i, ok = 0;
+    memset(p, 0, sizeof *p);
+    p->state = -1;
+    p->nb = nb;
+    if (vcc_dnnl_mds(d, nb, &x, &w, &y, &b)) return;
+    for (i = 0; i < d->nsp; i++) {
+        strides[i] = d->stride[i];
+        dil[i] = d->dilation[i] - 1; /* oneDNN counts dilation from 0 */
+        pl[i] = d->pad_begin[i];
+        pr[i] = d->pad_end[i];
+        if (pl[i] < 0 || pr[i] < 0) return; /* a cropping ConvTranspose: im2col */
+    }
+    xa = vcc_dnnl_any(&x);
+    wa = vcc_dnnl_any(&w);
+    ya = vcc_dnnl_any(&y);
+    if (dnnl_primitive_attr_create(&attr) != dnnl_success) return;
+    if (dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) != dnnl_success) goto done;
+    if (dnnl_dilated_convolution_forward_desc_init(&fd, dnnl_forward_training, dnnl_convolution_direct, &xa, &wa,
+                                                   which == VCC_DNNL_FWD_BIAS ? &b : NULL, &ya, strides, dil, pl,
+                                                   pr) != dnnl_success)
+        goto done;
+    if (fwd) {
+        cd = fd;
+    } else {
+        if (dnnl_primitive_desc_create(&hint, &fd, attr, s->engine, NULL) != dnnl_success) goto done;
+        if ((which == VCC_DNNL_BWD_DATA
+                 ? dnnl_dilated_convolution_backward_data_desc_init(&cd, dnnl_convolution_direct, &xa, &wa, &ya,
+                                                                    strides, dil, pl, pr)
+                 : dnnl_dilated_convolution_backward_weights_desc_init(&cd, dnnl_convolution_direct, &xa, &wa,
+                                                                       NULL, &ya, strides, dil, pl, pr)) !=
+            dnnl_success)
+            goto done;
+    }
+    if (dnnl_primitive_desc_create(&pd, &cd, attr, s->engine, hint) != dnnl_success) goto done;
+    user[0] = which == VCC_DNNL_BWD_DATA ? &y : &x;
+    user[1] = which == VCC_DNNL_BWD_WEIGHTS ? &y : &w;
+    user[2] = fwd ? &y : which == VCC_DNNL_BWD_DATA ? &x : &w;
+    smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    scratch = smd ? dnnl_memory_desc_get_size(smd) : 0;
+    for (i = 0; i < 3; i++) {
+        want[i] = dnnl_primitive_desc_query_md(pd, q[which][i], 0);
+        if (!want[i]) goto done;
+        if (dnnl_memory_create(&p->user[i], user[i], s->engine, DNNL_MEMORY_NONE) != dnnl_success) goto done;
+        p->off[i] = off;
+        if (dnnl_memory_desc_equal(want[i], user[i])) continue;
+        /* a blocked copy in ws and the reorder into it (inputs) or out of it (the output) */
+        {
+            dnnl_primitive_desc_t rpd = NULL;
+            const dnnl_memory_desc_t *rs;
+            dnnl_status_t st = i < 2 ? dnnl_reorder_primitive_desc_create(&rpd, user[i], s->engine, want[i],
+                                                                          s->engine, attr)
+                                     : dnnl_reorder_primitive_desc_create(&rpd, want[i], s->engine, user[i],
+                                                                          s->engine, attr);
+            if (st != dnnl_success) goto done;
+            rs = dnnl_primitive_desc_query_md(rpd, dnnl_query_scratchpad_md, 0);
+            if (rs && dnnl_memory_desc_get_size(rs) > scratch) scratch = dnnl_memory_desc_get_size(rs);
+            st = dnnl_primitive_create(&p->reorder[i], rpd);
+            dnnl_primitive_desc_destroy(rpd);
+            if (st != dnnl_success) goto done;
+        }
+        if (dnnl_memory_create(&p->prim[i], want[i], s->engine, DNNL_MEMORY_NONE) != dnnl_success) goto done;
+        off += vcc_dnnl_round(dnnl_memory_desc_get_size(want[i]));
+    }
+    p->scratch_off = off;
+    p->bytes = off + scratch;
+    if (p->bytes > ws_bytes) goto done;
+    if (scratch) { /* bytes (u8, x), as large as the largest of the conv's and the reorders' scratchpads */
+        dnnl_memory_desc_t sm;
+        dnnl_dims_t sd;
+        sd[0] = (dnnl_dim_t)scratch;
+        if (dnnl_memory_desc_init_by_tag(&sm, 1, sd, dnnl_u8, dnnl_x) != dnnl_success ||
+            dnnl_memory_create(&p->scratch, &sm, s->engine, DNNL_MEMORY_NONE) != dnnl_success)
+            goto done;
+    }
+    if (which == VCC_DNNL_FWD_BIAS && dnnl_memory_create(&p->bias, &b, s->engine, DNNL_MEMORY_NONE) != dnnl_success)
+        goto done;
+    if (dnnl_primitive_create(&p->conv, pd) != dnnl_success) goto done;
+    ok = 1;
+done:
+    if (!ok) {
+        size_t need = p->bytes;
+        vcc_dnnl_pass_free(p);
+        p->bytes = need;
+        p->nb = nb;
+    }
+    p->state = ok ? 1 : -1;
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    if (hint) dnnl_primitive_desc_destroy(hint);
+    dnnl_primitive_attr_destroy(attr);
+}
+
+/* vcc_dnnl_pass_make: pass `which` of d into p: for the forward and backward-data passes, N samples per
+ * execution, else the largest divisor of N whose copies and scratchpad fit ws_bytes (the samples of a
+ * batch are independent there); the backward-weights pass sums over the batch, so only N. p->state -1
+ * when none fits or oneDNN refuses d. */
+VCC_CPU_FN void vcc_dnnl_pass_make(VccDnnlState *s, const VccConvDesc *d, int which, VccDnnlPass *p,
+                                   size_t ws_bytes)
+{
+    int64_t nb;
+    for (nb = d->N; nb >= 1; nb--) {
+        if (d->N % nb) continue;
+        vcc_dnnl_pass_try(s, d, which, nb, p, ws_bytes);
+        if (p->state > 0 || p->bytes == 0 || which == VCC_DNNL_BWD_WEIGHTS) return; /* fits, or refused */
+    }
+}
+
+/* vcc_dnnl_reorder: run reorder r from memory a to memory b with the pass's scratchpad (NULL: none). */
+VCC_CPU_FN void vcc_dnnl_reorder(VccDnnlState *s, dnnl_primitive_t r, dnnl_memory_t a, dnnl_memory_t b,
+                                 dnnl_memory_t scratch)
+{
+    dnnl_exec_arg_t args[3] = {{DNNL_ARG_FROM, a}, {DNNL_ARG_TO, b}, {DNNL_ARG_SCRATCHPAD, scratch}};
+    VCC_DNNL_CALL(dnnl_primitive_execute(r, s->stream, scratch ? 3 : 2, args));
+}
+
+/* vcc_dnnl_conv: pass `which` of descriptor d through oneDNN, when it takes d and fits ws:
+ *   VCC_DNNL_FWD          a = x (N, C, *in), b = w (K, C/G, *k), bias (K) or NULL, out = y (N, K, *out)
+ *                         (with a bias it runs pass VCC_DNNL_FWD_BIAS)
+ *   VCC_DNNL_BWD_DATA     a = dy (N, K, *out), b = w, out = dx (N, C, *in), OVERWRITTEN
+ *   VCC_DNNL_BWD_WEIGHTS  a = x, b = dy, out = dw (K, C/G, *k), OVERWRITTEN (the bias gradient is the
+ *                         caller's)
+ * ws: the node's planned workspace of ws_bytes (the blocked copies and the scratchpad). Returns 1 when
+ * the pass was computed, 0 when the caller must compute it (oneDNN refused the descriptor, or the pass
+ * needs more than ws_bytes; decided at the first call and kept). */
+VCC_CPU_FN int vcc_dnnl_conv(VccRt *rt, VccConvDesc *d, int which, const float *a, const float *b,
+                             const float *bias, float *out, void *ws, size_t ws_bytes)
+{
+    static const int arg[4][3] = {{DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST},
+                                  {DNNL_ARG_DIFF_DST, DNNL_ARG_WEIGHTS, DNNL_ARG_DIFF_SRC},
+                                  {DNNL_ARG_SRC, DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_WEIGHTS},
+                                  {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST}};
+    VccDnnlState *s = vcc_dnnl_state(rt);
+    VccDnnlConv *c = (VccDnnlConv *)d->backend;
+    VccDnnlPass *p;
+    dnnl_exec_arg_t args[6];
+    void *ptr[3];
+    unsigned char *base = (unsigned char *)ws;
+    int64_t in_s, out_s, step[3], s0;
+    int i, n = 0;
+    if (!c) {
+        c = (VccDnnlConv *)calloc(1, sizeof *c);
+        VCC_CPU_CHECK(c != NULL, "out of memory for oneDNN's primitives");
+        c->next = s->convs;
+        s->convs = c;
+        d->backend = c;
+    }
+    if (which == VCC_DNNL_FWD && bias) which = VCC_DNNL_FWD_BIAS;
+    p = &c->pass[which];
+    if (p->state == 0) vcc_dnnl_pass_make(s, d, which, p, ws ? ws_bytes : 0);
+    if (p->state < 0) return 0;
+    /* floats per sample of the pass's operands (0: the weights, the same for every execution) */
+    in_s = d->C;
+    out_s = d->K;
+    for (i = 0; i < d->nsp; i++) {
+        in_s *= d->in[i];
+        out_s *= d->out[i];
+    }
+    step[0] = which == VCC_DNNL_BWD_DATA ? out_s : in_s;
+    step[1] = which == VCC_DNNL_BWD_DATA ? 0 : which == VCC_DNNL_BWD_WEIGHTS ? out_s : 0;
+    step[2] = which == VCC_DNNL_BWD_DATA ? in_s : which == VCC_DNNL_BWD_WEIGHTS ? 0 : out_s;
+    for (i = 0; i < 3; i++)
+        if (p->prim[i]) VCC_DNNL_CALL(dnnl_memory_set_data_handle(p->prim[i], base + p->off[i]));
+    if (p->scratch) VCC_DNNL_CALL(dnnl_memory_set_data_handle(p->scratch, base + p->scratch_off));
+    if (which == VCC_DNNL_FWD_BIAS) VCC_DNNL_CALL(dnnl_memory_set_data_handle(p->bias, (void *)bias));
+    for (i = 0; i < 3; i++) {
+        args[n].arg = arg[which][i];
+        args[n++].memory = p->prim[i] ? p->prim[i] : p->user[i];
+    }
+    if (which == VCC_DNNL_FWD_BIAS) {
+        args[n].arg = DNNL_ARG_BIAS;
+        args[n++].memory = p->bias;
+    }
+    if (p->scratch) {
+        args[n].arg = DNNL_ARG_SCRATCHPAD;
+        args[n++].memory = p->scratch;
+    }
+    for (s0 = 0; s0 < d->N; s0 += p->nb) {
+        ptr[0] = (void *)(a + s0 * step[0]);
+        ptr[1] = (void *)(b + s0 * step[1]);
+        ptr[2] = out + s0 * step[2];
+        for (i = 0; i < 3; i++) VCC_DNNL_CALL(dnnl_memory_set_data_handle(p->user[i], ptr[i]));
+        for (i = 0; i < 2; i++)
+            if (p->reorder[i] && (s0 == 0 || step[i])) /* weights: reordered once */
+                vcc_dnnl_reorder(s, p->reorder[i], p->user[i], p->prim[i], p->scratch);
+        VCC_DNNL_CALL(dnnl_primitive_execute(p->conv, s->stream, n, args));
+        if (p->reorder[2]) vcc_dnnl_reorder(s, p->reorder[2], p->prim[2], p->user[2], p->scratch);
+    }
+    VCC_DNNL_CALL(dnnl_stream_wait(s->stream));
+    return 1;
+}
+
+#endif /* VCC_CPU_CONV_DNNL_H */
