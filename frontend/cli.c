@@ -583,7 +583,7 @@ int main(int argc, char **argv) {
     ctx.no_fuse_attention = no_fuse;
     ctx.keep_grads = keep_grads;
     ctx.workspace_limit = ws_limit;
-    ctx.cpu_conv_dnnl = cpu_conv_dnnl && target == VCC_TARGET_C; /* the CUDA trainer's plan is cuDNN's */
+    ctx.cpu_conv_dnnl = cpu_conv_dnnl; /* both targets plan alike: the CUDA trainer gets the same workspaces */
     ctx.memory_limit = memory_limit;
     ctx.eval = eval;
     ctx.allow_inference_export = allow_inference;
