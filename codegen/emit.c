@@ -62,7 +62,7 @@ int vcc_build_command(VccTarget target, const char *out_path, VccBuildFrom from,
         snprintf(src, sizeof src, "%s", out_path);
         snprintf(exe, sizeof exe, "%.*s/%s", (int)(base - out_path), out_path, vcc_program_name(target, out_path, prog, sizeof prog));
     }
-    size_t n = (size_t)snprintf(buf, len, "%s ", target == VCC_TARGET_CUDA ? "nvcc -O2" : "cc -O2 -march=native -std=c11");
+    size_t n = (size_t)snprintf(buf, len, "%s ", target == VCC_TARGET_CUDA ? "nvcc -O2" : "cc -O2 -march=native -std=c11 -fopenmp");
     if (n >= len || put_shell_word(buf, len, &n, src)) return 1;
     n += (size_t)snprintf(buf + n, len - n, " -o ");
     if (n >= len || put_shell_word(buf, len, &n, exe)) return 1;

@@ -146,6 +146,7 @@ typedef struct {
     long steps, every, keep;                 /* every / keep: -1 until given */
     long seed;                               /* --seed: -1 until given (then the default, 0, or the checkpoint's) */
     long warmup;                             /* --warmup-steps */
+    const char *threads;                     /* --threads' text, NULL: the physical cores (C programs) */
     int cosine;                              /* --lr-schedule cosine */
     float lr, momentum, wd, beta1, beta2, eps, clip; /* as given, rounded to float32 (clip 0: none) */
     double lr64, wd64, beta1_64, beta2_64, eps64, clip64; /* the same decimals read as doubles (AdamW, clip) */
@@ -243,9 +244,10 @@ static void vcc_usage(FILE *f, const VccModel *m) {
             "  --keep-last N           keep the N newest checkpoints of the run (default %d; 0: all)\n"
             "  --resume DIR|FILE       continue the run of the newest complete checkpoint in DIR (or of FILE)\n"
             "                          where it stopped: same step numbers, samples, schedule and losses\n"
-            "  --seed S                the seed of the Dropout masks (default 0; a resumed run keeps its own)\n"
-            "  -h, --help              this text\n",
+            "  --seed S                the seed of the Dropout masks (default 0; a resumed run keeps its own)\n",
             nokeep, m->default_weights, nokeep, VCC_CKPT_EVERY_DEFAULT, VCC_KEEP_LAST_DEFAULT);
+    vcc_threads_help(f, 23);
+    fputs("  -h, --help              this text\n", f);
 }
 
 /* vcc_option_real: option opt's value text (a plain decimal, vcc_option_float's rules) as float32 into *f
@@ -293,7 +295,8 @@ static void vcc_train_args(int argc, char **argv, const VccModel *m, VccTrainArg
             vcc_opt_match(argc, argv, &i, "--beta1", &b1) || vcc_opt_match(argc, argv, &i, "--beta2", &b2) ||
             vcc_opt_match(argc, argv, &i, "--eps", &eps) || vcc_opt_match(argc, argv, &i, "--clip-grad-norm", &clip) ||
             vcc_opt_match(argc, argv, &i, "--lr-schedule", &sched) ||
-            vcc_opt_match(argc, argv, &i, "--warmup-steps", &warm))
+            vcc_opt_match(argc, argv, &i, "--warmup-steps", &warm) ||
+            vcc_threads_match(argc, argv, &i, &a->threads))
             continue;
         if (x[0] == '-') vcc_usage_error("unknown option '%s'", x);
         vcc_usage_error("unexpected argument '%s' (files are given with --data, --labels, ...)", x);
@@ -589,6 +592,7 @@ static int vcc_trainer_main(int argc, char **argv, const VccModel *m) {
 
     VccRt rt;
     vcc_rt_init(&rt);
+    vcc_threads_apply(&rt, a.threads);
 
     /* data (S, C, T, H, W) float32, labels (S,) int64, targets (S, ...) float32, checked against the
      * compiled shapes */
