@@ -238,165 +238,124 @@ static inline void vcc__conv_no_algo(const VccConvDesc *d, const char *dir, size
  *   2. else the zero-workspace algorithm (IMPLICIT_GEMM / BWD_DATA_ALGO_0 /
  *      BWD_FILTER_ALGO_0), else any algorithm cuDNN accepts within ws_bytes, with VCC_CONV_BASE_MATH;
  *   3. else exit with a message naming the convolution.
- * The choice, its workspace bytes and its math type go into b; a failed cuDNN call other than the two
- * searches exits 1 with cuDNN's message. */
+ * vcc__conv_choose is these steps for any direction: Perf is the direction's cudnnConvolution*AlgoPerf_t,
+ * Algo its algorithm enum, Count its ALGO_COUNT and zero_ws its zero-workspace algorithm; find(count, &n,
+ * perf) is its timed search, rank(count, &n, perf) its heuristic ranking, need_of(algo, &bytes) its
+ * workspace query (under the descriptor's current math type). The choice, its workspace bytes and its
+ * math type go to *algo, *ws_need, *math; dir names the direction in the error message. A failed cuDNN
+ * call other than the two searches (and the queries they rank) exits 1 with cuDNN's message. */
+template <typename Perf, typename Algo, int Count, typename Find, typename Rank, typename Need>
+static inline void vcc__conv_choose(const VccConvDesc *d, VccCudnnConv *b, const char *dir, Algo zero_ws,
+                                    size_t ws_bytes, int timed, Find find, Rank rank, Need need_of, Algo *algo,
+                                    size_t *ws_need, cudnnMathType_t *math)
+{
+    Perf perf[Count];
+    cudnnStatus_t st, fb_st = CUDNN_STATUS_SUCCESS;
+    size_t need = 0, fb_need = 0;
+    int n = 0, i;
+    memset(perf, 0, sizeof perf);
+    vcc__conv_set_math(b, VCC_CONV_BASE_MATH); /* search under the precision's own math type */
+    /* 1. the timed search where allowed, else (or when it fails) cuDNN's heuristic ranking; neither
+     *    failing is fatal: step 2 still finds one */
+    if (timed && find(Count, &n, perf) != CUDNN_STATUS_SUCCESS) n = 0;
+    if (n <= 0 && rank(Count, &n, perf) != CUDNN_STATUS_SUCCESS) n = 0;
+    for (i = 0; i < n && i < Count; i++) {
+        if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > ws_bytes ||
+            !vcc__conv_math_ok(perf[i].mathType))
+            continue;
+        vcc__conv_set_math(b, vcc__conv_run_math(perf[i].mathType));
+        st = need_of(perf[i].algo, &need);
+        if (st == CUDNN_STATUS_SUCCESS && need <= ws_bytes) {
+            *algo = perf[i].algo;
+            *ws_need = need;
+            *math = b->math;
+            return;
+        }
+    }
+    /* 2. the zero-workspace algorithm, then any algorithm cuDNN accepts that fits */
+    vcc__conv_set_math(b, VCC_CONV_BASE_MATH);
+    for (i = -1; i < Count; i++) {
+        Algo a = i < 0 ? zero_ws : (Algo)i;
+        need = 0;
+        st = need_of(a, &need);
+        if (i < 0) {
+            fb_st = st;
+            fb_need = need;
+        }
+        if (st == CUDNN_STATUS_SUCCESS && need <= ws_bytes) {
+            *algo = a;
+            *ws_need = need;
+            *math = b->math;
+            return;
+        }
+    }
+    vcc__conv_no_algo(d, dir, ws_bytes, fb_st, fb_need); /* 3. */
+}
+
+/* The forward choice (y = conv(x, w)) into b->fwd_*: vcc__conv_choose with cuDNN's forward calls. */
 static inline void vcc__conv_pick_fwd(VccRt *rt, const VccConvDesc *d, VccCudnnConv *b, const float *x,
                                       const float *w, float *y, void *ws, size_t ws_bytes, int timed)
 {
-    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-    cudnnStatus_t st, fb_st = CUDNN_STATUS_SUCCESS;
-    size_t need = 0, fb_need = 0;
-    int n = 0, i;
-    memset(perf, 0, sizeof perf);
-    vcc__conv_set_math(b, VCC_CONV_BASE_MATH); /* search under the precision's own math type */
-    /* 1. the timed search where allowed, else (or when it fails) cuDNN's heuristic ranking; neither
-     *    failing is fatal: step 2 still finds one */
-    if (timed && cudnnFindConvolutionForwardAlgorithmEx(rt->cudnn, b->x, x, b->w, w, b->conv, b->y, y,
-                     CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf, ws, ws_bytes) != CUDNN_STATUS_SUCCESS)
-        n = 0;
-    if (n <= 0 && cudnnGetConvolutionForwardAlgorithm_v7(rt->cudnn, b->x, b->w, b->conv, b->y,
-                      CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf) != CUDNN_STATUS_SUCCESS)
-        n = 0;
-    for (i = 0; i < n && i < CUDNN_CONVOLUTION_FWD_ALGO_COUNT; i++) {
-        if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > ws_bytes ||
-            !vcc__conv_math_ok(perf[i].mathType))
-            continue;
-        vcc__conv_set_math(b, vcc__conv_run_math(perf[i].mathType));
-        st = cudnnGetConvolutionForwardWorkspaceSize(rt->cudnn, b->x, b->w, b->conv, b->y, perf[i].algo, &need);
-        if (st == CUDNN_STATUS_SUCCESS && need <= ws_bytes) {
-            b->fwd_algo = perf[i].algo;
-            b->fwd_ws = need;
-            b->fwd_math = b->math;
-            b->have_fwd = 1;
-            return;
-        }
-    }
-    /* 2. IMPLICIT_GEMM (no workspace), then any algorithm cuDNN accepts that fits */
-    vcc__conv_set_math(b, VCC_CONV_BASE_MATH);
-    for (i = -1; i < CUDNN_CONVOLUTION_FWD_ALGO_COUNT; i++) {
-        cudnnConvolutionFwdAlgo_t a = i < 0 ? CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM : (cudnnConvolutionFwdAlgo_t)i;
-        need = 0;
-        st = cudnnGetConvolutionForwardWorkspaceSize(rt->cudnn, b->x, b->w, b->conv, b->y, a, &need);
-        if (i < 0) {
-            fb_st = st;
-            fb_need = need;
-        }
-        if (st == CUDNN_STATUS_SUCCESS && need <= ws_bytes) {
-            b->fwd_algo = a;
-            b->fwd_ws = need;
-            b->fwd_math = b->math;
-            b->have_fwd = 1;
-            return;
-        }
-    }
-    vcc__conv_no_algo(d, "forward", ws_bytes, fb_st, fb_need);
+    cudnnHandle_t h = rt->cudnn;
+    typedef cudnnConvolutionFwdAlgoPerf_t Perf;
+    vcc__conv_choose<Perf, cudnnConvolutionFwdAlgo_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT>(
+        d, b, "forward", CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, ws_bytes, timed,
+        [&](int count, int *n, Perf *perf) {
+            return cudnnFindConvolutionForwardAlgorithmEx(h, b->x, x, b->w, w, b->conv, b->y, y, count, n, perf,
+                                                          ws, ws_bytes);
+        },
+        [&](int count, int *n, Perf *perf) {
+            return cudnnGetConvolutionForwardAlgorithm_v7(h, b->x, b->w, b->conv, b->y, count, n, perf);
+        },
+        [&](cudnnConvolutionFwdAlgo_t a, size_t *bytes) {
+            return cudnnGetConvolutionForwardWorkspaceSize(h, b->x, b->w, b->conv, b->y, a, bytes);
+        },
+        &b->fwd_algo, &b->fwd_ws, &b->fwd_math);
+    b->have_fwd = 1;
 }
 
-/* The backward-data choice (dx = conv^T(dy, w)), as vcc__conv_pick_fwd's. */
+/* The backward-data choice (dx = conv^T(dy, w)) into b->bwd_data_*, as vcc__conv_pick_fwd's. */
 static inline void vcc__conv_pick_bwd_data(VccRt *rt, const VccConvDesc *d, VccCudnnConv *b, const float *dy,
                                            const float *w, float *dx, void *ws, size_t ws_bytes, int timed)
 {
-    cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-    cudnnStatus_t st, fb_st = CUDNN_STATUS_SUCCESS;
-    size_t need = 0, fb_need = 0;
-    int n = 0, i;
-    memset(perf, 0, sizeof perf);
-    vcc__conv_set_math(b, VCC_CONV_BASE_MATH); /* search under the precision's own math type */
-    /* 1. the timed search where allowed, else (or when it fails) cuDNN's heuristic ranking; neither
-     *    failing is fatal: step 2 still finds one */
-    if (timed && cudnnFindConvolutionBackwardDataAlgorithmEx(rt->cudnn, b->w, w, b->y, dy, b->conv, b->x, dx,
-                     CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf, ws, ws_bytes) != CUDNN_STATUS_SUCCESS)
-        n = 0;
-    if (n <= 0 && cudnnGetConvolutionBackwardDataAlgorithm_v7(rt->cudnn, b->w, b->y, b->conv, b->x,
-                      CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf) != CUDNN_STATUS_SUCCESS)
-        n = 0;
-    for (i = 0; i < n && i < CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT; i++) {
-        if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > ws_bytes ||
-            !vcc__conv_math_ok(perf[i].mathType))
-            continue;
-        vcc__conv_set_math(b, vcc__conv_run_math(perf[i].mathType));
-        st = cudnnGetConvolutionBackwardDataWorkspaceSize(rt->cudnn, b->w, b->y, b->conv, b->x, perf[i].algo, &need);
-        if (st == CUDNN_STATUS_SUCCESS && need <= ws_bytes) {
-            b->bwd_data_algo = perf[i].algo;
-            b->bwd_data_ws = need;
-            b->bwd_data_math = b->math;
-            b->have_bwd_data = 1;
-            return;
-        }
-    }
-    /* 2. BWD_DATA_ALGO_0 (no workspace), then any algorithm cuDNN accepts that fits */
-    vcc__conv_set_math(b, VCC_CONV_BASE_MATH);
-    for (i = -1; i < CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT; i++) {
-        cudnnConvolutionBwdDataAlgo_t a = i < 0 ? CUDNN_CONVOLUTION_BWD_DATA_ALGO_0 : (cudnnConvolutionBwdDataAlgo_t)i;
-        need = 0;
-        st = cudnnGetConvolutionBackwardDataWorkspaceSize(rt->cudnn, b->w, b->y, b->conv, b->x, a, &need);
-        if (i < 0) {
-            fb_st = st;
-            fb_need = need;
-        }
-        if (st == CUDNN_STATUS_SUCCESS && need <= ws_bytes) {
-            b->bwd_data_algo = a;
-            b->bwd_data_ws = need;
-            b->bwd_data_math = b->math;
-            b->have_bwd_data = 1;
-            return;
-        }
-    }
-    vcc__conv_no_algo(d, "backward data", ws_bytes, fb_st, fb_need);
+    cudnnHandle_t h = rt->cudnn;
+    typedef cudnnConvolutionBwdDataAlgoPerf_t Perf;
+    vcc__conv_choose<Perf, cudnnConvolutionBwdDataAlgo_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT>(
+        d, b, "backward data", CUDNN_CONVOLUTION_BWD_DATA_ALGO_0, ws_bytes, timed,
+        [&](int count, int *n, Perf *perf) {
+            return cudnnFindConvolutionBackwardDataAlgorithmEx(h, b->w, w, b->y, dy, b->conv, b->x, dx, count, n,
+                                                               perf, ws, ws_bytes);
+        },
+        [&](int count, int *n, Perf *perf) {
+            return cudnnGetConvolutionBackwardDataAlgorithm_v7(h, b->w, b->y, b->conv, b->x, count, n, perf);
+        },
+        [&](cudnnConvolutionBwdDataAlgo_t a, size_t *bytes) {
+            return cudnnGetConvolutionBackwardDataWorkspaceSize(h, b->w, b->y, b->conv, b->x, a, bytes);
+        },
+        &b->bwd_data_algo, &b->bwd_data_ws, &b->bwd_data_math);
+    b->have_bwd_data = 1;
 }
 
-/* The backward-filter choice (dw from x and dy), as vcc__conv_pick_fwd's. */
+/* The backward-filter choice (dw from x and dy) into b->bwd_filter_*, as vcc__conv_pick_fwd's. */
 static inline void vcc__conv_pick_bwd_filter(VccRt *rt, const VccConvDesc *d, VccCudnnConv *b, const float *x,
                                              const float *dy, float *dw, void *ws, size_t ws_bytes, int timed)
 {
-    cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-    cudnnStatus_t st, fb_st = CUDNN_STATUS_SUCCESS;
-    size_t need = 0, fb_need = 0;
-    int n = 0, i;
-    memset(perf, 0, sizeof perf);
-    vcc__conv_set_math(b, VCC_CONV_BASE_MATH); /* search under the precision's own math type */
-    /* 1. the timed search where allowed, else (or when it fails) cuDNN's heuristic ranking; neither
-     *    failing is fatal: step 2 still finds one */
-    if (timed && cudnnFindConvolutionBackwardFilterAlgorithmEx(rt->cudnn, b->x, x, b->y, dy, b->conv, b->w, dw,
-                     CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf, ws, ws_bytes) != CUDNN_STATUS_SUCCESS)
-        n = 0;
-    if (n <= 0 && cudnnGetConvolutionBackwardFilterAlgorithm_v7(rt->cudnn, b->x, b->y, b->conv, b->w,
-                      CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf) != CUDNN_STATUS_SUCCESS)
-        n = 0;
-    for (i = 0; i < n && i < CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT; i++) {
-        if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > ws_bytes ||
-            !vcc__conv_math_ok(perf[i].mathType))
-            continue;
-        vcc__conv_set_math(b, vcc__conv_run_math(perf[i].mathType));
-        st = cudnnGetConvolutionBackwardFilterWorkspaceSize(rt->cudnn, b->x, b->y, b->conv, b->w, perf[i].algo, &need);
-        if (st == CUDNN_STATUS_SUCCESS && need <= ws_bytes) {
-            b->bwd_filter_algo = perf[i].algo;
-            b->bwd_filter_ws = need;
-            b->bwd_filter_math = b->math;
-            b->have_bwd_filter = 1;
-            return;
-        }
-    }
-    /* 2. BWD_FILTER_ALGO_0 (no workspace), then any algorithm cuDNN accepts that fits */
-    vcc__conv_set_math(b, VCC_CONV_BASE_MATH);
-    for (i = -1; i < CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT; i++) {
-        cudnnConvolutionBwdFilterAlgo_t a =
-            i < 0 ? CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0 : (cudnnConvolutionBwdFilterAlgo_t)i;
-        need = 0;
-        st = cudnnGetConvolutionBackwardFilterWorkspaceSize(rt->cudnn, b->x, b->y, b->conv, b->w, a, &need);
-        if (i < 0) {
-            fb_st = st;
-            fb_need = need;
-        }
-        if (st == CUDNN_STATUS_SUCCESS && need <= ws_bytes) {
-            b->bwd_filter_algo = a;
-            b->bwd_filter_ws = need;
-            b->bwd_filter_math = b->math;
-            b->have_bwd_filter = 1;
-            return;
-        }
-    }
-    vcc__conv_no_algo(d, "backward filter", ws_bytes, fb_st, fb_need);
+    cudnnHandle_t h = rt->cudnn;
+    typedef cudnnConvolutionBwdFilterAlgoPerf_t Perf;
+    vcc__conv_choose<Perf, cudnnConvolutionBwdFilterAlgo_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT>(
+        d, b, "backward filter", CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0, ws_bytes, timed,
+        [&](int count, int *n, Perf *perf) {
+            return cudnnFindConvolutionBackwardFilterAlgorithmEx(h, b->x, x, b->y, dy, b->conv, b->w, dw, count, n,
+                                                                 perf, ws, ws_bytes);
+        },
+        [&](int count, int *n, Perf *perf) {
+            return cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, b->x, b->y, b->conv, b->w, count, n, perf);
+        },
+        [&](cudnnConvolutionBwdFilterAlgo_t a, size_t *bytes) {
+            return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, b->x, b->y, b->conv, b->w, a, bytes);
+        },
+        &b->bwd_filter_algo, &b->bwd_filter_ws, &b->bwd_filter_math);
+    b->have_bwd_filter = 1;
 }
 
 /* y (N, K, S) += b[k] */

@@ -22,7 +22,8 @@ cpu   1. its safetensors writer against the safetensors package: a file it write
 nvcc  `gpu_step.py prepare` on vivit_tiny, then the GPU phase's nvcc command for each of its programs,
       train.cu (fp32) and train_tf32.cu (the precisions `vcc --help` lists; cuDNN and cuBLAS found as on
       the GPU machine, -arch=sm_90): each builds and prints nothing, and `<program> --help` runs (its
-      libraries load through the rpath) and names its precision. Exits 77 (skipped) where nvcc, cuDNN
+      libraries load through the rpath) and names its precision; the manifest notes that they take
+      --cudnn-search. Exits 77 (skipped) where nvcc, cuDNN
       or cuBLAS are missing.
 """
 
@@ -191,6 +192,8 @@ def part_nvcc(args):
     precisions = [prog["precision"] for prog in man["programs"]]
     if "tf32" not in precisions:
         fail(f"prepare compiled the precisions {precisions}; `vcc --help` lists fp32 and tf32")
+    if not all(prog.get("cudnn_search") for prog in man["programs"]):
+        fail("the manifest does not note --cudnn-search for every CUDA trainer (the run phase's heuristic row)")
     env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
     for prog in man["programs"]:
         p = prog["precision"]
