@@ -82,6 +82,7 @@ static double vcc_eval_row(const float *z, int64_t K, int64_t y, int64_t *rank) 
 static int vcc_eval_main(int argc, char **argv, const VccEvalModel *m) {
     const char *data = NULL, *labels_path = NULL, *weights = NULL, *logits_path = NULL, *threads = NULL;
     char wbuf[4096];
+    vcc_omp_passive(argv);
     vcc_set_program(argv[0]);
     vcc_watch_stdout();
     for (int i = 1; i < argc; i++) {

@@ -65,6 +65,7 @@ static int vcc_forward_main(int argc, char **argv, const VccForwardModel *m) {
     const char **in = (const char **)calloc((size_t)argc, sizeof *in), **out = (const char **)calloc((size_t)argc, sizeof *out);
     int nin = 0, nout = 0, outputs = 0, files_only = 0;
     char err[1024], wbuf[4096];
+    vcc_omp_passive(argv);
     vcc_set_program(argv[0]);
     vcc_watch_stdout();
     if (!in || !out) vcc_die("out of memory");

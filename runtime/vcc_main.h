@@ -578,6 +578,7 @@ static void vcc_load_data(const VccModel *m, const VccTrainArgs *a, VccNpy *x, V
 static int vcc_trainer_main(int argc, char **argv, const VccModel *m) {
     VccTrainArgs a;
     char err[1024], path[4200];
+    vcc_omp_passive(argv);
     vcc_set_program(argv[0]);
     vcc_watch_stdout();
     vcc_train_args(argc, argv, m, &a);

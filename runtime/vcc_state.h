@@ -242,6 +242,22 @@ VCC_STATE_FN void vcc_option_count(const char *opt, const char *text, long *out)
 /* --threads N: the C programs' thread count (vcc_rt_set_threads, cpu/base.h); the CUDA programs have no
  * such option (these match nothing and apply nothing there). */
 
+/* vcc_omp_passive: with -fopenmp on Linux, unless the environment sets OMP_WAIT_POLICY, run this program
+ * again (execv of /proc/self/exe, same argv and pid) with OMP_WAIT_POLICY=passive, which libgomp reads
+ * only when it loads. Between parallel loops the OpenMP workers then sleep instead of spinning, and do
+ * not take cores from OpenBLAS's own sgemm threads (a second pool) or from other processes: on a
+ * 2-core machine under load, spinning workers made r3d_18's step about twice as slow (bench/README.md).
+ * Called first in every C program's main; when the exec fails the program runs on with libgomp's
+ * default policy. */
+VCC_STATE_FN void vcc_omp_passive(char **argv) {
+#if defined(_OPENMP) && defined(__linux__)
+    if (getenv("OMP_WAIT_POLICY") || setenv("OMP_WAIT_POLICY", "passive", 1) != 0) return;
+    execv("/proc/self/exe", argv);
+#else
+    (void)argv;
+#endif
+}
+
 /* vcc_threads_match: vcc_opt_match for --threads, in a program whose target has threads. */
 VCC_STATE_FN int vcc_threads_match(int argc, char **argv, int *i, const char **value) {
 #ifdef VCC_RT_THREADS

@@ -3,12 +3,11 @@
  * uses (copy, fill, counter), and the signature machinery of the op families. Each family's kernels
  * are in cpu/<family>.h (signatures in proto/<family>.h, per-element bodies in elem/<family>.h); a
  * generated .c program inlines this file and the families its schedule uses, after elem/base.h and
- * vcc_io.h; link with -lopenblas -lm. Compile with -fopenmp to parallelise
- * im2col/col2im and the per-channel/elementwise loops (sgemm is threaded by
- * OpenBLAS either way); without it every loop here runs on one thread. With
- * -fopenmp and a pthreads OpenBLAS the two thread pools alternate; spinning
- * OpenMP workers then steal cores from sgemm, so link the OpenMP build of
- * OpenBLAS or run with OMP_WAIT_POLICY=passive.
+ * vcc_io.h; link with -lopenblas -lm. Compiled with -fopenmp (vcc's build command has it), OpenMP
+ * runs im2col/col2im and the per-channel/elementwise loops (sgemm is threaded by OpenBLAS either way);
+ * without it every loop here runs on one thread. With a pthreads OpenBLAS the two thread pools
+ * alternate; spinning OpenMP workers would steal cores from sgemm, so the programs run with
+ * OMP_WAIT_POLICY=passive unless it is set (vcc_omp_passive, vcc_state.h).
  *
  * Shape legend:
  *   N  batch               C  input channels        K  output channels / classes

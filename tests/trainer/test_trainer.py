@@ -991,6 +991,21 @@ def case_threads(a):
     for n in ("2", "3"):
         check(all(abs(x - y) <= 1e-5 * abs(y) for x, y in zip(losses[n], losses["1"])),
               "--threads %s's losses are --threads 1's to 1e-5" % n, "%s vs %s" % (losses[n], losses["1"]))
+    # the OpenMP workers sleep between loops: the running program's environment has OMP_WAIT_POLICY=passive,
+    # unless the caller chose a policy
+    for given, want in ((None, b"passive"), ("active", b"active")):
+        env = dict(os.environ)
+        env.pop("OMP_WAIT_POLICY", None)
+        if given:
+            env["OMP_WAIT_POLICY"] = given
+        p = subprocess.Popen(["./train"] + feed[:-6] + ["--steps", "50"], cwd=w, env=env, stdout=subprocess.PIPE, text=True)
+        p.stdout.readline()
+        with open("/proc/%d/environ" % p.pid, "rb") as f:
+            seen = [x for x in f.read().split(b"\0") if x.startswith(b"OMP_WAIT_POLICY=")]
+        p.kill()
+        p.wait()
+        check(seen == [b"OMP_WAIT_POLICY=" + want], "OMP_WAIT_POLICY %s: the trainer runs with %s" % (given, want.decode()),
+              str(seen))
     for prog, base in (("train", feed), ("eval", ["--data", "data.npy", "--logits", "l.npy"]), ("fwd", ["x.npy", "-o", "y.npy"])):
         for bad in ("0", "-1", "two", "5000"):
             rc, out, err = run_t(["./" + prog] + base + ["--threads", bad], w)
