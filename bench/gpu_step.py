@@ -15,7 +15,8 @@ prepare (here, with vcc built in build/vcc): for each model, export the ONNX tra
 that option) and write OUT/<model>/manifest.json:
     model        how to build the PyTorch model again (the builder, its arguments, the clip shape)
     seed         torch.manual_seed before building it
-    programs     per precision: the .cu file, the nvcc command vcc printed, the arena bytes (--plan-json)
+    programs     per precision: the .cu file, the nvcc command vcc printed, the arena bytes (--plan-json),
+                 whether the trainer takes --cudnn-search (cudnn_search)
     tensors      (per program) the trainer's weight file: each tensor's name, dtype and shape, in order
     constants    the tensors of that file that are not state_dict entries of the model (none for
                  today's exports), whose values are carried in OUT/<model>/constants.safetensors
@@ -41,7 +42,10 @@ fails or runs out of time). Each figure is the median over the STEPS timed steps
 ends with the loss read back, as the trainer's does). It prints a line per result as it comes and
 then the table:
 
-    model, precision   the trainer's precision (vcc's) or PyTorch's mode (tf32, bf16 autocast)
+    model, precision   the trainer's precision (vcc's) or PyTorch's mode (tf32, bf16 autocast); "fp32
+                       heuristic" is the fp32 trainer run again with --cudnn-search heuristic (cuDNN's
+                       ranked algorithms instead of its default timed search; PyTorch's rows time theirs,
+                       torch.backends.cudnn.benchmark), where the trainer has that option
     vcc samples/s      batch / median step seconds of the CUDA trainer
     eager, compile     the same for PyTorch eager and torch.compile at that precision
     vcc/eager          vcc samples/s over PyTorch eager samples/s (above 1: vcc is faster)
@@ -282,6 +286,9 @@ def vcc_compile(vcc, onnx_path, out_dir, precision, plan_path, target="cu"):
         raise Failure(f"vcc {os.path.basename(onnx_path)} ({precision}) failed: {r.stderr.strip()[-2000:]}")
     with open(cu) as f:
         first = f.readline()
+        # whether the trainer takes --cudnn-search (a CUDA trainer of a vcc that has it): the run phase's
+        # "fp32 heuristic" row
+        search = target == "cu" and '"--cudnn-search"' in f.read()
     prefix = "// build (from this file's folder): "
     if not first.startswith(prefix):
         raise Failure(f"{cu}: no `{prefix.strip()}` first line")
@@ -291,7 +298,8 @@ def vcc_compile(vcc, onnx_path, out_dir, precision, plan_path, target="cu"):
     shutil.move(cu, os.path.join(out_dir, stem + "." + target))  # the scratch folder may be another file system
     return {"precision": precision, "source": stem + "." + target, "build": first[len(prefix):].strip(),
             "program": program_name(first[len(prefix):]), "weights": weights,
-            "arena_bytes": plan["arena_bytes"], "lower_bound_bytes": plan.get("lower_bound_bytes")}
+            "arena_bytes": plan["arena_bytes"], "lower_bound_bytes": plan.get("lower_bound_bytes"),
+            "cudnn_search": search}
 
 
 def prepare_model(args, name, precisions):
@@ -638,6 +646,18 @@ def samples_per_s(n, step_s):
     return n / statistics.median(step_s)
 
 
+def time_trainer(args, d, prog, wname, label, extra, libdirs, n, last, deadline):
+    """Run prog's trainer in d for `last` steps from the weights wname (plus the options extra), log its
+    speed and step-1 loss under label, and return {"sps", "loss1", "arena"}; Failure when it fails."""
+    losses, at, _ = run_trainer([os.path.join(d, prog["program"])] + trainer_args(last, wname) + extra, d, last,
+                                timeout=min(args.trainer_timeout, deadline - time.perf_counter()), libdirs=libdirs)
+    st = step_seconds(at, args.warmup, last)
+    r = {"sps": samples_per_s(n, st), "loss1": losses[1], "arena": prog["arena_bytes"]}
+    log(f"  vcc {label}: {r['sps']:.1f} samples/s (median of {len(st)} steps, "
+        f"{statistics.median(st) * 1e3:.1f} ms/step), step 1 loss {losses[1]!r}")
+    return r
+
+
 def run_model(args, name, rows, deadline, builds):
     import torch
     d = os.path.join(args.work, name)
@@ -661,13 +681,17 @@ def run_model(args, name, rows, deadline, builds):
         write_safetensors(os.path.join(d, wname), weights_from_state(prog["tensors"], state, consts))
         secs, _ = builds[name, p].wait(timeout=args.nvcc_timeout)
         log(f"  built {prog['program']} ({p}) in {secs:.0f} s (started with the other builds)")
-        losses, at, _ = run_trainer([os.path.join(d, prog["program"])] + trainer_args(last, wname), d, last,
-                                    timeout=min(args.trainer_timeout, deadline - time.perf_counter()),
-                                    libdirs=builds[name, p].libdirs)
-        st = step_seconds(at, args.warmup, last)
-        vcc[p] = {"sps": samples_per_s(n, st), "loss1": losses[1], "arena": prog["arena_bytes"]}
-        log(f"  vcc {p}: {vcc[p]['sps']:.1f} samples/s (median of {len(st)} steps, "
-            f"{statistics.median(st) * 1e3:.1f} ms/step), step 1 loss {losses[1]!r}")
+        vcc[p] = time_trainer(args, d, prog, wname, p, [], builds[name, p].libdirs, n, last, deadline)
+        if p == "fp32" and prog["source"].endswith(".cu") and prog.get("cudnn_search"):
+            # the same program with cuDNN's heuristic algorithm choice instead of its default timed search
+            # (--cudnn-search, which CUDA trainers of this vcc take), to see what the timing buys
+            # (an extra row: its failure, or no time left for it, is logged and the model goes on)
+            q = "fp32 heuristic"
+            try:
+                vcc[q] = time_trainer(args, d, prog, wname, q, ["--cudnn-search", "heuristic"],
+                                      builds[name, p].libdirs, n, last, deadline)
+            except Failure as e:
+                log(f"  vcc {q}: skipped: {e}")
     del state
     data_p, labels_p = os.path.join(d, "data.npy"), os.path.join(d, "labels.npy")
     eager = {}

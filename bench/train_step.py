@@ -32,7 +32,7 @@ second ratio is printed over the "quiet" step pairs only (other load < --quiet c
 steps), with the ratio of the fastest steps. Peak memory is each
 process's maximum resident set size (wait4's ru_maxrss when it is reaped), median over the pairs.
 Both programs get the same thread count: OPENBLAS_NUM_THREADS, OMP_NUM_THREADS and
-MKL_NUM_THREADS in the environment of both, and torch.set_num_threads.
+MKL_NUM_THREADS in the environment of both, the trainer's --threads and torch.set_num_threads.
 """
 
 import argparse
@@ -210,7 +210,7 @@ def bench_model(args, model, env):
 
     def cmds(steps):
         a = [os.path.join(mdir, "train"), "--data", "data.npy", "--labels", "labels.npy",
-             "--weights", "train.safetensors", "--steps", str(steps),
+             "--weights", "train.safetensors", "--steps", str(steps), "--threads", str(args.threads),
              "--lr", repr(args.lr), "--momentum", repr(args.momentum)]
         b = [sys.executable, os.path.join(ROOT, "bench", "torch_step.py"), "--model", model,
              "--state", f"{model}.pt", "--data", "data.npy", "--labels", "labels.npy",

@@ -26,7 +26,7 @@ const char *vcc_program_name(VccTarget target, const char *out_path, char *buf, 
 bool vcc_uses_dnnl(const VccCtx *ctx, const VccGraph *g, VccTarget target);
 
 /* The shell command that builds the trainer written to out_path into buf (len bytes), e.g.
- * "cc -O2 -march=native -std=c11 'my dir/train.c' -o 'my dir/train' -lopenblas -lm" (with dnnl, a
+ * "cc -O2 -march=native -std=c11 -fopenmp 'my dir/train.c' -o 'my dir/train' -lopenblas -lm" (with dnnl, a
  * program for which vcc_uses_dnnl holds: "... -ldnnl -lopenblas -lm"): file names as seen from `from`,
  * each one shell word (single-quoted with ' escaped when it holds anything but [A-Za-z0-9_./+-:=@%,]).
  * Returns 0, or 1 when the command does not fit in len bytes. */

@@ -6,6 +6,7 @@
  * Produces: one self-contained .c or .cu file:
  *   // build (from this file's folder): <command>
  *   header comment (model, arena breakdown)
+ *   CUDA: #define VCC_PRECISION_TF32 0|1 (vcc --precision, read by runtime/cuda/base.cuh)
  *   inlined runtime: vcc_elem.h, vcc_io.h, vcc_cpu.h | vcc_cuda.cuh, vcc_state.h,
  *   vcc_main.h | vcc_forward_main.h
  *   conv descriptors, the persistent-state table, vcc_step() with one kernel call per scheduled node,
@@ -69,7 +70,7 @@ int vcc_build_command(VccTarget target, const char *out_path, VccBuildFrom from,
         snprintf(src, sizeof src, "%s", out_path);
         snprintf(exe, sizeof exe, "%.*s/%s", (int)(base - out_path), out_path, vcc_program_name(target, out_path, prog, sizeof prog));
     }
-    size_t n = (size_t)snprintf(buf, len, "%s ", target == VCC_TARGET_CUDA ? "nvcc -O2" : "cc -O2 -march=native -std=c11");
+    size_t n = (size_t)snprintf(buf, len, "%s ", target == VCC_TARGET_CUDA ? "nvcc -O2" : "cc -O2 -march=native -std=c11 -fopenmp");
     if (n >= len || put_shell_word(buf, len, &n, src)) return 1;
     n += (size_t)snprintf(buf + n, len - n, " -o ");
     if (n >= len || put_shell_word(buf, len, &n, exe)) return 1;
@@ -419,6 +420,12 @@ VccStatus vcc_emit_trainer(VccCtx *ctx, const VccGraph *g, VccTarget target, con
     fputs("#define VCC_PROGRAM ", f);
     emit_c_string(f, prog);
     fputs(" /* the binary's name; error lines begin with argv[0]'s basename */\n\n", f);
+    /* vcc --precision: the float32 arithmetic of the CUDA runtime's cuDNN and cuBLAS calls (cuda/base.cuh) */
+    if (target == VCC_TARGET_CUDA)
+        fprintf(f, "#define VCC_PRECISION_TF32 %d /* vcc --precision %s: %s */\n\n", ctx->precision == VCC_PRECISION_TF32,
+                vcc_precision_name(ctx->precision),
+                ctx->precision == VCC_PRECISION_TF32 ? "TF32 tensor cores allowed in convolutions and matrix products"
+                                                     : "plain FP32 math, no TF32");
     /* nvcc reports runtime functions this model does not call (#177); the C compilers do not warn
      * about unused static inline functions. The suppression covers the runtime section only. */
     if (target == VCC_TARGET_CUDA)

@@ -5,8 +5,7 @@
  *       [--dump-ir PASS] [--plan-json FILE] [--plan-trace FILE] [--plan-svg FILE]
  *       [--loss ce|mse|graph] [--optimizer sgd|adamw] [--momentum M] [--forward-only | --eval]
  *       [--allow-inference-export] [--no-fuse-attention] [--keep-grads] [--workspace-limit BYTES]
- *       [--allow-inference-export] [--no-fuse-attention] [--keep-grads] [--memory-limit SIZE]
- *       [--cpu-conv dnnl|im2col]
+ *       [--memory-limit SIZE] [--precision fp32|tf32] [--cpu-conv dnnl|im2col]
  *   vcc MODEL.onnx --fit SIZE [--vary NAME] [--shape ...] [compile options]
  *
  * Every option that takes a value accepts it as the next argument or after '=' (--dump-ir memplan,
@@ -19,8 +18,10 @@
  * same options and prints the plan report (passes/planreport.h) instead of the summary. With
  * --memory-limit, passes/remat.c recomputes values until the arena fits (a line beside the summary, or
  * on stderr, says what it cost); --fit prints the largest batch that fits (frontend/fit.h). Every output is
- * written to a temporary file and renamed, so a failure leaves no half-written output. Exit status 0 on success, 1 on any error
- * (the message names the file, node and op), 2 on a usage error.
+ * written to a temporary file and renamed, so a failure leaves no half-written output. --precision tf32 lets a
+ * CUDA trainer's cuDNN convolutions and cuBLAS products use TF32 tensor cores (runtime/cuda/base.cuh); it is
+ * refused with a .c output (the C trainer computes in plain float32), and bf16 is refused as not supported
+ * yet. Exit status 0 on success, 1 on any error (the message names the file, node and op), 2 on a usage error.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -54,8 +55,9 @@ static void usage(FILE *f) {
           "                     X_cuda (the C and CUDA trainers of a model can share a folder)\n"
           "  --shape NAME=DIMS  bind a symbolic input shape (NAME=2x3x8x112x112) or one symbolic dim (batch=2)\n"
           "  --dump-ir PASS     print the IR after PASS: onnx canonical shape fuse loss autodiff optimizer\n"
-          "                     schedule liveness inplace memplan (memplan shows live intervals, offsets, arena\n"
-          "                     size; fuse shows each FusedAttention with the nodes it replaced)\n"
+          "                     schedule liveness inplace memplan remat (memplan shows live intervals, offsets,\n"
+          "                     arena size; fuse shows each FusedAttention with the nodes it replaced; remat the\n"
+          "                     plan after --memory-limit's recomputed \"<node>.recompute\" clones)\n"
           "  --plan-json FILE   write the memory plan as JSON\n"
           "  --plan-trace FILE  write the memory plan as Chrome trace-event JSON (open it in ui.perfetto.dev):\n"
           "                     1 us = 1 schedule step, one track per arena offset, each tensor an event\n"
@@ -91,6 +93,11 @@ static void usage(FILE *f) {
           "                     elementwise ops) in backward, the most bytes per extra FLOP first; the same\n"
           "                     numbers as without. The summary gives the arena before and after and the extra\n"
           "                     FLOPs; a limit that cannot be met is an error naming the smallest arena reachable\n"
+          "  --precision fp32|tf32  the CUDA trainer's float32 arithmetic in cuDNN convolutions and cuBLAS\n"
+          "                     products: fp32, plain FP32 math (the default; the numbers of the C trainer up\n"
+          "                     to summation order); tf32, TF32 tensor cores allowed, as PyTorch's default for\n"
+          "                     cuDNN convolutions (torch.backends.cudnn.allow_tf32). Tensors stay float32 in the\n"
+          "                     arena. A .c output takes fp32 only. The tf32 path has been compiled, not yet run\n"
           "  --fit SIZE [--vary NAME]  print the largest value of the symbolic dim NAME (default batch; the\n"
           "                     model exported with it symbolic) whose arena fits in SIZE, without and with\n"
           "                     recomputation (--memory-limit), and the arena of each; nothing is written\n"
@@ -287,17 +294,18 @@ static int paths_clash(const char *model, const char *out, const char *plan_json
     return rc;
 }
 
-/* What writes one plan file: the JSON, the trace or the SVG (model names the input). */
-typedef void (*PlanWriter)(FILE *f, const VccGraph *g, const char *model);
+/* What writes one plan file: the JSON, the trace or the SVG (ctx: the compilation's file and options). */
+typedef void (*PlanWriter)(FILE *f, const VccGraph *g, const VccCtx *ctx);
 
-static void write_json(FILE *f, const VccGraph *g, const char *model) {
-    (void)model;
-    vcc_plan_write_json(f, g);
-}
+static void write_json(FILE *f, const VccGraph *g, const VccCtx *ctx) { vcc_plan_write_json(f, g, ctx->precision); }
+
+static void write_trace(FILE *f, const VccGraph *g, const VccCtx *ctx) { vcc_plan_write_trace(f, g, ctx->file); }
+
+static void write_svg(FILE *f, const VccGraph *g, const VccCtx *ctx) { vcc_plan_write_svg(f, g, ctx->file); }
 
 /* Write one plan file: to a device or FIFO directly (/dev/stdout), to anything else through a temporary
  * file renamed into place, so a failure leaves no partial file. Returns 0, or 1 with the error printed. */
-static int write_plan_file(const char *path, PlanWriter write, const VccGraph *g, const char *model) {
+static int write_plan_file(const char *path, PlanWriter write, const VccGraph *g, const VccCtx *ctx) {
     FILE *f;
     char *tmp = NULL;
     if (!is_regular(path) && access(path, F_OK) == 0) { /* a device or FIFO */
@@ -305,7 +313,7 @@ static int write_plan_file(const char *path, PlanWriter write, const VccGraph *g
             fprintf(stderr, "vcc: %s: cannot write: %s\n", path, strerror(errno));
             return 1;
         }
-        write(f, g, model);
+        write(f, g, ctx);
         bool bad = ferror(f) != 0;
         if (fclose(f) != 0 || bad) {
             fprintf(stderr, "vcc: %s: cannot write: %s\n", path, strerror(errno));
@@ -317,7 +325,7 @@ static int write_plan_file(const char *path, PlanWriter write, const VccGraph *g
         fprintf(stderr, "vcc: %s: cannot write: %s\n", path, strerror(errno));
         return 1;
     }
-    write(f, g, model);
+    write(f, g, ctx);
     return commit_tmp(f, tmp, path);
 }
 
@@ -368,10 +376,12 @@ int main(int argc, char **argv) {
     bool forward_only = false, eval = false, allow_inference = false, no_fuse = false, keep_grads = false,
          cpu_conv_dnnl = true;
     const char *momentum_text = NULL, *loss_text = NULL, *optimizer_text = NULL, *ws_text = NULL,
-               *limit_text = NULL, *fit_text = NULL, *vary = NULL, *cpu_conv_text = NULL;
+               *limit_text = NULL, *fit_text = NULL, *vary = NULL, *precision_text = NULL,
+               *cpu_conv_text = NULL;
     int64_t ws_limit = VCC_WORKSPACE_LIMIT_DEFAULT, memory_limit = 0, fit_limit = 0;
     VccOptimKind optimizer = VCC_OPTIM_SGD;
     VccLossKind loss = VCC_LOSS_CE;
+    VccPrecision precision = VCC_PRECISION_FP32;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         bool missing = false;
@@ -422,6 +432,18 @@ int main(int argc, char **argv) {
             else if (!strcmp(v, "adamw")) optimizer = VCC_OPTIM_ADAMW;
             else {
                 fprintf(stderr, "vcc: --optimizer needs sgd or adamw, got '%s'\n", v);
+                return 2;
+            }
+        } else if ((v = opt_value(argc, argv, &i, "--precision", &missing))) {
+            if (set_once(&precision_text, v, "--precision")) return 2;
+            if (!strcmp(v, "fp32")) precision = VCC_PRECISION_FP32;
+            else if (!strcmp(v, "tf32")) precision = VCC_PRECISION_TF32;
+            else if (!strcmp(v, "bf16")) {
+                fprintf(stderr, "vcc: --precision bf16 is not supported yet (it needs a dtype per tensor in the "
+                                "plan); the precisions are fp32 (the default) and tf32 (CUDA trainers)\n");
+                return 2;
+            } else {
+                fprintf(stderr, "vcc: --precision needs fp32 or tf32, got '%s'\n", v);
                 return 2;
             }
         } else if ((v = opt_value(argc, argv, &i, "--momentum", &missing))) {
@@ -560,6 +582,11 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
+    if (precision == VCC_PRECISION_TF32 && out && target == VCC_TARGET_C) {
+        fprintf(stderr, "vcc: --precision tf32 is for CUDA trainers (TF32 tensor cores in cuDNN and cuBLAS); the C "
+                        "trainer '%s' computes in plain float32: give -o FILE.cu, or leave out --precision\n", out);
+        return 2;
+    }
     bool vir = has_suffix(model, ".vir");
     int stage = 0;
     if (vir) {
@@ -584,6 +611,7 @@ int main(int argc, char **argv) {
     ctx.keep_grads = keep_grads;
     ctx.workspace_limit = ws_limit;
     ctx.cpu_conv_dnnl = cpu_conv_dnnl; /* both targets plan alike: the CUDA trainer gets the same workspaces */
+    ctx.precision = precision;
     ctx.memory_limit = memory_limit;
     ctx.eval = eval;
     ctx.allow_inference_export = allow_inference;
@@ -601,9 +629,9 @@ int main(int argc, char **argv) {
     if (st != VCC_OK) goto done;
     int64_t ws_largest;
     conv_workspaces(g, ws_limit, &ws_largest);
-    if (plan_json && write_plan_file(plan_json, write_json, g, model)) goto done;
-    if (plan_trace && write_plan_file(plan_trace, vcc_plan_write_trace, g, model)) goto done;
-    if (plan_svg && write_plan_file(plan_svg, vcc_plan_write_svg, g, model)) goto done;
+    if (plan_json && write_plan_file(plan_json, write_json, g, &ctx)) goto done;
+    if (plan_trace && write_plan_file(plan_trace, write_trace, g, &ctx)) goto done;
+    if (plan_svg && write_plan_file(plan_svg, write_svg, g, &ctx)) goto done;
     if (out) {
         /* weights beside the program: train.c -> train.safetensors */
         wpath = vcc_strfmt("%.*s.safetensors", (int)(strrchr(out, '.') - out), out);

@@ -24,7 +24,10 @@ void vcc_ctx_init(VccCtx *ctx, const char *file) {
     ctx->momentum = 0.9f;
     ctx->max_errors = VCC_MAX_ERRORS;
     ctx->workspace_limit = VCC_WORKSPACE_LIMIT_DEFAULT;
+    ctx->precision = VCC_PRECISION_FP32;
 }
+
+const char *vcc_precision_name(VccPrecision p) { return p == VCC_PRECISION_TF32 ? "tf32" : "fp32"; }
 
 char *vcc_vstrfmt(const char *fmt, va_list ap) {
     va_list ap2;

@@ -69,6 +69,17 @@ typedef enum {
     VCC_OPTIM_ADAMW, /* torch.optim.AdamW (amsgrad and maximize off) */
 } VccOptimKind;
 
+/* The float32 arithmetic of a CUDA trainer's library calls (--precision; codegen/emit.c writes it into the
+ * program as VCC_PRECISION_TF32, runtime/cuda/base.cuh). Every tensor stays float32 in the arena either way. */
+typedef enum {
+    VCC_PRECISION_FP32, /* plain FP32: cuDNN CUDNN_FMA_MATH, cuBLAS CUBLAS_DEFAULT_MATH (the default; the C target's) */
+    VCC_PRECISION_TF32, /* TF32 tensor cores allowed in cuDNN convolutions and cuBLAS products, as PyTorch's
+                           defaults for cuDNN (torch.backends.cudnn.allow_tf32); CUDA trainers only */
+} VccPrecision;
+
+/* "fp32" or "tf32": p's name on the command line, in the plan JSON and in the generated program. */
+const char *vcc_precision_name(VccPrecision p);
+
 /* The default of --workspace-limit: 16 MiB per conv workspace (ir/ops/conv.c, vcc_conv_ws_bytes). */
 #define VCC_WORKSPACE_LIMIT_DEFAULT ((int64_t)16 << 20)
 
@@ -99,6 +110,8 @@ typedef struct VccCtx {
                               runtime/cpu/conv_dnnl.h): conv workspaces also hold its blocked copies where they
                               fit the limit (vcc_conv_dnnl_ws_bytes), in the CUDA trainer's plan too, so both
                               targets keep one plan; false: im2col + OpenBLAS only */
+    VccPrecision precision;/* a CUDA trainer's convolution and matrix-product arithmetic (--precision; default
+                              VCC_PRECISION_FP32) */
     int64_t memory_limit;  /* the arena's limit in bytes (passes/remat.c recomputes values to meet it): --memory-limit; 0: none */
     bool from_dump;        /* the graph was read from a .vir dump: its intervals and plan are the user's */
     const char *dump_after;/* --dump-ir=PASS, or NULL */
@@ -106,7 +119,7 @@ typedef struct VccCtx {
 } VccCtx;
 
 /* Initialise ctx with defaults: diag=stderr, dump=stdout, momentum 0.9, at most VCC_MAX_ERRORS lines,
- * workspace limit VCC_WORKSPACE_LIMIT_DEFAULT. */
+ * workspace limit VCC_WORKSPACE_LIMIT_DEFAULT, precision VCC_PRECISION_FP32. */
 void vcc_ctx_init(VccCtx *ctx, const char *file);
 
 /* Report an error: writes "<ctx->file>: error: <message>\n" to ctx->diag and counts it. printf-style.

@@ -307,10 +307,11 @@ void vcc_json_str(FILE *f, const char *s) {
     fputc('"', f);
 }
 
-void vcc_plan_write_json(FILE *f, const VccGraph *g) {
-    fprintf(f, "{\n  \"arena_bytes\": %" PRId64 ",\n  \"lower_bound_bytes\": %" PRId64
+void vcc_plan_write_json(FILE *f, const VccGraph *g, VccPrecision precision) {
+    fprintf(f, "{\n  \"precision\": \"%s\",\n  \"arena_bytes\": %" PRId64 ",\n  \"lower_bound_bytes\": %" PRId64
                ",\n  \"no_reuse_bytes\": %" PRId64 ",\n  \"persistent_bytes\": %" PRId64 ",\n  \"steps\": %d",
-            g->arena_bytes, g->lower_bound_bytes, g->no_reuse_bytes, g->persistent_bytes, g->nnodes);
+            vcc_precision_name(precision), g->arena_bytes, g->lower_bound_bytes, g->no_reuse_bytes,
+            g->persistent_bytes, g->nnodes);
     /* passes/schedule's peaks; unknown (null) for a graph read back after the schedule */
     if (g->schedule_peak_bytes > 0)
         fprintf(f, ",\n  \"schedule_peak_bytes\": %" PRId64 ",\n  \"given_order_peak_bytes\": %" PRId64,

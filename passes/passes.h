@@ -160,8 +160,10 @@ void vcc_plan_totals(VccGraph *g);
  * back after the schedule), "arena_unlimited_bytes", "recomputed_values", "recompute_flops", "step_flops",
  * "recompute_flops_percent" (passes/remat; null for a graph read back after the plan), "tensors": [{"name", "bytes", "offset", "start", "end", "category", "inplace_of", "view_of"}]}; start/end
  * null for persistent tensors; inplace_of names the input whose bytes an in-place output took, view_of
- * the tensor a view (Flatten/Reshape/Identity, BN running outputs) shares; both null otherwise. */
-void vcc_plan_write_json(FILE *f, const VccGraph *g);
+ * the tensor a view (Flatten/Reshape/Identity, BN running outputs) shares; both null otherwise;
+ * "precision": the precision the program is compiled for (vcc_precision_name: "fp32" or "tf32",
+ * --precision), which the plan does not depend on (every tensor is float32 either way). */
+void vcc_plan_write_json(FILE *f, const VccGraph *g, VccPrecision precision);
 
 /* Write s as a JSON string literal: quoted, with the quote and backslash escaped and control characters
  * written as u-escapes (backslash, u, four hex digits). */

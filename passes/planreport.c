@@ -204,6 +204,30 @@ void vcc_plan_report(FILE *f, const VccGraph *g, const char *model, const VccGra
                    " bytes (%.1f MiB): fusion saves %" PRId64 " bytes of arena (%.1f MiB)\n", unfused->arena_bytes,
                 unfused->arena_bytes / MIB, unfused->lower_bound_bytes, unfused->lower_bound_bytes / MIB,
                 unfused->arena_bytes - arena, (unfused->arena_bytes - arena) / MIB);
+
+    /* what recomputation removed (passes/remat.c: its clones are the nodes named "<node>.recompute") */
+    if (g->remat_values > 0) {
+        fprintf(f, "\nremoved by recomputation (--memory-limit)\n");
+        fprintf(f, "  %d saved values recomputed in backward instead of kept from the forward, +%.2f%% FLOPs of the "
+                   "step (%.3g of %.3g)\n", g->remat_values, g->step_flops > 0 ? 100.0 * g->remat_flops / g->step_flops
+                   : 0.0, g->remat_flops, g->step_flops);
+        fprintf(f, "  arena without recomputation %" PRId64 " bytes (%.1f MiB), with it %" PRId64 " bytes (%.1f MiB): "
+                   "%" PRId64 " bytes (%.1f MiB) less\n", g->arena_unlimited_bytes, g->arena_unlimited_bytes / MIB,
+                arena, arena / MIB, g->arena_unlimited_bytes - arena, (g->arena_unlimited_bytes - arena) / MIB);
+        fprintf(f, "  recomputed nodes, in schedule order (step, op, node):\n");
+        int listed = 0, total = 0;
+        static const char suffix[] = ".recompute";
+        for (int k = 0; k < g->nnodes; k++) {
+            const char *name = g->nodes[k].name;
+            size_t n = name ? strlen(name) : 0;
+            if (n < sizeof suffix - 1 || strcmp(name + n - (sizeof suffix - 1), suffix) != 0) continue;
+            if (total++ < REPORT_TOP) {
+                fprintf(f, "    %5d  %-24s \"%s\"\n", k, vcc_op_name(g->nodes[k].op), name);
+                listed++;
+            }
+        }
+        if (total > listed) fprintf(f, "    ... %d more\n", total - listed);
+    }
     view_free(&v);
 }
 

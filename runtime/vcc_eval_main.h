@@ -58,10 +58,11 @@ static void vcc_eval_usage(FILE *f, const VccEvalModel *m) {
             "  --labels Y.npy     class indices, int64 (S,), values in [0, %lld): print top-1, top-5, mean loss\n"
             "  --weights W        parameters and BN statistics, safetensors: the trainer's --out file or a\n"
             "                     checkpoint (default %s beside this program)\n"
-            "  --logits OUT.npy   write the logits, float32 (S, %lld)\n"
-            "  -h, --help         this text\n",
+            "  --logits OUT.npy   write the logits, float32 (S, %lld)\n",
             vcc_program, (long long)m->input->dims[0], vcc_clip_shape(m->input->rank, m->input->dims, shape, sizeof shape),
             (long long)m->output->dims[1], m->default_weights, (long long)m->output->dims[1]);
+    vcc_threads_help(f, 17);
+    fputs("  -h, --help         this text\n", f);
 }
 
 /* Cross-entropy of one row of logits (K) against label y, in double: logsumexp(z) - z[y]. Also the
@@ -79,8 +80,9 @@ static double vcc_eval_row(const float *z, int64_t K, int64_t y, int64_t *rank) 
 }
 
 static int vcc_eval_main(int argc, char **argv, const VccEvalModel *m) {
-    const char *data = NULL, *labels_path = NULL, *weights = NULL, *logits_path = NULL;
+    const char *data = NULL, *labels_path = NULL, *weights = NULL, *logits_path = NULL, *threads = NULL;
     char wbuf[4096];
+    vcc_omp_passive(argv);
     vcc_set_program(argv[0]);
     vcc_watch_stdout();
     for (int i = 1; i < argc; i++) {
@@ -91,7 +93,7 @@ static int vcc_eval_main(int argc, char **argv, const VccEvalModel *m) {
         }
         if (vcc_opt_match(argc, argv, &i, "--data", &data) || vcc_opt_match(argc, argv, &i, "--labels", &labels_path) ||
             vcc_opt_match(argc, argv, &i, "--weights", &weights) ||
-            vcc_opt_match(argc, argv, &i, "--logits", &logits_path))
+            vcc_opt_match(argc, argv, &i, "--logits", &logits_path) || vcc_threads_match(argc, argv, &i, &threads))
             continue;
         vcc_usage_error("unknown option '%s'", a);
     }
@@ -114,6 +116,7 @@ static int vcc_eval_main(int argc, char **argv, const VccEvalModel *m) {
 
     VccRt rt;
     vcc_rt_init(&rt);
+    vcc_threads_apply(&rt, threads);
     unsigned char *arena = (unsigned char *)vcc_arena_alloc(&rt, m->arena_bytes);
     if (!arena) vcc_dief("cannot allocate the %zu-byte arena", m->arena_bytes);
     m->init(&rt, arena);

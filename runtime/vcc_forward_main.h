@@ -50,21 +50,22 @@ static void vcc_forward_usage(FILE *f, const VccForwardModel *m) {
             "Evaluate the compiled model once: %d input .npy file(s), %d output .npy file(s), in this order.\n"
             "  --weights W    initializers, safetensors (default %s beside this program)\n"
             "  --seed S       the seed of the Dropout masks, those of training step 1 (default 0)\n"
-            "  --             the next words are files even when they start with '-'\n"
-            "  -h, --help     this text\n"
-            "inputs:\n",
+            "  --             the next words are files even when they start with '-'\n",
             vcc_program, m->ninputs, m->noutputs, m->default_weights);
+    vcc_threads_help(f, 13);
+    fputs("  -h, --help     this text\ninputs:\n", f);
     for (int i = 0; i < m->ninputs; i++) vcc_forward_describe(f, &m->inputs[i]);
     fputs("outputs:\n", f);
     for (int i = 0; i < m->noutputs; i++) vcc_forward_describe(f, &m->outputs[i]);
 }
 
 static int vcc_forward_main(int argc, char **argv, const VccForwardModel *m) {
-    const char *weights = NULL, *seed = NULL;
+    const char *weights = NULL, *seed = NULL, *threads = NULL;
     long seed_value = 0;
     const char **in = (const char **)calloc((size_t)argc, sizeof *in), **out = (const char **)calloc((size_t)argc, sizeof *out);
     int nin = 0, nout = 0, outputs = 0, files_only = 0;
     char err[1024], wbuf[4096];
+    vcc_omp_passive(argv);
     vcc_set_program(argv[0]);
     vcc_watch_stdout();
     if (!in || !out) vcc_die("out of memory");
@@ -77,7 +78,8 @@ static int vcc_forward_main(int argc, char **argv, const VccForwardModel *m) {
             }
             if (!strcmp(a, "-o")) outputs = 1;
             else if (!strcmp(a, "--")) files_only = 1;
-            else if (!vcc_opt_match(argc, argv, &i, "--weights", &weights) && !vcc_opt_match(argc, argv, &i, "--seed", &seed))
+            else if (!vcc_opt_match(argc, argv, &i, "--weights", &weights) && !vcc_opt_match(argc, argv, &i, "--seed", &seed) &&
+                     !vcc_threads_match(argc, argv, &i, &threads))
                 vcc_usage_error("unknown option '%s'", a);
             continue;
         }
@@ -114,6 +116,7 @@ static int vcc_forward_main(int argc, char **argv, const VccForwardModel *m) {
     }
     VccRt rt;
     vcc_rt_init(&rt);
+    vcc_threads_apply(&rt, threads);
     unsigned char *arena = (unsigned char *)vcc_arena_alloc(&rt, m->arena_bytes);
     if (!arena) vcc_dief("cannot allocate the %zu-byte arena", m->arena_bytes);
     m->init(&rt, arena);

@@ -10,6 +10,7 @@
  *           [--clip-grad-norm MAX] [--lr-schedule constant|cosine] [--warmup-steps W]
  *           [--weights W.safetensors] [--out trained.safetensors] [--save-grads grads.safetensors]
  *           [--checkpoint-dir DIR] [--checkpoint-every K] [--keep-last N] [--resume DIR|FILE] [--seed S]
+ *           [--cudnn-search time|heuristic] (CUDA)
  *
  * (The binary of train.cu is train_cuda; every message starts with the binary's own name.)
  * X is float32 (S, C, T, H, W) with (C, T, H, W) as compiled, Y int64 (S,) with values in [0, K) (the
@@ -40,6 +41,11 @@
  * Learning rate of step s (1-based) with --lr LR, --warmup-steps W (default 0) and --steps S:
  *   s <= W: LR * s / W;  after: LR (--lr-schedule constant, the default) or
  *   LR * 0.5 * (1 + cos(pi * (s - W) / (S - W))) (--lr-schedule cosine).
+ *
+ * CUDA (a runtime that defines VCC_RT_CUDA): --cudnn-search time (the default) chooses each convolution
+ * direction's cuDNN algorithm at its first call by timing the candidates on that call's tensors
+ * (cudnnFind*AlgorithmEx, cuda/conv.cuh), heuristic by cuDNN's heuristic ranking without running any; --help
+ * names the precision compiled in (vcc --precision: fp32 or tf32, VCC_PRECISION_NAME).
  *
  * Seed: --seed S (a decimal integer, default 0) keys the draws of the model's Dropout masks: the mask of
  * a Dropout node at step k is a pure function of (S, the node, k) (runtime/elem/dropout.h), the same on
@@ -146,6 +152,8 @@ typedef struct {
     long steps, every, keep;                 /* every / keep: -1 until given */
     long seed;                               /* --seed: -1 until given (then the default, 0, or the checkpoint's) */
     long warmup;                             /* --warmup-steps */
+    const char *threads;                     /* --threads' text, NULL: the physical cores (C programs) */
+    int conv_heuristic;                      /* --cudnn-search heuristic (CUDA only; 0: time, the default) */
     int cosine;                              /* --lr-schedule cosine */
     float lr, momentum, wd, beta1, beta2, eps, clip; /* as given, rounded to float32 (clip 0: none) */
     double lr64, wd64, beta1_64, beta2_64, eps64, clip64; /* the same decimals read as doubles (AdamW, clip) */
@@ -243,9 +251,24 @@ static void vcc_usage(FILE *f, const VccModel *m) {
             "  --keep-last N           keep the N newest checkpoints of the run (default %d; 0: all)\n"
             "  --resume DIR|FILE       continue the run of the newest complete checkpoint in DIR (or of FILE)\n"
             "                          where it stopped: same step numbers, samples, schedule and losses\n"
-            "  --seed S                the seed of the Dropout masks (default 0; a resumed run keeps its own)\n"
-            "  -h, --help              this text\n",
+            "  --seed S                the seed of the Dropout masks (default 0; a resumed run keeps its own)\n",
             nokeep, m->default_weights, nokeep, VCC_CKPT_EVERY_DEFAULT, VCC_KEEP_LAST_DEFAULT);
+    vcc_threads_help(f, 23);
+#ifdef VCC_RT_CUDA
+    fputs("  --cudnn-search time|heuristic\n"
+          "                          how each convolution's cuDNN algorithm is chosen at its first call: time\n"
+          "                          (the default) runs the candidates on the step's own tensors and keeps the\n"
+          "                          fastest that fits the planned workspace; heuristic takes cuDNN's ranking\n",
+          f);
+#endif
+    fputs("  -h, --help              this text\n", f);
+#ifdef VCC_RT_CUDA
+    fprintf(f, "\nPrecision: %s (compiled in: vcc --precision %s): cuDNN convolutions and cuBLAS products %s\n",
+            VCC_PRECISION_NAME, VCC_PRECISION_NAME,
+            VCC_PRECISION_TF32 ? "may use\nTF32 tensor cores (inputs rounded to a 10-bit mantissa), as PyTorch's cuDNN "
+                                 "default; tensors are float32."
+                               : "use\nplain FP32 math (no TF32).");
+#endif
 }
 
 /* vcc_option_real: option opt's value text (a plain decimal, vcc_option_float's rules) as float32 into *f
@@ -273,6 +296,7 @@ static void vcc_train_args(int argc, char **argv, const VccModel *m, VccTrainArg
     a->eps = 1e-8f, a->eps64 = 1e-8;
     const char *steps = NULL, *every = NULL, *keep = NULL, *lr = NULL, *mom = NULL, *wd = NULL, *seed = NULL;
     const char *opt = NULL, *b1 = NULL, *b2 = NULL, *eps = NULL, *clip = NULL, *sched = NULL, *warm = NULL;
+    const char *search = NULL;
     for (int i = 1; i < argc; i++) {
         const char *x = argv[i];
         if (!strcmp(x, "-h") || !strcmp(x, "--help")) {
@@ -293,11 +317,18 @@ static void vcc_train_args(int argc, char **argv, const VccModel *m, VccTrainArg
             vcc_opt_match(argc, argv, &i, "--beta1", &b1) || vcc_opt_match(argc, argv, &i, "--beta2", &b2) ||
             vcc_opt_match(argc, argv, &i, "--eps", &eps) || vcc_opt_match(argc, argv, &i, "--clip-grad-norm", &clip) ||
             vcc_opt_match(argc, argv, &i, "--lr-schedule", &sched) ||
-            vcc_opt_match(argc, argv, &i, "--warmup-steps", &warm))
+            vcc_opt_match(argc, argv, &i, "--warmup-steps", &warm) ||
+            vcc_threads_match(argc, argv, &i, &a->threads))
             continue;
+#ifdef VCC_RT_CUDA
+        if (vcc_opt_match(argc, argv, &i, "--cudnn-search", &search)) continue;
+#endif
         if (x[0] == '-') vcc_usage_error("unknown option '%s'", x);
         vcc_usage_error("unexpected argument '%s' (files are given with --data, --labels, ...)", x);
     }
+    if (search && strcmp(search, "time") != 0 && strcmp(search, "heuristic") != 0)
+        vcc_usage_error("--cudnn-search needs time or heuristic, got '%s'", search);
+    a->conv_heuristic = search && !strcmp(search, "heuristic");
     if (opt && strcmp(opt, "sgd") != 0 && strcmp(opt, "adamw") != 0)
         vcc_usage_error("--optimizer needs sgd or adamw, got '%s'", opt);
     if (opt && strcmp(opt, vcc_optimizer_names[m->optimizer]) != 0)
@@ -547,6 +578,7 @@ static void vcc_load_data(const VccModel *m, const VccTrainArgs *a, VccNpy *x, V
 static int vcc_trainer_main(int argc, char **argv, const VccModel *m) {
     VccTrainArgs a;
     char err[1024], path[4200];
+    vcc_omp_passive(argv);
     vcc_set_program(argv[0]);
     vcc_watch_stdout();
     vcc_train_args(argc, argv, m, &a);
@@ -589,6 +621,10 @@ static int vcc_trainer_main(int argc, char **argv, const VccModel *m) {
 
     VccRt rt;
     vcc_rt_init(&rt);
+    vcc_threads_apply(&rt, a.threads);
+#ifdef VCC_RT_CUDA
+    rt.conv_search = a.conv_heuristic ? VCC_CONV_SEARCH_HEURISTIC : VCC_CONV_SEARCH_TIME;
+#endif
 
     /* data (S, C, T, H, W) float32, labels (S,) int64, targets (S, ...) float32, checked against the
      * compiled shapes */

@@ -239,6 +239,60 @@ VCC_STATE_FN void vcc_option_count(const char *opt, const char *text, long *out)
     if (rc == 2) vcc_dief("%s %s is too large (at most %ld)", opt, s, LONG_MAX);
 }
 
+/* --threads N: the C programs' thread count (vcc_rt_set_threads, cpu/base.h); the CUDA programs have no
+ * such option (these match nothing and apply nothing there). */
+
+/* vcc_omp_passive: with -fopenmp on Linux, unless the environment sets OMP_WAIT_POLICY, run this program
+ * again (execv of /proc/self/exe, same argv and pid) with OMP_WAIT_POLICY=passive, which libgomp reads
+ * only when it loads. Between parallel loops the OpenMP workers then sleep instead of spinning, and do
+ * not take cores from OpenBLAS's own sgemm threads (a second pool) or from other processes: on a
+ * 2-core machine under load, spinning workers made r3d_18's step about twice as slow (bench/README.md).
+ * Called first in every C program's main; when the exec fails the program runs on with libgomp's
+ * default policy. */
+VCC_STATE_FN void vcc_omp_passive(char **argv) {
+#if defined(_OPENMP) && defined(__linux__)
+    if (getenv("OMP_WAIT_POLICY") || setenv("OMP_WAIT_POLICY", "passive", 1) != 0) return;
+    execv("/proc/self/exe", argv);
+#else
+    (void)argv;
+#endif
+}
+
+/* vcc_threads_match: vcc_opt_match for --threads, in a program whose target has threads. */
+VCC_STATE_FN int vcc_threads_match(int argc, char **argv, int *i, const char **value) {
+#ifdef VCC_RT_THREADS
+    return vcc_opt_match(argc, argv, i, "--threads", value);
+#else
+    (void)argc, (void)argv, (void)i, (void)value;
+    return 0;
+#endif
+}
+
+/* vcc_threads_help: the --threads line of --help (width w of the option column), C programs only. */
+VCC_STATE_FN void vcc_threads_help(FILE *f, int w) {
+#ifdef VCC_RT_THREADS
+    fprintf(f, "  %-*s threads of the loops and of sgemm (default: the physical cores, here %d)\n", w, "--threads N",
+            vcc_cpu_physical_cores());
+#else
+    (void)f, (void)w;
+#endif
+}
+
+/* vcc_threads_apply: set rt's threads to --threads' value text (a decimal integer >= 1; NULL: the
+ * physical cores); dies (status 1) naming the option on a bad value. */
+VCC_STATE_FN void vcc_threads_apply(VccRt *rt, const char *text) {
+#ifdef VCC_RT_THREADS
+    long n = 0;
+    if (text) {
+        vcc_option_count("--threads", text, &n);
+        if (n < 1 || n > 4096) vcc_dief("--threads needs a thread count from 1 to 4096, got %ld", n);
+    }
+    vcc_rt_set_threads(rt, text ? (int)n : vcc_cpu_physical_cores());
+#else
+    (void)rt, (void)text;
+#endif
+}
+
 /* ------------------------------------------------------------------------ */
 /* Output files                                                             */
 /* ------------------------------------------------------------------------ */

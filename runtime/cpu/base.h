@@ -3,12 +3,11 @@
  * uses (copy, fill, counter), and the signature machinery of the op families. Each family's kernels
  * are in cpu/<family>.h (signatures in proto/<family>.h, per-element bodies in elem/<family>.h); a
  * generated .c program inlines this file and the families its schedule uses, after elem/base.h and
- * vcc_io.h; link with -lopenblas -lm. Compile with -fopenmp to parallelise
- * im2col/col2im and the per-channel/elementwise loops (sgemm is threaded by
- * OpenBLAS either way); without it every loop here runs on one thread. With
- * -fopenmp and a pthreads OpenBLAS the two thread pools alternate; spinning
- * OpenMP workers then steal cores from sgemm, so link the OpenMP build of
- * OpenBLAS or run with OMP_WAIT_POLICY=passive.
+ * vcc_io.h; link with -lopenblas -lm. Compiled with -fopenmp (vcc's build command has it), OpenMP
+ * runs im2col/col2im and the per-channel/elementwise loops (sgemm is threaded by OpenBLAS either way);
+ * without it every loop here runs on one thread. With a pthreads OpenBLAS the two thread pools
+ * alternate; spinning OpenMP workers would steal cores from sgemm, so the programs run with
+ * OMP_WAIT_POLICY=passive unless it is set (vcc_omp_passive, vcc_state.h).
  *
  * Shape legend:
  *   N  batch               C  input channels        K  output channels / classes
@@ -34,7 +33,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cblas.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 /* OpenBLAS's cblas.h pulls in <complex.h>, whose macros `I` and `complex`
  * would capture ordinary identifiers in the generated code; C99 7.3.1 allows
  * undefining them. */
@@ -98,6 +101,63 @@ VCC_CPU_FN void vcc_rt_destroy(VccRt *rt)
     if (rt) rt->conv_state = NULL;
 }
 VCC_CPU_FN void vcc_rt_sync(VccRt *rt) { (void)rt; }
+
+/* The C target's threads: --threads N of the generated programs (vcc_main.h and the evaluation and
+ * forward mains) sets both pools, OpenMP's (the loops of this runtime, with -fopenmp) and OpenBLAS's
+ * (sgemm). Every OpenMP loop here gives each output element to one thread, which computes it in a
+ * fixed order, and OpenBLAS splits sgemm over rows and columns, not over the summed dim, so a step's
+ * numbers do not depend on the thread count. */
+#define VCC_RT_THREADS 1
+
+/* vcc_cpu_physical_cores: the physical cores this process may run on: the logical CPUs it may use
+ * (omp_get_num_procs, which honours the affinity mask, with -fopenmp; else the online CPUs) divided by
+ * the hardware threads per core (the CPUs listed in cpu0's topology/thread_siblings_list); at least 1.
+ * PyTorch's default intra-op thread count is the physical cores too. */
+VCC_CPU_FN int vcc_cpu_physical_cores(void)
+{
+    long logical;
+    int smt = 0;
+    FILE *f;
+#ifdef _OPENMP
+    logical = omp_get_num_procs();
+#else
+    logical = sysconf(_SC_NPROCESSORS_ONLN);
+#endif
+    f = fopen("/sys/devices/system/cpu/cpu0/topology/thread_siblings_list", "r");
+    if (f) {
+        /* "0-1", "0,8" or "0": count the CPUs of each comma-separated item */
+        long a, b;
+        int c;
+        while (fscanf(f, "%ld", &a) == 1) {
+            b = a;
+            c = fgetc(f);
+            if (c == '-') {
+                if (fscanf(f, "%ld", &b) != 1) break;
+                c = fgetc(f);
+            }
+            if (b >= a && b - a < 1024) smt += (int)(b - a + 1);
+            if (c != ',') break;
+        }
+        fclose(f);
+    }
+    if (smt < 1) smt = 1;
+    if (logical < 1) logical = 1;
+    logical /= smt;
+    return logical < 1 ? 1 : logical > INT_MAX ? INT_MAX : (int)logical;
+}
+
+/* vcc_rt_set_threads: n (>= 1) threads for this process's OpenMP loops (omp_set_num_threads; only with
+ * -fopenmp) and for OpenBLAS's sgemm (openblas_set_num_threads); either overrides OMP_NUM_THREADS and
+ * OPENBLAS_NUM_THREADS. */
+VCC_CPU_FN void vcc_rt_set_threads(VccRt *rt, int n)
+{
+    (void)rt;
+    if (n < 1) n = 1;
+#ifdef _OPENMP
+    omp_set_num_threads(n);
+#endif
+    openblas_set_num_threads(n);
+}
 
 /* vcc_arena_alloc: bytes of zeroed memory aligned to 256 bytes; NULL on
  * failure or size overflow. Free with vcc_arena_free. (calloc underneath, so

@@ -23,18 +23,33 @@
  *
  * Memory: vcc_arena_alloc is the one cudaMalloc. Convolution workspaces are
  * the (ws, ws_bytes) regions the plan reserved inside the arena; the cuDNN
- * algorithm for each direction is the first one cuDNN's heuristics rank that
- * runs without TF32 and fits in ws_bytes, else the zero-workspace algorithm.
- * The handles' own internal scratch (cuBLAS) is theirs.
+ * algorithm for each direction is chosen at the direction's first call
+ * (cuda/conv.cuh): by default the fastest that cuDNN's timed search
+ * (cudnnFindConvolution*AlgorithmEx, run on that call's own tensors and
+ * workspace) finds with the allowed math and fitting in ws_bytes; with
+ * rt->conv_search VCC_CONV_SEARCH_HEURISTIC the first one cuDNN's heuristics
+ * rank that does; else the zero-workspace algorithm. The handles' own internal
+ * scratch (cuBLAS) is theirs.
  *
- * Numerics: cuDNN convolutions use CUDNN_FMA_MATH and cuBLAS CUBLAS_DEFAULT_MATH
- * (no TF32 tensor-core rounding), so results match the float32 CPU target up
- * to summation order. Reductions (batch-norm statistics, bias gradients,
+ * Numerics: VCC_PRECISION_TF32 (vcc --precision, defined by the generated
+ * program; 0 when absent) fixes the library math at compile time.
+ *   0 (fp32): cuDNN convolutions use CUDNN_FMA_MATH and cuBLAS CUBLAS_DEFAULT_MATH
+ *     (no TF32 tensor-core rounding), so results match the float32 CPU target up
+ *     to summation order.
+ *   1 (tf32): cuDNN convolutions may run tensor-op algorithms (the descriptor's
+ *     math CUDNN_DEFAULT_MATH, then the math type cuDNN reports for the chosen
+ *     algorithm; never CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION, which may convert
+ *     float32 operands to half) and cuBLAS uses CUBLAS_TF32_TENSOR_OP_MATH: the
+ *     products round their inputs to TF32 (10-bit mantissa), as PyTorch's
+ *     default for cuDNN convolutions (torch.backends.cudnn.allow_tf32 = True).
+ *     Tensors and hand-made kernels stay float32 either way.
+ * Reductions (batch-norm statistics, bias gradients,
  * pooling, the loss mean) accumulate in double with a fixed-order tree, so
  * they are run-to-run deterministic.
  *
  * State: VccRt holds the handles, the list of per-convolution caches
- * (VccConvDesc.backend) and the position of dropout's draws (seed, step); nothing else is mutable.
+ * (VccConvDesc.backend), how convolution algorithms are chosen (conv_search) and the position of
+ * dropout's draws (seed, step); nothing else is mutable.
  */
 #ifndef VCC_CUDA_BASE_CUH
 #define VCC_CUDA_BASE_CUH
@@ -52,6 +67,20 @@
 #include <type_traits>
 
 #include "../elem/base.h"
+
+/* VCC_PRECISION_TF32: 1 lets cuDNN convolutions and cuBLAS products use TF32 tensor cores (vcc --precision
+ * tf32), 0 keeps them plain FP32 (the default). The generated program defines it before this file. */
+#ifndef VCC_PRECISION_TF32
+#define VCC_PRECISION_TF32 0
+#endif
+/* VCC_RT_CUDA: this runtime is the CUDA target's (vcc_main.h adds the CUDA trainer's options). */
+#define VCC_RT_CUDA 1
+/* VCC_PRECISION_NAME: the vcc --precision the program was compiled with, for --help. */
+#if VCC_PRECISION_TF32
+#define VCC_PRECISION_NAME "tf32"
+#else
+#define VCC_PRECISION_NAME "fp32"
+#endif
 
 #ifndef VCC_PROGRAM
 #define VCC_PROGRAM "train_cuda" /* the generated file defines it as the binary's name */
@@ -119,17 +148,26 @@ typedef struct VccCudnnConv {
     cudnnTensorDescriptor_t x, y;           /* (N, C, *in), (N, K, *out) */
     cudnnFilterDescriptor_t w;              /* (K, C/G, *kernel) */
     cudnnConvolutionDescriptor_t conv;
+    cudnnMathType_t math;                   /* the math type conv holds now (shared by the three directions) */
     int have_fwd, have_bwd_data, have_bwd_filter;
     cudnnConvolutionFwdAlgo_t fwd_algo;
     cudnnConvolutionBwdDataAlgo_t bwd_data_algo;
     cudnnConvolutionBwdFilterAlgo_t bwd_filter_algo;
     size_t fwd_ws, bwd_data_ws, bwd_filter_ws;  /* bytes the chosen algorithm needs */
+    cudnnMathType_t fwd_math, bwd_data_math, bwd_filter_math; /* the math type each chosen algorithm runs
+                                                                 with (always CUDNN_FMA_MATH in fp32) */
 } VccCudnnConv;
+
+/* How a convolution direction's cuDNN algorithm is chosen at its first call (VccRt.conv_search; the CUDA
+ * trainer's --cudnn-search): TIME (0, the default) times the candidates with cudnnFind*AlgorithmEx where
+ * that is safe (cuda/conv.cuh), HEURISTIC takes cudnnGet*Algorithm_v7's ranking without running anything. */
+enum { VCC_CONV_SEARCH_TIME = 0, VCC_CONV_SEARCH_HEURISTIC = 1 };
 
 typedef struct VccRt {
     cudnnHandle_t cudnn;
     cublasHandle_t cublas;
     VccCudnnConv *convs;                    /* every backend created, for destroy */
+    int conv_search;                        /* VCC_CONV_SEARCH_TIME (vcc_rt_init's) or _HEURISTIC, set by main() */
     uint64_t seed, step;                    /* dropout's draws (elem/dropout.h): the run's --seed and the
                                                training step being computed, set by main() */
 } VccRt;
@@ -224,8 +262,10 @@ static inline void vcc_download(VccRt *rt, void *dst, const void *src, size_t by
     if (bytes) VCC_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
 }
 
-/* vcc_rt_init: the handles on the current device. No device, or no driver, is one sentence on stderr,
- * "<program>: no CUDA device found (cudaGetDeviceCount: <reason>)", and exit status 1. */
+/* vcc_rt_init: the handles on the current device, cuBLAS in the math mode of VCC_PRECISION_TF32, and
+ * conv_search VCC_CONV_SEARCH_TIME. No device, or no driver, is one sentence on stderr,
+ * "<program>: no CUDA device found (cudaGetDeviceCount: <reason>)", and exit status 1; a failed handle
+ * call exits 1 with the library's message. */
 static inline void vcc_rt_init(VccRt *rt)
 {
     int ndev = 0;
@@ -241,8 +281,14 @@ static inline void vcc_rt_init(VccRt *rt)
     VCC_CUDA_CHECK(cudaFree(0)); /* create the context now, not inside a kernel's timing */
     VCC_CUDNN_CHECK(cudnnCreate(&rt->cudnn));
     VCC_CUBLAS_CHECK(cublasCreate(&rt->cublas));
+#if VCC_PRECISION_TF32
+    /* vcc --precision tf32: TF32 tensor cores in every SGEMM (cuBLAS docs, cublasSetMathMode) */
+    VCC_CUBLAS_CHECK(cublasSetMathMode(rt->cublas, CUBLAS_TF32_TENSOR_OP_MATH));
+#else
     /* Plain FP32 FMA math: no TF32 tensor cores, so numbers match the CPU. */
     VCC_CUBLAS_CHECK(cublasSetMathMode(rt->cublas, CUBLAS_DEFAULT_MATH));
+#endif
+    rt->conv_search = VCC_CONV_SEARCH_TIME;
     VCC_CUBLAS_CHECK(cublasSetPointerMode(rt->cublas, CUBLAS_POINTER_MODE_HOST));
 }
 

@@ -13,6 +13,9 @@
  *                   cublasSgemm; the column entries are elem/conv.h's vcc_conv_im2col_at /
  *                   vcc_conv_col2im_at.
  * Both paths stay within the planned workspace, so --workspace-limit bounds the CUDA trainer's too.
+ *
+ * The cuDNN algorithm of each direction is chosen at the direction's first call (vcc__conv_pick_*) and
+ * kept in the descriptor's VccCudnnConv; the math types allowed follow VCC_PRECISION_TF32 (cuda/base.cuh).
  */
 #ifndef VCC_CUDA_CONV_CUH
 #define VCC_CUDA_CONV_CUH
@@ -24,6 +27,15 @@
 #define VCC_KERNEL VCC_KERNEL_DECLARE
 #include "../proto/conv.h"
 #undef VCC_KERNEL
+
+/* VCC_CONV_BASE_MATH: the math type a descriptor holds while algorithms are searched, and the one the
+ * zero-workspace fallback runs with: CUDNN_FMA_MATH (fp32: FMA kernels only) or CUDNN_DEFAULT_MATH (tf32:
+ * tensor-op kernels permitted, what PyTorch sets for float32 when torch.backends.cudnn.allow_tf32 is on). */
+#if VCC_PRECISION_TF32
+#define VCC_CONV_BASE_MATH CUDNN_DEFAULT_MATH
+#else
+#define VCC_CONV_BASE_MATH CUDNN_FMA_MATH
+#endif
 
 static inline void vcc__conv_fail(const VccConvDesc *d, const char *what)
 {
@@ -108,7 +120,9 @@ static inline VccCudnnConv *vcc__conv_backend(VccRt *rt, VccConvDesc *d)
     VCC_CUDNN_CHECK(cudnnSetConvolutionNdDescriptor(b->conv, nd, pad, str, dil,
                                                     CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
     VCC_CUDNN_CHECK(cudnnSetConvolutionGroupCount(b->conv, vcc__int(d->G, "conv groups")));
-    VCC_CUDNN_CHECK(cudnnSetConvolutionMathType(b->conv, CUDNN_FMA_MATH));
+    VCC_CUDNN_CHECK(cudnnSetConvolutionMathType(b->conv, VCC_CONV_BASE_MATH));
+    b->math = VCC_CONV_BASE_MATH;
+    b->fwd_math = b->bwd_data_math = b->bwd_filter_math = VCC_CONV_BASE_MATH;
 
     /* cuDNN's idea of the output shape must be the plan's */
     VCC_CUDNN_CHECK(cudnnGetConvolutionNdForwardOutputDim(b->conv, b->x, b->w, nd + 2, odim));
@@ -129,10 +143,74 @@ static inline VccCudnnConv *vcc__conv_backend(VccRt *rt, VccConvDesc *d)
     return b;
 }
 
-/* Only plain FP32 kernels: never an algorithm whose math is tensor-op (TF32). */
-static inline int vcc__fp32_math(cudnnMathType_t m)
+/* vcc__conv_math_ok: whether an algorithm cuDNN reports with math type m may be chosen. fp32: only plain
+ * FP32 kernels (FMA or default math; the descriptor stays CUDNN_FMA_MATH, so no TF32 runs). tf32: also
+ * CUDNN_TENSOR_OP_MATH (TF32 for float32 data); never CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION, which lets
+ * cuDNN convert float32 operands to half precision (cuDNN API docs, cudnnMathType_t). */
+static inline int vcc__conv_math_ok(cudnnMathType_t m)
 {
+#if VCC_PRECISION_TF32
+    return m == CUDNN_FMA_MATH || m == CUDNN_DEFAULT_MATH || m == CUDNN_TENSOR_OP_MATH;
+#else
     return m == CUDNN_FMA_MATH || m == CUDNN_DEFAULT_MATH;
+#endif
+}
+
+/* vcc__conv_run_math: the math type an algorithm cuDNN reported with math type m runs with: in tf32 m
+ * itself (PyTorch sets the descriptor to the chosen perf result's mathType the same way); in fp32 always
+ * CUDNN_FMA_MATH, the descriptor's, so fp32 never calls cudnnSetConvolutionMathType after creation. */
+static inline cudnnMathType_t vcc__conv_run_math(cudnnMathType_t m)
+{
+#if VCC_PRECISION_TF32
+    return m;
+#else
+    (void)m;
+    return CUDNN_FMA_MATH;
+#endif
+}
+
+/* vcc__conv_set_math: put math type m on b's convolution descriptor (shared by the three directions, so
+ * each call sets its direction's type first); no cuDNN call when it already holds m. */
+static inline void vcc__conv_set_math(VccCudnnConv *b, cudnnMathType_t m)
+{
+    if (b->math == m) return;
+    VCC_CUDNN_CHECK(cudnnSetConvolutionMathType(b->conv, m));
+    b->math = m;
+}
+
+/* vcc__bytes_overlap: whether the byte ranges [p, p + np) and [q, q + nq) share a byte (an empty or NULL
+ * range shares none). */
+static inline int vcc__bytes_overlap(const void *p, size_t np, const void *q, size_t nq)
+{
+    uintptr_t a = (uintptr_t)p, b = (uintptr_t)q;
+    if (!p || !q || !np || !nq) return 0;
+    return a < b + nq && b < a + np;
+}
+
+/* vcc__conv_elems: N * ch * prod(dims[0..nsp)), the element count of a (N, ch, *dims) tensor of d. */
+static inline size_t vcc__conv_elems(const VccConvDesc *d, int64_t N, int64_t ch, const int64_t *dims)
+{
+    int64_t n = N * ch;
+    int i;
+    for (i = 0; i < d->nsp; i++) n *= dims[i];
+    return (size_t)n;
+}
+
+/* vcc__conv_may_time: whether a direction's algorithm may be chosen by cudnnFind*AlgorithmEx on the call's
+ * own tensors. That search runs every candidate algorithm and writes its results into the output buffer
+ * out (out_bytes); this is harmless only when
+ *   - the real cuDNN call right after OVERWRITES out (beta == 0: it accumulates into out otherwise, and
+ *     the search would have destroyed what it adds to), and
+ *   - out shares no byte with the inputs a, b (a_bytes, b_bytes) or the workspace (they must reach the
+ *     real call unchanged; the plan gives a conv's output its own bytes, this checks it),
+ * and rt->conv_search asks for it (--cudnn-search time, the default). Otherwise the direction takes the
+ * heuristic path, which runs nothing. */
+static inline int vcc__conv_may_time(const VccRt *rt, float beta, const void *out, size_t out_bytes, const void *a,
+                                     size_t a_bytes, const void *b, size_t b_bytes, const void *ws, size_t ws_bytes)
+{
+    if (rt->conv_search != VCC_CONV_SEARCH_TIME || beta != 0.0f) return 0;
+    return !vcc__bytes_overlap(out, out_bytes, a, a_bytes) && !vcc__bytes_overlap(out, out_bytes, b, b_bytes) &&
+           !vcc__bytes_overlap(out, out_bytes, ws, ws_bytes);
 }
 
 static inline void vcc__conv_no_algo(const VccConvDesc *d, const char *dir, size_t ws_bytes, cudnnStatus_t fb_st,
@@ -148,141 +226,136 @@ static inline void vcc__conv_no_algo(const VccConvDesc *d, const char *dir, size
     vcc__conv_fail(d, msg);
 }
 
-/* Algorithm choice for one direction, against the workspace the plan reserved:
- *   1. the first of cudnnGetConvolution*Algorithm_v7's ranking whose status is
- *      success, whose math is plain FP32 (not tensor-op / TF32) and whose
- *      workspace (re-queried) is <= ws_bytes;
+/* Algorithm choice for one direction, against the workspace the plan reserved (ws, ws_bytes), made at the
+ * direction's first call (cuDNN API docs: cudnnFindConvolution*AlgorithmEx, cudnnGetConvolution*Algorithm_v7,
+ * cudnnGetConvolution*WorkspaceSize):
+ *   1. the candidates, fastest or best ranked first: with timed != 0 (vcc__conv_may_time) the results of
+ *      cudnnFind*AlgorithmEx, which runs each algorithm once on the call's real operands and workspace
+ *      and writes the output buffer (the caller's real call overwrites it); else, or when that search
+ *      fails or returns nothing, cudnnGet*Algorithm_v7's heuristic ranking, which runs nothing. The first
+ *      candidate whose status is success, whose math type is allowed (vcc__conv_math_ok) and whose
+ *      workspace (re-queried under its math type) is <= ws_bytes is chosen;
  *   2. else the zero-workspace algorithm (IMPLICIT_GEMM / BWD_DATA_ALGO_0 /
- *      BWD_FILTER_ALGO_0), else any algorithm cuDNN accepts within ws_bytes;
- *   3. else exit with a message naming the convolution. */
-static inline void vcc__conv_pick_fwd(VccRt *rt, const VccConvDesc *d, VccCudnnConv *b, size_t ws_bytes)
+ *      BWD_FILTER_ALGO_0), else any algorithm cuDNN accepts within ws_bytes, with VCC_CONV_BASE_MATH;
+ *   3. else exit with a message naming the convolution.
+ * vcc__conv_choose is these steps for any direction: Perf is the direction's cudnnConvolution*AlgoPerf_t,
+ * Algo its algorithm enum, Count its ALGO_COUNT and zero_ws its zero-workspace algorithm; find(count, &n,
+ * perf) is its timed search, rank(count, &n, perf) its heuristic ranking, need_of(algo, &bytes) its
+ * workspace query (under the descriptor's current math type). The choice, its workspace bytes and its
+ * math type go to *algo, *ws_need, *math; dir names the direction in the error message. A failed cuDNN
+ * call other than the two searches (and the queries they rank) exits 1 with cuDNN's message. */
+template <typename Perf, typename Algo, int Count, typename Find, typename Rank, typename Need>
+static inline void vcc__conv_choose(const VccConvDesc *d, VccCudnnConv *b, const char *dir, Algo zero_ws,
+                                    size_t ws_bytes, int timed, Find find, Rank rank, Need need_of, Algo *algo,
+                                    size_t *ws_need, cudnnMathType_t *math)
 {
-    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    Perf perf[Count];
     cudnnStatus_t st, fb_st = CUDNN_STATUS_SUCCESS;
     size_t need = 0, fb_need = 0;
     int n = 0, i;
     memset(perf, 0, sizeof perf);
-    /* 1. cuDNN's heuristic ranking: the first plain-FP32 algorithm that fits
-     *    (the query failing is not fatal: step 2 still finds one) */
-    if (cudnnGetConvolutionForwardAlgorithm_v7(rt->cudnn, b->x, b->w, b->conv, b->y,
-            CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf) != CUDNN_STATUS_SUCCESS)
-        n = 0;
-    for (i = 0; i < n && i < CUDNN_CONVOLUTION_FWD_ALGO_COUNT; i++) {
+    vcc__conv_set_math(b, VCC_CONV_BASE_MATH); /* search under the precision's own math type */
+    /* 1. the timed search where allowed, else (or when it fails) cuDNN's heuristic ranking; neither
+     *    failing is fatal: step 2 still finds one */
+    if (timed && find(Count, &n, perf) != CUDNN_STATUS_SUCCESS) n = 0;
+    if (n <= 0 && rank(Count, &n, perf) != CUDNN_STATUS_SUCCESS) n = 0;
+    for (i = 0; i < n && i < Count; i++) {
         if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > ws_bytes ||
-            !vcc__fp32_math(perf[i].mathType))
+            !vcc__conv_math_ok(perf[i].mathType))
             continue;
-        st = cudnnGetConvolutionForwardWorkspaceSize(rt->cudnn, b->x, b->w, b->conv, b->y, perf[i].algo, &need);
+        vcc__conv_set_math(b, vcc__conv_run_math(perf[i].mathType));
+        st = need_of(perf[i].algo, &need);
         if (st == CUDNN_STATUS_SUCCESS && need <= ws_bytes) {
-            b->fwd_algo = perf[i].algo;
-            b->fwd_ws = need;
-            b->have_fwd = 1;
+            *algo = perf[i].algo;
+            *ws_need = need;
+            *math = b->math;
             return;
         }
     }
-    /* 2. IMPLICIT_GEMM (no workspace), then any algorithm cuDNN accepts that fits */
-    for (i = -1; i < CUDNN_CONVOLUTION_FWD_ALGO_COUNT; i++) {
-        cudnnConvolutionFwdAlgo_t a = i < 0 ? CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM : (cudnnConvolutionFwdAlgo_t)i;
+    /* 2. the zero-workspace algorithm, then any algorithm cuDNN accepts that fits */
+    vcc__conv_set_math(b, VCC_CONV_BASE_MATH);
+    for (i = -1; i < Count; i++) {
+        Algo a = i < 0 ? zero_ws : (Algo)i;
         need = 0;
-        st = cudnnGetConvolutionForwardWorkspaceSize(rt->cudnn, b->x, b->w, b->conv, b->y, a, &need);
+        st = need_of(a, &need);
         if (i < 0) {
             fb_st = st;
             fb_need = need;
         }
         if (st == CUDNN_STATUS_SUCCESS && need <= ws_bytes) {
-            b->fwd_algo = a;
-            b->fwd_ws = need;
-            b->have_fwd = 1;
+            *algo = a;
+            *ws_need = need;
+            *math = b->math;
             return;
         }
     }
-    vcc__conv_no_algo(d, "forward", ws_bytes, fb_st, fb_need);
+    vcc__conv_no_algo(d, dir, ws_bytes, fb_st, fb_need); /* 3. */
 }
 
-static inline void vcc__conv_pick_bwd_data(VccRt *rt, const VccConvDesc *d, VccCudnnConv *b, size_t ws_bytes)
+/* The forward choice (y = conv(x, w)) into b->fwd_*: vcc__conv_choose with cuDNN's forward calls. */
+static inline void vcc__conv_pick_fwd(VccRt *rt, const VccConvDesc *d, VccCudnnConv *b, const float *x,
+                                      const float *w, float *y, void *ws, size_t ws_bytes, int timed)
 {
-    cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-    cudnnStatus_t st, fb_st = CUDNN_STATUS_SUCCESS;
-    size_t need = 0, fb_need = 0;
-    int n = 0, i;
-    memset(perf, 0, sizeof perf);
-    /* 1. cuDNN's heuristic ranking: the first plain-FP32 algorithm that fits
-     *    (the query failing is not fatal: step 2 still finds one) */
-    if (cudnnGetConvolutionBackwardDataAlgorithm_v7(rt->cudnn, b->w, b->y, b->conv, b->x,
-            CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf) != CUDNN_STATUS_SUCCESS)
-        n = 0;
-    for (i = 0; i < n && i < CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT; i++) {
-        if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > ws_bytes ||
-            !vcc__fp32_math(perf[i].mathType))
-            continue;
-        st = cudnnGetConvolutionBackwardDataWorkspaceSize(rt->cudnn, b->w, b->y, b->conv, b->x, perf[i].algo, &need);
-        if (st == CUDNN_STATUS_SUCCESS && need <= ws_bytes) {
-            b->bwd_data_algo = perf[i].algo;
-            b->bwd_data_ws = need;
-            b->have_bwd_data = 1;
-            return;
-        }
-    }
-    /* 2. BWD_DATA_ALGO_0 (no workspace), then any algorithm cuDNN accepts that fits */
-    for (i = -1; i < CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT; i++) {
-        cudnnConvolutionBwdDataAlgo_t a = i < 0 ? CUDNN_CONVOLUTION_BWD_DATA_ALGO_0 : (cudnnConvolutionBwdDataAlgo_t)i;
-        need = 0;
-        st = cudnnGetConvolutionBackwardDataWorkspaceSize(rt->cudnn, b->w, b->y, b->conv, b->x, a, &need);
-        if (i < 0) {
-            fb_st = st;
-            fb_need = need;
-        }
-        if (st == CUDNN_STATUS_SUCCESS && need <= ws_bytes) {
-            b->bwd_data_algo = a;
-            b->bwd_data_ws = need;
-            b->have_bwd_data = 1;
-            return;
-        }
-    }
-    vcc__conv_no_algo(d, "backward data", ws_bytes, fb_st, fb_need);
+    cudnnHandle_t h = rt->cudnn;
+    typedef cudnnConvolutionFwdAlgoPerf_t Perf;
+    vcc__conv_choose<Perf, cudnnConvolutionFwdAlgo_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT>(
+        d, b, "forward", CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, ws_bytes, timed,
+        [&](int count, int *n, Perf *perf) {
+            return cudnnFindConvolutionForwardAlgorithmEx(h, b->x, x, b->w, w, b->conv, b->y, y, count, n, perf,
+                                                          ws, ws_bytes);
+        },
+        [&](int count, int *n, Perf *perf) {
+            return cudnnGetConvolutionForwardAlgorithm_v7(h, b->x, b->w, b->conv, b->y, count, n, perf);
+        },
+        [&](cudnnConvolutionFwdAlgo_t a, size_t *bytes) {
+            return cudnnGetConvolutionForwardWorkspaceSize(h, b->x, b->w, b->conv, b->y, a, bytes);
+        },
+        &b->fwd_algo, &b->fwd_ws, &b->fwd_math);
+    b->have_fwd = 1;
 }
 
-static inline void vcc__conv_pick_bwd_filter(VccRt *rt, const VccConvDesc *d, VccCudnnConv *b, size_t ws_bytes)
+/* The backward-data choice (dx = conv^T(dy, w)) into b->bwd_data_*, as vcc__conv_pick_fwd's. */
+static inline void vcc__conv_pick_bwd_data(VccRt *rt, const VccConvDesc *d, VccCudnnConv *b, const float *dy,
+                                           const float *w, float *dx, void *ws, size_t ws_bytes, int timed)
 {
-    cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-    cudnnStatus_t st, fb_st = CUDNN_STATUS_SUCCESS;
-    size_t need = 0, fb_need = 0;
-    int n = 0, i;
-    memset(perf, 0, sizeof perf);
-    /* 1. cuDNN's heuristic ranking: the first plain-FP32 algorithm that fits
-     *    (the query failing is not fatal: step 2 still finds one) */
-    if (cudnnGetConvolutionBackwardFilterAlgorithm_v7(rt->cudnn, b->x, b->y, b->conv, b->w,
-            CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf) != CUDNN_STATUS_SUCCESS)
-        n = 0;
-    for (i = 0; i < n && i < CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT; i++) {
-        if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > ws_bytes ||
-            !vcc__fp32_math(perf[i].mathType))
-            continue;
-        st = cudnnGetConvolutionBackwardFilterWorkspaceSize(rt->cudnn, b->x, b->y, b->conv, b->w, perf[i].algo, &need);
-        if (st == CUDNN_STATUS_SUCCESS && need <= ws_bytes) {
-            b->bwd_filter_algo = perf[i].algo;
-            b->bwd_filter_ws = need;
-            b->have_bwd_filter = 1;
-            return;
-        }
-    }
-    /* 2. BWD_FILTER_ALGO_0 (no workspace), then any algorithm cuDNN accepts that fits */
-    for (i = -1; i < CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT; i++) {
-        cudnnConvolutionBwdFilterAlgo_t a =
-            i < 0 ? CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0 : (cudnnConvolutionBwdFilterAlgo_t)i;
-        need = 0;
-        st = cudnnGetConvolutionBackwardFilterWorkspaceSize(rt->cudnn, b->x, b->y, b->conv, b->w, a, &need);
-        if (i < 0) {
-            fb_st = st;
-            fb_need = need;
-        }
-        if (st == CUDNN_STATUS_SUCCESS && need <= ws_bytes) {
-            b->bwd_filter_algo = a;
-            b->bwd_filter_ws = need;
-            b->have_bwd_filter = 1;
-            return;
-        }
-    }
-    vcc__conv_no_algo(d, "backward filter", ws_bytes, fb_st, fb_need);
+    cudnnHandle_t h = rt->cudnn;
+    typedef cudnnConvolutionBwdDataAlgoPerf_t Perf;
+    vcc__conv_choose<Perf, cudnnConvolutionBwdDataAlgo_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT>(
+        d, b, "backward data", CUDNN_CONVOLUTION_BWD_DATA_ALGO_0, ws_bytes, timed,
+        [&](int count, int *n, Perf *perf) {
+            return cudnnFindConvolutionBackwardDataAlgorithmEx(h, b->w, w, b->y, dy, b->conv, b->x, dx, count, n,
+                                                               perf, ws, ws_bytes);
+        },
+        [&](int count, int *n, Perf *perf) {
+            return cudnnGetConvolutionBackwardDataAlgorithm_v7(h, b->w, b->y, b->conv, b->x, count, n, perf);
+        },
+        [&](cudnnConvolutionBwdDataAlgo_t a, size_t *bytes) {
+            return cudnnGetConvolutionBackwardDataWorkspaceSize(h, b->w, b->y, b->conv, b->x, a, bytes);
+        },
+        &b->bwd_data_algo, &b->bwd_data_ws, &b->bwd_data_math);
+    b->have_bwd_data = 1;
+}
+
+/* The backward-filter choice (dw from x and dy) into b->bwd_filter_*, as vcc__conv_pick_fwd's. */
+static inline void vcc__conv_pick_bwd_filter(VccRt *rt, const VccConvDesc *d, VccCudnnConv *b, const float *x,
+                                             const float *dy, float *dw, void *ws, size_t ws_bytes, int timed)
+{
+    cudnnHandle_t h = rt->cudnn;
+    typedef cudnnConvolutionBwdFilterAlgoPerf_t Perf;
+    vcc__conv_choose<Perf, cudnnConvolutionBwdFilterAlgo_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT>(
+        d, b, "backward filter", CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0, ws_bytes, timed,
+        [&](int count, int *n, Perf *perf) {
+            return cudnnFindConvolutionBackwardFilterAlgorithmEx(h, b->x, x, b->y, dy, b->conv, b->w, dw, count, n,
+                                                                 perf, ws, ws_bytes);
+        },
+        [&](int count, int *n, Perf *perf) {
+            return cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, b->x, b->y, b->conv, b->w, count, n, perf);
+        },
+        [&](cudnnConvolutionBwdFilterAlgo_t a, size_t *bytes) {
+            return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, b->x, b->y, b->conv, b->w, a, bytes);
+        },
+        &b->bwd_filter_algo, &b->bwd_filter_ws, &b->bwd_filter_math);
+    b->have_bwd_filter = 1;
 }
 
 /* y (N, K, S) += b[k] */
@@ -400,13 +473,20 @@ static inline void vcc__conv_bias_backward(int64_t N, int64_t K, int64_t S, cons
 static inline void conv_forward(VccRt *rt, VccConvDesc *d, const float *x, const float *w, const float *b,
                                 float *y, void *ws, size_t ws_bytes)
 {
-    const float one = 1.0f, zero = 0.0f;
+    const float one = 1.0f, zero = 0.0f; /* beta = zero: y is overwritten, which the timed search needs */
     if (!vcc__conv_cudnn_fits(d)) {
         vcc__conv_gemm(rt, d, VCC_CONV_FWD, x, w, NULL, y, ws, ws_bytes);
     } else {
         VccCudnnConv *c = vcc__conv_backend(rt, d);
         if (!ws) ws_bytes = 0;
-        if (!c->have_fwd || c->fwd_ws > ws_bytes) vcc__conv_pick_fwd(rt, d, c, ws_bytes);
+        if (!c->have_fwd || c->fwd_ws > ws_bytes) {
+            const size_t fb = sizeof(float);
+            int timed = vcc__conv_may_time(rt, zero, y, fb * vcc__conv_elems(d, d->N, d->K, d->out),
+                                           x, fb * vcc__conv_elems(d, d->N, d->C, d->in),
+                                           w, fb * vcc__conv_elems(d, d->K, d->C / d->G, d->kernel), ws, ws_bytes);
+            vcc__conv_pick_fwd(rt, d, c, x, w, y, ws, ws_bytes, timed);
+        }
+        vcc__conv_set_math(c, c->fwd_math);
         VCC_CUDNN_CHECK(cudnnConvolutionForward(rt->cudnn, &one, c->x, x, c->w, w, c->conv, c->fwd_algo,
                                                 ws, ws_bytes, &zero, c->y, y));
     }
@@ -417,7 +497,7 @@ static inline void conv_forward(VccRt *rt, VccConvDesc *d, const float *x, const
 static inline void conv_backward_data(VccRt *rt, VccConvDesc *d, const float *dy, const float *w, float *dx,
                                       void *ws, size_t ws_bytes)
 {
-    const float one = 1.0f, zero = 0.0f;
+    const float one = 1.0f, zero = 0.0f; /* beta = zero: dx is overwritten, which the timed search needs */
     VccCudnnConv *c;
     if (!vcc__conv_cudnn_fits(d)) {
         vcc__conv_gemm(rt, d, VCC_CONV_BWD_DATA, NULL, w, dy, dx, ws, ws_bytes);
@@ -425,7 +505,14 @@ static inline void conv_backward_data(VccRt *rt, VccConvDesc *d, const float *dy
     }
     c = vcc__conv_backend(rt, d);
     if (!ws) ws_bytes = 0;
-    if (!c->have_bwd_data || c->bwd_data_ws > ws_bytes) vcc__conv_pick_bwd_data(rt, d, c, ws_bytes);
+    if (!c->have_bwd_data || c->bwd_data_ws > ws_bytes) {
+        const size_t fb = sizeof(float);
+        int timed = vcc__conv_may_time(rt, zero, dx, fb * vcc__conv_elems(d, d->N, d->C, d->in),
+                                       dy, fb * vcc__conv_elems(d, d->N, d->K, d->out),
+                                       w, fb * vcc__conv_elems(d, d->K, d->C / d->G, d->kernel), ws, ws_bytes);
+        vcc__conv_pick_bwd_data(rt, d, c, dy, w, dx, ws, ws_bytes, timed);
+    }
+    vcc__conv_set_math(c, c->bwd_data_math);
     VCC_CUDNN_CHECK(cudnnConvolutionBackwardData(rt->cudnn, &one, c->w, w, c->y, dy, c->conv, c->bwd_data_algo,
                                                  ws, ws_bytes, &zero, c->x, dx));
 }
@@ -434,13 +521,20 @@ static inline void conv_backward_data(VccRt *rt, VccConvDesc *d, const float *dy
 static inline void conv_backward_filter(VccRt *rt, VccConvDesc *d, const float *x, const float *dy, float *dw,
                                         float *db, void *ws, size_t ws_bytes)
 {
-    const float one = 1.0f, zero = 0.0f;
+    const float one = 1.0f, zero = 0.0f; /* beta = zero: dw is overwritten, which the timed search needs */
     if (!vcc__conv_cudnn_fits(d)) {
         vcc__conv_gemm(rt, d, VCC_CONV_BWD_FILTER, x, NULL, dy, dw, ws, ws_bytes);
     } else {
         VccCudnnConv *c = vcc__conv_backend(rt, d);
         if (!ws) ws_bytes = 0;
-        if (!c->have_bwd_filter || c->bwd_filter_ws > ws_bytes) vcc__conv_pick_bwd_filter(rt, d, c, ws_bytes);
+        if (!c->have_bwd_filter || c->bwd_filter_ws > ws_bytes) {
+            const size_t fb = sizeof(float);
+            int timed = vcc__conv_may_time(rt, zero, dw, fb * vcc__conv_elems(d, d->K, d->C / d->G, d->kernel),
+                                           x, fb * vcc__conv_elems(d, d->N, d->C, d->in),
+                                           dy, fb * vcc__conv_elems(d, d->N, d->K, d->out), ws, ws_bytes);
+            vcc__conv_pick_bwd_filter(rt, d, c, x, dy, dw, ws, ws_bytes, timed);
+        }
+        vcc__conv_set_math(c, c->bwd_filter_math);
         VCC_CUDNN_CHECK(cudnnConvolutionBackwardFilter(rt->cudnn, &one, c->x, x, c->y, dy, c->conv,
                                                        c->bwd_filter_algo, ws, ws_bytes, &zero, c->w, dw));
     }

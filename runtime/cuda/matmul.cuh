@@ -1,6 +1,8 @@
 /*
  * cuda/matmul.cuh - the matmul family's CUDA kernels: Gemm, GemmGrad, MatMul and MatMulT.
  * Signatures: proto/matmul.h; MatMul's batch geometry: elem/matmul.h. Part of the CUDA target's runtime (cuda/base.cuh).
+ * Every product is a cuBLAS SGEMM in the handle's math mode, set once by vcc_rt_init: plain FP32, or TF32
+ * tensor cores under VCC_PRECISION_TF32 (vcc --precision tf32).
  */
 #ifndef VCC_CUDA_MATMUL_CUH
 #define VCC_CUDA_MATMUL_CUH

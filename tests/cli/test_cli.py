@@ -10,6 +10,8 @@ MODEL is a small training model (tests/e2e/tiny_models.py's res3d).
   - Usage errors exit with status 2 and one line: an unknown option, a missing value, --forward-only
     with --eval, an unknown pass, a --workspace-limit that is not a byte count from 4 to 2^47 (with or
     without a K/M/G or KiB/MiB/GiB suffix) or is given twice.
+  - --precision fp32|tf32 (check_precision): written into the CUDA program and the plan JSON, the same plan;
+    tf32 with a .c output, bf16 (not supported yet), unknown names and a repeat are usage errors.
   - --workspace-limit 16MiB, 16M and 16777216 give the same plan; a plan compiled with a limit and
     dumped is accepted back with the same limit.
   - A .vir dump is an input: the dump after each pass, fed back to vcc, gives the same final nodes,
@@ -53,6 +55,42 @@ def plan_of(path):
     p = json.load(open(path))
     p.pop("plan_seconds", None)
     return p
+
+
+def check_precision(vcc, model, work):
+    """--precision: fp32 and tf32 compile CUDA trainers (VCC_PRECISION_TF32 0 and 1) and are recorded in the plan
+    JSON, whose plan they do not change; tf32 with a .c output, bf16 (not supported yet) and an unknown name are
+    usage errors (exit 2, one line naming the problem), and so is --precision given twice."""
+    d = os.path.join(work, "precision")
+    os.makedirs(d, exist_ok=True)
+    plans = {}
+    for prec in ("fp32", "tf32"):
+        p = run([vcc, model, "-o", "t_%s.cu" % prec, "--precision", prec, "--plan-json", "p_%s.json" % prec], d)
+        ok = p.returncode == 0
+        text = open(os.path.join(d, "t_%s.cu" % prec)).read() if ok else ""
+        plans[prec] = plan_of(os.path.join(d, "p_%s.json" % prec)) if ok else {}
+        check(ok and "#define VCC_PRECISION_TF32 %d " % (prec == "tf32") in text and
+              plans[prec].get("precision") == prec, "vcc -o t.cu --precision %s: program and plan JSON say %s" % (
+                  prec, prec), p.stderr)
+    p = run([vcc, model, "-o", "t_default.cu", "--plan-json", "p_default.json"], d)
+    check(p.returncode == 0 and plan_of(os.path.join(d, "p_default.json")).get("precision") == "fp32" and
+          "#define VCC_PRECISION_TF32 0 " in open(os.path.join(d, "t_default.cu")).read(),
+          "the default precision is fp32", p.stderr)
+    strip = [{k: v for k, v in plans[x].items() if k != "precision"} for x in ("fp32", "tf32")]
+    check(strip[0] == strip[1] and strip[0], "fp32 and tf32 plan the same arena")
+    p = run([vcc, model, "-o", "t_fp32.c", "--precision", "fp32"], d)
+    check(p.returncode == 0, "vcc -o t.c --precision fp32 is accepted", p.stderr)
+    for label, a, words in [
+            ("tf32 with a .c output", ["-o", "t_tf32.c", "--precision", "tf32"], ["tf32", "CUDA", ".cu"]),
+            ("bf16", ["-o", "t_bf16.cu", "--precision", "bf16"], ["bf16", "not supported yet", "fp32", "tf32"]),
+            ("an unknown precision", ["--precision", "fp8"], ["fp32 or tf32", "fp8"]),
+            ("--precision twice", ["--precision", "fp32", "--precision", "tf32"], ["given twice"])]:
+        p = run([vcc, model] + a, d)
+        err = p.stderr.strip()
+        check(p.returncode == 2 and len(err.splitlines()) == 1 and all(w in err for w in words),
+              "usage error: --precision, %s (exit %d: %s)" % (label, p.returncode, err), p.stderr)
+    check(not os.path.exists(os.path.join(d, "t_tf32.c")) and not os.path.exists(os.path.join(d, "t_bf16.cu")),
+          "a refused --precision writes no program")
 
 
 def main():
@@ -108,6 +146,7 @@ def main():
               "usage error: --workspace-limit '%s' (exit %d: %s)" % (v, p.returncode, p.stderr.strip()), p.stderr)
     p = run([vcc, model, "--workspace-limit", "4K", "--workspace-limit", "8K"], work)
     check(p.returncode == 2 and "given twice" in p.stderr, "usage error: --workspace-limit twice", p.stderr)
+    check_precision(vcc, model, work)
     small = run([vcc, model, "--workspace-limit", "4096", "--dump-ir", "memplan"], work).stdout
     with open(os.path.join(work, "m4096.vir"), "w") as f:
         f.write(small)

@@ -2,8 +2,9 @@
 # cuda_build.sh MODE OUTDIR - build (and run) the CUDA runtime tests with nvcc.
 #
 #   compile        compile_test.cu with the trainer's warning flags, once with
-#                  -arch=sm_90 and once with nvcc's default arch; links
-#                  against cuDNN and cuBLAS. Nothing is run.
+#                  -arch=sm_90 and once with nvcc's default arch, and once
+#                  more for sm_90 with -DVCC_PRECISION_TF32=1 (vcc --precision
+#                  tf32); links against cuDNN and cuBLAS. Nothing is run.
 #   numeric-build  numeric_test.cu (nvcc) + cpu_ref.c (cc, OpenBLAS or the
 #                  plain blas_shim) -> OUTDIR/numeric_test
 #   numeric        numeric-build, then run it (it exits 77 without a GPU)
@@ -151,7 +152,11 @@ build_compile() {
         return 1
     # shellcheck disable=SC2086
     run "$NVCC" -O2 -std=c++17 $WARN $INC "$here/compile_test.cu" -o "$out/compile_test" $LINK || return 1
-    echo "compile_test: built with zero warnings (sm_90 and the default arch)"
+    # the runtime as vcc --precision tf32 writes it (TF32 cuDNN math types, cuBLAS TF32 tensor-op mode)
+    # shellcheck disable=SC2086
+    run "$NVCC" -O2 -std=c++17 $WARN -arch=sm_90 -DVCC_PRECISION_TF32=1 $INC "$here/compile_test.cu" \
+        -o "$out/compile_test_tf32" $LINK || return 1
+    echo "compile_test: built with zero warnings (sm_90 and the default arch; sm_90 with VCC_PRECISION_TF32=1)"
 }
 
 build_numeric() {

@@ -19,9 +19,11 @@ cpu   1. its safetensors writer against the safetensors package: a file it write
          trainer, writes weights and data, times vcc's and PyTorch's steps and exits 0 only when step 1's
          losses agree to its --loss-tol (1e-4 relative); with a manifest naming a weight the model does
          not have, it exits 1 naming the model and the weight.
-nvcc  `gpu_step.py prepare` on vivit_tiny, then the GPU phase's nvcc command for its train.cu (cuDNN and
-      cuBLAS found as on the GPU machine, -arch=sm_90): it builds train_cuda and prints nothing, and
-      train_cuda --help runs (its libraries load through the rpath). Exits 77 (skipped) where nvcc, cuDNN
+nvcc  `gpu_step.py prepare` on vivit_tiny, then the GPU phase's nvcc command for each of its programs,
+      train.cu (fp32) and train_tf32.cu (the precisions `vcc --help` lists; cuDNN and cuBLAS found as on
+      the GPU machine, -arch=sm_90): each builds and prints nothing, and `<program> --help` runs (its
+      libraries load through the rpath) and names its precision; the manifest notes that they take
+      --cudnn-search. Exits 77 (skipped) where nvcc, cuDNN
       or cuBLAS are missing.
 """
 
@@ -187,22 +189,33 @@ def part_nvcc(args):
     except gpu_step.Failure as e:
         print(f"SKIP: {e}")
         sys.exit(SKIP)
-    try:
-        secs, text = gpu_step.build_trainer(man["programs"][0]["build"], d, arch="-arch=sm_90", timeout=900)
-    except gpu_step.Failure as e:
-        fail(str(e))
-    if text.strip():
-        fail(f"nvcc printed diagnostics:\n{text}")
-    if not os.access(os.path.join(d, "train_cuda"), os.X_OK):
-        fail("no train_cuda after the build")
-    print(f"train.cu built with no output in {secs:.0f} s")
-    # it starts: the dynamic loader finds cuDNN and cuBLAS through the rpath alone (no GPU needed for --help)
+    precisions = [prog["precision"] for prog in man["programs"]]
+    if "tf32" not in precisions:
+        fail(f"prepare compiled the precisions {precisions}; `vcc --help` lists fp32 and tf32")
+    if not all(prog.get("cudnn_search") for prog in man["programs"]):
+        fail("the manifest does not note --cudnn-search for every CUDA trainer (the run phase's heuristic row)")
     env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
-    r = subprocess.run([os.path.join(d, "train_cuda"), "--help"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                       text=True, env=env)
-    if r.returncode != 0 or not r.stdout.startswith("usage: train_cuda "):
-        fail(f"train_cuda --help exited {r.returncode}: {r.stdout[:500]}")
-    print("train_cuda --help: its libraries load")
+    for prog in man["programs"]:
+        p = prog["precision"]
+        try:
+            secs, text = gpu_step.build_trainer(prog["build"], d, arch="-arch=sm_90", timeout=900)
+        except gpu_step.Failure as e:
+            fail(str(e))
+        if text.strip():
+            fail(f"nvcc printed diagnostics ({p}):\n{text}")
+        exe = os.path.join(d, prog["program"])
+        if not os.access(exe, os.X_OK):
+            fail(f"no {prog['program']} after the build")
+        print(f"{prog['source']} ({p}) built with no output in {secs:.0f} s")
+        # it starts: the dynamic loader finds cuDNN and cuBLAS through the rpath alone (no GPU needed for
+        # --help), and it names the precision it was compiled with
+        r = subprocess.run([exe, "--help"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+        name = os.path.basename(exe)
+        if r.returncode != 0 or not r.stdout.startswith(f"usage: {name} "):
+            fail(f"{name} --help exited {r.returncode}: {r.stdout[:500]}")
+        if f"Precision: {p} " not in r.stdout:
+            fail(f"{name} --help does not say 'Precision: {p}':\n{r.stdout[-600:]}")
+        print(f"{name} --help: its libraries load, precision {p}")
 
 
 def main():

@@ -20,6 +20,9 @@ Runs `vcc plan MODEL --plan-json --plan-trace --plan-svg` and checks:
     categories drawn;
   - bad output paths (a folder, a path under a regular file, a missing folder, the same file as
     --plan-json) are refused with a non-zero exit and leave no file, partial or temporary, behind;
+  - under --memory-limit (the arena less one byte): the report's recomputation section lists the
+    recomputed clones that `--dump-ir remat` shows, in schedule order, and the arenas of the unlimited
+    and the limited plan JSON; without a limit there is no such section;
   - with --attention-model (or --export-attention NAME: models/export_video_nets.py exports that model
     of models/video_nets.py into DIR first): the report counts the FusedAttention nodes of `--dump-ir fuse` and prints
     the arena and lower bound of the --no-fuse-attention plan JSON.
@@ -324,6 +327,34 @@ def check_attention(vcc, model, work):
              % (m and m.groups(), u["arena_bytes"], u["lower_bound_bytes"]))
 
 
+def check_recompute(vcc, model, work, extra, arena):
+    """vcc plan under --memory-limit (the unlimited arena less one byte): its recomputation section names
+    the nodes --dump-ir remat shows as recomputed clones, in schedule order, and the arenas of the
+    unlimited and the limited --plan-json."""
+    limit = str(arena - 1)
+    text = run([vcc, "plan", model, "--memory-limit", limit] + extra).stdout
+    lj = os.path.join(work, "limited.json")
+    run([vcc, model, "--memory-limit", limit, "--plan-json", lj] + extra)
+    limited = json.load(open(lj))["arena_bytes"]
+    dump = run([vcc, model, "--memory-limit", limit, "--dump-ir", "remat"] + extra).stdout
+    want = [(int(k), op, name) for k, op, name in
+            re.findall(r'^node (\d+) backward (\w+) "([^"]*\.recompute)"', dump, re.M)]
+    m = re.search(r"\nremoved by recomputation \(--memory-limit\)\n  (\d+) saved values recomputed .*?, \+([0-9.]+)%"
+                  r" FLOPs.*\n  arena without recomputation (\d+) bytes .*, with it (\d+) bytes", text)
+    if not m or not want:
+        fail("--memory-limit %s: no recomputation section (%s) or no recomputed node in --dump-ir remat (%d)"
+             % (limit, bool(m), len(want)))
+    if (int(m.group(3)), int(m.group(4))) != (arena, limited) or limited > arena - 1 or float(m.group(2)) <= 0:
+        fail("--memory-limit %s: the report's arenas %s, FLOPs %s%%; the plans' %d and %d"
+             % (limit, m.group(3, 4), m.group(2), arena, limited))
+    got = [(int(k), op, name) for k, op, name in re.findall(r'^    +(\d+)  (\w+) +"([^"]*)"$', text, re.M)]
+    if got != want[:30]:
+        fail("--memory-limit %s: the report lists %s, --dump-ir remat has %s" % (limit, got, want))
+    plain = run([vcc, "plan", model] + extra).stdout
+    if "removed by recomputation" in plain:
+        fail("the report without --memory-limit has a recomputation section")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--vcc", required=True)
@@ -354,6 +385,7 @@ def main():
     if '"traceEvents"' not in p.stdout or "lower bound" not in p.stdout:
         fail("--plan-trace=/dev/stdout wrote no trace")
     check_bad_paths(a.vcc, a.model, a.work)
+    check_recompute(a.vcc, a.model, a.work, extra, plan["arena_bytes"])
     if a.export_attention:
         out = os.path.join(a.work, "attention")
         run([sys.executable, os.path.join(HERE, "..", "..", "models", "export_video_nets.py"), "--model",

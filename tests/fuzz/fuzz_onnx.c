@@ -182,7 +182,7 @@ static void compile(const char *path, bool forward_only, bool bind_batch) {
         size_t jlen = 0;
         FILE *f = open_memstream(&json, &jlen);
         FUZZ_CHECK(f != NULL, "open_memstream");
-        vcc_plan_write_json(f, g);
+        vcc_plan_write_json(f, g, s.ctx.precision);
         fclose(f);
         FUZZ_CHECK(jlen > 0 && json[0] == '{', "the plan JSON is empty");
         free(json);

@@ -164,7 +164,7 @@ def case_build_command(a):
     check(p.returncode == 0 and p.stdout.startswith("step 1 loss "),
           "the trainer runs from there, its default weights found beside it", p.stderr)
     first = open(os.path.join(w, sub, "t.c")).readline().rstrip("\n")
-    check(first == FIRST_LINE + "cc -O2 -march=native -std=c11 t.c -o t -ldnnl -lopenblas -lm",
+    check(first == FIRST_LINE + "cc -O2 -march=native -std=c11 -fopenmp t.c -o t -ldnnl -lopenblas -lm",
           "the first line is the build command from the file's folder, and says so", first)
     os.remove(os.path.join(w, sub, "t"))
     p = run(first[len(FIRST_LINE):], os.path.join(w, sub), rc=None, shell=True)
@@ -946,13 +946,81 @@ def case_keep_grads(a):
         check(rc == 0 and out.startswith("step 1 loss "), "%s trains without them" % prog, err)
 
 
+def case_threads(a):
+    """--threads N. The runtime's OpenMP loops never change a number: at 1, 2 and 3 threads (3 oversubscribes
+    a 2-core machine and splits every loop unevenly) the trainer built with vcc's command (-fopenmp) and
+    the same trainer built without -fopenmp (where --threads sets OpenBLAS's threads alone) print the same
+    losses and write the same weights, byte for byte, and so do the evaluation and forward programs. A
+    fixed count repeats itself bit for bit. Across counts only OpenBLAS's sgemm differs (its blocking
+    depends on the thread count): the losses agree to 1e-5. Bad counts are refused naming the option;
+    --help gives the default."""
+    w = fresh(os.path.join(a.work, "threads"))
+    d = big_model(w)
+    cmd = compile_trainer(a.vcc, os.path.join(d, "model.onnx"), w, "train.c")
+    check(" -fopenmp " in cmd, "the build command has -fopenmp", cmd)
+    run(cmd.replace(" -fopenmp", "").replace(" -o train ", " -o train_serial "), w, shell=True)
+    programs(a, w, ("eval", "fwd"))
+    for prog in ("eval", "fwd"):
+        run(run([a.vcc, "m.onnx", "-o", prog + ".c"] + {"eval": ["--eval"], "fwd": ["--forward-only"]}[prog],
+                w).stdout.strip().replace(" -fopenmp", "").replace(" -o %s " % prog, " -o %s_serial " % prog),
+            w, shell=True)
+    feed = ["--data", os.path.join(d, "data.npy"), "--labels", os.path.join(d, "labels.npy"),
+            "--steps", "3", "--lr", "0.05", "--momentum", "0.9"]
+
+    def train(prog, n, tag):
+        out = "%s_%s_%s.safetensors" % (prog, n, tag)
+        p = run(["./" + prog] + feed + ["--threads", n, "--out", out], w)
+        return steps_of(p.stdout), open(os.path.join(w, out), "rb").read()
+
+    def evaluate(prog, n):
+        run(["./" + prog, "--data", "data.npy", "--logits", "l.npy", "--threads", n], w)
+        run(["./" + prog.replace("eval", "fwd"), "x.npy", "-o", "y.npy", "--threads=" + n], w)
+        return np.load(os.path.join(w, "l.npy")).tobytes(), np.load(os.path.join(w, "y.npy")).tobytes()
+
+    losses = {}
+    for n in ("1", "2", "3"):
+        omp, serial = train("train", n, "a"), train("train_serial", n, "a")
+        losses[n] = [float(x.split()[3]) for x in omp[0]]
+        print("     --threads %s: %s" % (n, omp[0]))
+        check(len(omp[0]) == 3 and omp == serial,
+              "--threads %s: the -fopenmp trainer's losses and weights are the serial loops' byte for byte" % n,
+              "%s vs %s" % (omp[0], serial[0]))
+        check(evaluate("eval", n) == evaluate("eval_serial", n),
+              "--threads %s: eval's logits and fwd's outputs are the serial loops' byte for byte" % n)
+    check(train("train", "2", "a") == train("train", "2", "b"), "--threads 2 twice: the same bytes")
+    for n in ("2", "3"):
+        check(all(abs(x - y) <= 1e-5 * abs(y) for x, y in zip(losses[n], losses["1"])),
+              "--threads %s's losses are --threads 1's to 1e-5" % n, "%s vs %s" % (losses[n], losses["1"]))
+    # the OpenMP workers sleep between loops: the running program's environment has OMP_WAIT_POLICY=passive,
+    # unless the caller chose a policy
+    for given, want in ((None, b"passive"), ("active", b"active")):
+        env = dict(os.environ)
+        env.pop("OMP_WAIT_POLICY", None)
+        if given:
+            env["OMP_WAIT_POLICY"] = given
+        p = subprocess.Popen(["./train"] + feed[:-6] + ["--steps", "50"], cwd=w, env=env, stdout=subprocess.PIPE, text=True)
+        p.stdout.readline()
+        with open("/proc/%d/environ" % p.pid, "rb") as f:
+            seen = [x for x in f.read().split(b"\0") if x.startswith(b"OMP_WAIT_POLICY=")]
+        p.kill()
+        p.wait()
+        check(seen == [b"OMP_WAIT_POLICY=" + want], "OMP_WAIT_POLICY %s: the trainer runs with %s" % (given, want.decode()),
+              str(seen))
+    for prog, base in (("train", feed), ("eval", ["--data", "data.npy", "--logits", "l.npy"]), ("fwd", ["x.npy", "-o", "y.npy"])):
+        for bad in ("0", "-1", "two", "5000"):
+            rc, out, err = run_t(["./" + prog] + base + ["--threads", bad], w)
+            refused("%s --threads %s: refused" % (prog, bad), rc, out, err, 1, prog, ["--threads"])
+        rc, out, err = run_t(["./" + prog, "--help"], w)
+        check(rc == 0 and "--threads N" in out and "the physical cores, here " in out,
+              "%s --help lists --threads and its default" % prog, out)
+
 CASES = {"build_command": case_build_command, "cuda": case_cuda, "resume": case_resume,
          "kill_write": case_kill_write, "keep_last": case_keep_last, "refuse": case_refuse,
          "install": case_install, "messages": case_messages, "outputs": case_outputs, "tmp_files": case_tmp_files,
          "same_file": case_same_file, "fifo_inputs": case_fifo_inputs, "numbers": case_numbers, "stdout": case_stdout,
          "eval_logits": case_eval_logits, "signal": case_signal, "state_shape": case_state_shape,
          "many_tensors": case_many_tensors, "resume_lock": case_resume_lock, "optim_usage": case_optim_usage,
-         "optim_resume": case_optim_resume, "keep_grads": case_keep_grads}
+         "optim_resume": case_optim_resume, "keep_grads": case_keep_grads, "threads": case_threads}
 
 
 def main():
