@@ -16,7 +16,7 @@
 /* -DVCC_CONV_DNNL (vcc --cpu-conv dnnl): conv_forward and conv_backward_data (so Conv, ConvGradData,
  * ConvTranspose and ConvTransposeGradData) try oneDNN first (cpu/conv_dnnl.h) and take the im2col path
  * below for the calls it does not compute. conv_backward_filter does too only with
- * -DVCC_DNNL_BWD_WEIGHTS: on AVX2, oneDNN 2.6 computes weight gradients with its gemm convolution, which
+ * -DVCC_DNNL_WEIGHT_GRADS: on AVX2, oneDNN 2.6 computes weight gradients with its gemm convolution, which
  * was no faster than the im2col path here and needs a scratchpad of about (threads + 1) times the weights
  * (bench/conv). */
 #ifdef VCC_CONV_DNNL
@@ -292,7 +292,7 @@ VCC_CPU_FN void conv_backward_filter(VccRt *rt, VccConvDesc *d, const float *x, 
     (void)rt;
     vcc_conv_geo(d, &g);
     col = vcc_conv_ws(d, &g, ws, ws_bytes, &pc);
-#if defined(VCC_CONV_DNNL) && defined(VCC_DNNL_BWD_WEIGHTS)
+#if defined(VCC_CONV_DNNL) && defined(VCC_DNNL_WEIGHT_GRADS)
     if (d->N > 0 && g.OUT > 0 && vcc_dnnl_conv(rt, d, VCC_DNNL_BWD_WEIGHTS, x, dy, NULL, dw, ws, ws_bytes)) {
         if (db) vcc_conv_bias_backward(d->N, d->K, g.OUT, dy, db);
         return;
