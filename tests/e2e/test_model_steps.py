@@ -2,19 +2,25 @@
 
     test_model_steps.py --vcc BUILD/vcc --model NAME --work DIR [--shape NxCxTxHxW] [--steps 5]
                         [--target c|cu] [--optimizer sgd|adamw] [--no-fuse-attention]
-                        [--workspace-limit BYTES] [--remat]
+                        [--workspace-limit BYTES] [--remat] [--cpu-conv dnnl|im2col] [--loss-report-only]
 
 models/export_video_nets.py exports the model (dropout 0: vcc's masks are not PyTorch's; the Dropout
 nodes stay in the graph), vcc compiles it (--loss graph for unet3d_block, whose graph computes its own
 loss), and the trainer runs --steps steps writing a checkpoint after each (parameters, BN statistics,
 momentum). For every step k, the PyTorch module of models/video_nets.py is loaded with the trainer's
 state after step k-1 (the export's state dict for k = 1) and performs step k in float64, and in float32
-on each of PyTorch's two CPU convolution paths (oneDNN, its default, and its own im2col + GEMM), with
+on each of PyTorch's two CPU convolution paths (oneDNN, its default, and its own im2col + GEMM), each on 1
+and on 2 threads, with
 torch.optim.SGD (lr 0.01, momentum 0.9, weight decay 1e-4), or with --optimizer adamw (the trainer compiled
 with vcc --optimizer adamw) torch.optim.AdamW (lr 1e-3, betas (0.9, 0.999), eps 1e-8, weight decay 1e-2)
 whose exp_avg, exp_avg_sq and step count are the trainer's checkpoint's; the batch is the one the trainer
 used (samples (k-1)*N + i mod S). Checked per step:
-  loss          |vcc - ref64| <= 1e-5 * |ref64|
+  loss          |vcc - ref64| <= max(1e-5, 2 * max|loss32 - ref64|) * |ref64| + what the taken ReLU ties (below)
+                move it (to first order: dloss/dy of the ReLU output times the element's change), where
+                loss32 is PyTorch float32's loss on both its convolution paths, each on 1 and on 2 threads:
+                on a badly conditioned step (s3d_small's first) PyTorch float32 itself lands 2.4e-5 from
+                float64 at 2 threads (2.9e-6 at 1); with --loss-report-only the figures are printed, not
+                asserted
   each tensor   parameters and BN running statistics after the step:
                 max|vcc - ref64| <= max(2 * max|ref32 - ref64| + 4 ulp(max|ref64|), 1e-4 * max|update64|)
                 i.e. within PyTorch float32's own distance from float64 on the same step (the larger of
@@ -124,6 +130,8 @@ class _ReLU(torch.autograd.Function):
     @staticmethod
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
+        if TIES["gout"] is not None:
+            TIES["gout"][ctx.k] = g.detach().reshape(-1).clone()
         mask = (x > 0 if ctx.mask is None else ctx.mask).reshape(-1)
         flip = TIES["flip"].get(ctx.k)
         if flip is not None:
@@ -132,7 +140,7 @@ class _ReLU(torch.autograd.Function):
         return g * mask.reshape(x.shape), None
 
 
-TIES = {"pre": [], "flip": {}, "mask": None, "names": [], "modules": {}}
+TIES = {"pre": [], "flip": {}, "mask": None, "names": [], "modules": {}, "gout": None}
 
 
 def _relu_forward(self, x):
@@ -213,12 +221,19 @@ def ref_step(name, clip, num_classes, state, momenta, x, y):
     """Step k in PyTorch: returns (loss64, state64, [state32 per convolution path], ties), each tie a
     (description, {parameter: the change of its float64 update with that ReLU element on its other side})."""
     m64, o64, l64, pre64, relus = forward(name, clip, num_classes, state, momenta, x, y, torch.float64)
+    TIES["gout"] = {}  # each ReLU call's output gradient, dloss/dy
     l64.backward(retain_graph=True)
+    gout, TIES["gout"] = TIES["gout"], None
     masks = [p > 0 for p in pre64]
-    s32, pre32, g32 = [], [], []
-    for mk in (True, False):
+    s32, pre32, g32, l32 = [], [], [], []
+    # PyTorch's float32 on both convolution paths, each on 1 thread and on 2 (the trainer's default on
+    # the CI machine): their summation orders differ, and on a badly conditioned step so do their results
+    for mk, threads in ((True, 1), (False, 1), (True, 2), (False, 2)):
+        torch.set_num_threads(threads)
         m, o, l, pre, _ = forward(name, clip, num_classes, state, momenta, x, y, torch.float32, mk, masks)
+        l32.append(float(l))
         l.backward()
+        torch.set_num_threads(1)
         g32.append({n: p.grad.double() for n, p in m.named_parameters() if p.grad is not None})
         clipped_step(m, o)
         s32.append(state_of(m))
@@ -259,10 +274,15 @@ def ref_step(name, clip, num_classes, state, momenta, x, y):
                                  base[n]).abs().max()) for sg in (1.0, -1.0))
         elif noise:
             sens[n] = lr * coef * dg
-    ties = []
+    ties, tie_loss = [], {}
     for k, x64 in enumerate(pre64):
         err = max(float((r[k].double() - x64).abs().max()) for r in pre32)
         for i in torch.nonzero(x64.reshape(-1).abs() <= err).reshape(-1).tolist():
+            # the loss moves too (to first order, by dloss/dy times the output's change): a positive input
+            # on its other side drops x64 from the output; a negative one lets through its float32 value,
+            # at most the call's float32 distance err above zero
+            xi = float(x64.reshape(-1)[i])
+            tie_loss["%s[%d] %.1e" % (relus[k], i, xi)] = abs(float(gout[k][i])) * (xi if xi > 0 else err)
             TIES["flip"] = {k: torch.tensor([i])}
             o64.zero_grad()
             l64.backward(retain_graph=True)
@@ -281,7 +301,7 @@ def ref_step(name, clip, num_classes, state, momenta, x, y):
         if n in grads:
             p.grad = grads[n]
     clipped_step(m64, o64)
-    return float(l64), state_of(m64), s32, ties, sens, (lr, coef)
+    return float(l64), state_of(m64), s32, ties, sens, (lr, coef), l32, tie_loss
 
 
 def explain_by_ties(resid, ties):
@@ -323,6 +343,10 @@ def main():
     ap.add_argument("--warmup-steps", type=int, default=0)
     ap.add_argument("--no-fuse-attention", action="store_true",
                     help="compile the model's attention as written (vcc --no-fuse-attention)")
+    ap.add_argument("--cpu-conv", choices=("dnnl", "im2col"), default=None,
+                    help="vcc --cpu-conv: the C trainer's convolution backend (default: vcc's)")
+    ap.add_argument("--loss-report-only", action="store_true",
+                    help="print the loss check's figures without asserting them (every tensor is still checked)")
     ap.add_argument("--workspace-limit", default=None,
                     help="compile with vcc --workspace-limit BYTES (small: every convolution unfolds in chunks)")
     ap.add_argument("--remat", action="store_true",
@@ -351,6 +375,7 @@ def main():
         (["--loss", "graph"] if graph_loss else []) + \
         (["--no-fuse-attention"] if args.no_fuse_attention else []) + \
         (["--workspace-limit", args.workspace_limit] if args.workspace_limit else []) + \
+        (["--cpu-conv", args.cpu_conv] if args.cpu_conv else []) + \
         (["--keep-grads"] if args.clip_grad_norm is not None else [])
     if args.remat:
         p = subprocess.run(vcc_cmd + ["--memory-limit", "1"], cwd=d, capture_output=True, text=True)
@@ -390,13 +415,11 @@ def main():
     for k in range(1, args.steps + 1):
         idx = [((k - 1) * N + i) % S for i in range(N)]
         OPT["k"] = k
-        l64, s64, s32, ties, sens, (lr_k, coef) = ref_step(name, clip, args.num_classes, state, momenta, data[idx], second[idx])
+        l64, s64, s32, ties, sens, (lr_k, coef), l32, tie_loss = ref_step(name, clip, args.num_classes, state, momenta, data[idx],
+                                                                second[idx])
         got = load_file(os.path.join(ck, "step%d.safetensors" % k))
         with safe_open(os.path.join(ck, "step%d.safetensors" % k), "np") as f:
             meta = f.metadata()
-        r = abs(losses[k - 1] - l64) / max(abs(l64), 1e-30)
-        if r > 1e-5:
-            failed.append("step %d loss %.2e" % (k, r))
         resid, allowed = {}, {}
         for t, ref in s64.items():
             before = np.asarray(state.get(t, ref), dtype=np.float64)
@@ -415,6 +438,16 @@ def main():
             for t in moved:
                 moved[t] /= np.float32(allowed[t])
         resid, taken = explain_by_ties(resid, ties)
+        # the loss: within 1e-5, or twice PyTorch float32's own distance on this step, plus what the ReLU
+        # ties the update check took on their other side move it
+        r = abs(losses[k - 1] - l64) / max(abs(l64), 1e-30)
+        r32 = max(abs(v - l64) for v in l32) / max(abs(l64), 1e-30)
+        r_ties = sum(tie_loss[t] for t in taken) / max(abs(l64), 1e-30)
+        loss_allowed = max(1e-5, 2 * r32) + r_ties
+        if r > loss_allowed and not args.loss_report_only:
+            failed.append("step %d loss %.2e > %.2e" % (k, r, loss_allowed))
+        elif r > loss_allowed:
+            print("      (not asserted) step %d loss %.2e > %.2e" % (k, r, loss_allowed))
         worst, wname = 0.0, ""
         for t, v in resid.items():
             ratio = float(np.abs(v).max())
@@ -424,6 +457,9 @@ def main():
                 failed.append("step %d %s %.2e > %.2e" % (k, t, ratio * allowed[t], allowed[t]))
         print("%-5d %-13.7g %-13.7g %.2e  %2d/%-3d %s %.2f" % (k, losses[k - 1], l64, r, len(taken), len(ties),
                                                            wname, worst))
+        if loss_allowed > 1e-5:
+            print("      loss allowed %.2e: PyTorch float32's own loss is %.2e from float64 on this step, the taken "
+                  "ties move it by %.2e" % (loss_allowed, r32, r_ties))
         for t in taken:
             print("      taken on its other side: %s" % t)
         if args.clip_grad_norm is not None or args.lr_schedule != "constant" or args.warmup_steps:
