@@ -18,7 +18,7 @@ import argparse
 import os
 import sys
 
-MODELS = ("r3d_18", "mc3_18", "r2plus1d_18")
+MODELS = ("r3d_18", "mc3_18", "r2plus1d_18", "s3d")
 
 
 def main(argv=None):
@@ -49,14 +49,22 @@ def main(argv=None):
         if not os.path.isfile(path):
             sys.exit(f"torch_step: error: {path}: no such file")
     state = torch.load(args.state, map_location="cpu")
-    if not isinstance(state, dict) or "fc.weight" not in state:
-        sys.exit(f"torch_step: error: {args.state}: not a video ResNet state dict")
-    k = int(state["fc.weight"].shape[0])
-    model = getattr(torchvision.models.video, args.model)(num_classes=k)
+    fc = "classifier.1.weight" if args.model == "s3d" else "fc.weight"
+    if not isinstance(state, dict) or fc not in state:
+        sys.exit(f"torch_step: error: {args.state}: not a state dict of {args.model} (no {fc})")
+    k = int(state[fc].shape[0])
+    x_all = torch.from_numpy(np.load(args.data))       # (S, C, T, H, W) float32
+    if args.model == "s3d":
+        # models/video_nets.py's s3d_small: torchvision's S3D with its final pool sized to the clip, dropout 0
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "models"))
+        import video_nets
+        clip = (args.batch,) + tuple(x_all.shape[1:])
+        model = video_nets.build_model("s3d_small", num_classes=k, clip=clip, dropout=0.0)
+    else:
+        model = getattr(torchvision.models.video, args.model)(num_classes=k)
     model.load_state_dict(state)
     model.train()
 
-    x_all = torch.from_numpy(np.load(args.data))       # (S, C, T, H, W) float32
     y_all = torch.from_numpy(np.load(args.labels))     # (S,) int64
     if x_all.dtype != torch.float32 or x_all.dim() != 5:
         sys.exit(f"torch_step: error: {args.data}: expected float32 (S, C, T, H, W)")

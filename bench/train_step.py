@@ -6,7 +6,9 @@
 
 For each model:
   1. export it with models/export_torchvision.py into WORK/<model>/ (cached: redone only when
-     export_info.json's model, shape, samples or seed differ);
+     export_info.json's model, shape, samples or seed differ); s3d is torchvision's S3D at full width
+     from models/export_video_nets.py (its s3d_small: the final average pool sized to the clip's
+     feature map, which 8x112x112 needs; dropout 0, 400 classes), and torch_step.py builds the same;
   2. compile it with vcc (`vcc <model>.onnx -o train.c`, always redone: it takes about a second)
      and build the trainer with the command vcc printed on train.c's first line;
   3. run each program once with 0 steps (peak RSS after loading, and a warm page cache), then
@@ -52,7 +54,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 from clipshape import parse_shape  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MODELS = ("r3d_18", "mc3_18", "r2plus1d_18")
+MODELS = ("r3d_18", "mc3_18", "r2plus1d_18", "s3d")
+# s3d: torchvision's S3D at its full widths, exported by models/export_video_nets.py as s3d_small (the
+# final average pool sized to the clip's feature map, the one change that lets it run below 16x224x224),
+# with dropout 0 so both programs train the same function
+VIDEO_NETS = {"s3d": "s3d_small"}
 STEP_RE = re.compile(r"^step (\d+) loss (\S+)$")
 LIVE = []  # Trainers started and not yet reaped
 
@@ -175,10 +181,21 @@ def export(args, model, mdir):
         if all(json.dumps(info.get(k)) == json.dumps(v) for k, v in want.items()):
             log(f"  export: cached in {mdir}")
             return
-    log(f"  export: models/export_torchvision.py --model {model} -> {mdir}")
-    run_checked([sys.executable, os.path.join(ROOT, "models", "export_torchvision.py"), "--model", model,
-                 "--shape", "x".join(map(str, args.shape)), "--samples", str(args.samples),
-                 "--seed", str(args.seed), "--threads", str(args.threads), "--out", mdir], what="export")
+    shape = ["--shape", "x".join(map(str, args.shape)), "--samples", str(args.samples), "--seed", str(args.seed),
+             "--threads", str(args.threads), "--out", mdir]
+    if model in VIDEO_NETS:
+        net = VIDEO_NETS[model]
+        log(f"  export: models/export_video_nets.py --model {net} --dropout 0 -> {mdir}")
+        run_checked([sys.executable, os.path.join(ROOT, "models", "export_video_nets.py"), "--model", net,
+                     "--dropout", "0", "--num-classes", "400"] + shape, what="export")
+        for ext in ("onnx", "pt"):
+            os.replace(os.path.join(mdir, f"{net}.{ext}"), os.path.join(mdir, f"{model}.{ext}"))
+        with open(info_path, "w") as f:
+            json.dump(want, f)
+    else:
+        log(f"  export: models/export_torchvision.py --model {model} -> {mdir}")
+        run_checked([sys.executable, os.path.join(ROOT, "models", "export_torchvision.py"), "--model", model]
+                    + shape, what="export")
 
 
 def build(args, model, mdir):
