@@ -80,6 +80,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 MODELS_DIR = os.path.join(HERE, "..", "..", "models")
 sys.path.insert(0, MODELS_DIR)
 import video_nets  # noqa: E402
+from relu_ties import TIES, explain_by_ties, find_ties  # noqa: E402  (patches torch.nn.ReLU)
 
 LR, MOMENTUM, WD = 0.01, 0.9, 1e-4
 ADAMW = {"lr": 1e-3, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 1e-2}
@@ -113,43 +114,6 @@ def run(cmd, cwd, shell=False):
 
 def ulp(x):
     return float(np.spacing(np.float32(max(abs(x), 1e-30))))
-
-
-class _ReLU(torch.autograd.Function):
-    """max(x, 0), recorded: its backward passes the gradient where x > 0, or where the forced mask of
-    its call says (TIES["mask"][k] at the forward, a bool tensor of x's shape), except at the flat indices
-    TIES["flip"][k] of the step's k-th ReLU call, where it does the opposite (that element's other side)."""
-
-    @staticmethod
-    def forward(ctx, x, k):
-        ctx.save_for_backward(x)
-        ctx.k = k
-        ctx.mask = TIES["mask"][k] if TIES["mask"] is not None else None
-        return x.clamp_min(0)
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        if TIES["gout"] is not None:
-            TIES["gout"][ctx.k] = g.detach().reshape(-1).clone()
-        mask = (x > 0 if ctx.mask is None else ctx.mask).reshape(-1)
-        flip = TIES["flip"].get(ctx.k)
-        if flip is not None:
-            mask = mask.clone()
-            mask[flip] = ~mask[flip]
-        return g * mask.reshape(x.shape), None
-
-
-TIES = {"pre": [], "flip": {}, "mask": None, "names": [], "modules": {}, "gout": None}
-
-
-def _relu_forward(self, x):
-    TIES["pre"].append(x.detach().clone())
-    TIES["names"].append(TIES["modules"].get(id(self), "relu"))
-    return _ReLU.apply(x, len(TIES["pre"]) - 1)
-
-
-torch.nn.ReLU.forward = _relu_forward  # every model's ReLUs are nn.ReLU modules
 
 
 def make_optimizer(model, opt_state, dtype):
@@ -275,57 +239,30 @@ def ref_step(name, clip, num_classes, state, momenta, x, y):
         elif noise:
             sens[n] = lr * coef * dg
     ties, tie_loss = [], {}
-    for k, x64 in enumerate(pre64):
-        err = max(float((r[k].double() - x64).abs().max()) for r in pre32)
-        for i in torch.nonzero(x64.reshape(-1).abs() <= err).reshape(-1).tolist():
-            # the loss moves too (to first order, by dloss/dy times the output's change): a positive input
-            # on its other side drops x64 from the output; a negative one lets through its float32 value,
-            # at most the call's float32 distance err above zero
-            xi = float(x64.reshape(-1)[i])
-            tie_loss["%s[%d] %.1e" % (relus[k], i, xi)] = abs(float(gout[k][i])) * (xi if xi > 0 else err)
-            TIES["flip"] = {k: torch.tensor([i])}
-            o64.zero_grad()
-            l64.backward(retain_graph=True)
-            changed = [(n, p) for n, p in m64.named_parameters() if n in grads and not torch.equal(p.grad, grads[n])]
-            # with --clip-grad-norm the flipped gradients have their own clip factor; the other tensors'
-            # change through it (second order in the one element) is left out
-            c2 = clip_coef({n: p.grad for n, p in m64.named_parameters() if n in grads})
-            if adamw:
-                moved = {n: (adamw_param(before[n][0], c2 * p.grad, before[n][1], lr) - base[n]).numpy().astype(
-                    np.float32) for n, p in changed}
-            else:
-                moved = {n: (-lr * (c2 * p.grad - coef * grads[n])).numpy().astype(np.float32) for n, p in changed}
-            ties.append(("%s[%d] %.1e" % (relus[k], i, float(x64.reshape(-1)[i])), moved))
+    for k, i, xi, err in find_ties(pre64, pre32):
+        # the loss moves too (to first order, by dloss/dy times the output's change): a positive input
+        # on its other side drops x64 from the output; a negative one lets through its float32 value,
+        # at most the call's float32 distance err above zero
+        tie_loss["%s[%d] %.1e" % (relus[k], i, xi)] = abs(float(gout[k][i])) * (xi if xi > 0 else err)
+        TIES["flip"] = {k: torch.tensor([i])}
+        o64.zero_grad()
+        l64.backward(retain_graph=True)
+        changed = [(n, p) for n, p in m64.named_parameters() if n in grads and not torch.equal(p.grad, grads[n])]
+        # with --clip-grad-norm the flipped gradients have their own clip factor; the other tensors'
+        # change through it (second order in the one element) is left out
+        c2 = clip_coef({n: p.grad for n, p in m64.named_parameters() if n in grads})
+        if adamw:
+            moved = {n: (adamw_param(before[n][0], c2 * p.grad, before[n][1], lr) - base[n]).numpy().astype(
+                np.float32) for n, p in changed}
+        else:
+            moved = {n: (-lr * (c2 * p.grad - coef * grads[n])).numpy().astype(np.float32) for n, p in changed}
+        ties.append(("%s[%d] %.1e" % (relus[k], i, xi), moved))
     TIES["flip"] = {}
     for n, p in m64.named_parameters():
         if n in grads:
             p.grad = grads[n]
     clipped_step(m64, o64)
     return float(l64), state_of(m64), s32, ties, sens, (lr, coef), l32, tie_loss
-
-
-def explain_by_ties(resid, ties):
-    """Greedily picks ties whose flip (each {tensor: update change}, divided like resid by its tensor's
-    allowed distance) most lowers sum(resid**2), while one does; returns the residual left and the
-    picked ties' descriptions."""
-    cur = dict(resid)
-    norm2 = [sum(float(np.dot(v.reshape(-1), v.reshape(-1))) for v in m.values()) for _, m in ties]
-    picked = []
-    while True:
-        best, gain_best = -1, 0.0
-        for i, (_, m) in enumerate(ties):
-            if i in picked:
-                continue
-            gain = 2.0 * sum(float(np.dot(v.reshape(-1).astype(np.float64), cur[t].reshape(-1)))
-                             for t, v in m.items()) - norm2[i]
-            if gain > gain_best:
-                best, gain_best = i, gain
-        if best < 0:
-            break
-        picked.append(best)
-        for t, v in ties[best][1].items():
-            cur[t] = cur[t] - v
-    return cur, [ties[i][0] for i in picked]
 
 
 def main():
@@ -379,7 +316,7 @@ def main():
         (["--keep-grads"] if args.clip_grad_norm is not None else [])
     if args.remat:
         p = subprocess.run(vcc_cmd + ["--memory-limit", "1"], cwd=d, capture_output=True, text=True)
-        m = re.search(r"smallest arena reachable by recomputing cheap values is (\d+) bytes", p.stderr)
+        m = re.search(r"smallest arena reachable by recomputation is (\d+) bytes", p.stderr)
         if p.returncode == 0 or not m:
             sys.exit("FAIL: vcc --memory-limit 1: exit %d, %s" % (p.returncode, p.stderr))
         vcc_cmd += ["--memory-limit", m.group(1)]
