@@ -16,8 +16,12 @@
  *   Rota Bulo et al., CVPR 2018, recomputes a BN output from its saved statistics in the same way), the
  *   row normalizations (LayerNormalization, GroupNormalization, InstanceNormalization) likewise by a
  *   RowNormApply from their saved row statistics, and the elementwise ops (the unary family, Add, Sub, Mul, Div, Pow, Where, Not: VCC_OPF_INPLACE), never
- *   Dropout or a random op. A clone runs the forward node's kernel on the same bytes, so its output is
- *   bit-identical to the original and training computes exactly the numbers of the unlimited plan.
+ *   Dropout or a random op. Once no cheap value live at the peak step can be recomputed, whole segments:
+ *   a forward Conv or ConvTranspose may be cloned too (with a workspace of its own, as large as the
+ *   forward's, so it runs the same kernel the same way), from its input live at that step or itself
+ *   recomputed (a block's convolutions from its input, saved for the first convolution's weight gradient).
+ *   A clone runs the forward node's kernel on the same bytes, so its output is bit-identical to the
+ *   original and training computes exactly the numbers of the unlimited plan.
  *   Choice (greedy, Chen et al. 2016, "Training Deep Nets with Sublinear Memory Cost", with a cost per
  *   value): among the saved values live at the step where the planned bytes peak whose chain can be
  *   recomputed, the one freeing the most bytes per extra FLOP (ties: the earliest value); a chain reads
@@ -90,6 +94,14 @@ static bool cheap(const VccNode *n) {
     return (vcc_op_def(n->op)->flags & VCC_OPF_INPLACE) || strcmp(vcc_op_family(n->op), "unary") == 0;
 }
 
+/* Whether node n may be run twice: cheap, or with convs a forward Conv or ConvTranspose (its output and
+ * its workspace; the clone gets a workspace of the same size, so it runs the same kernel the same way). */
+static bool recomputable(const VccGraph *g, const VccNode *n, bool convs) {
+    if (cheap(n)) return true;
+    return convs && n->phase == VCC_PHASE_FORWARD && (n->op == VCC_OP_CONV || n->op == VCC_OP_CONV_TRANSPOSE) &&
+           n->nout == 2 && n->out[0] >= 0 && n->out[1] >= 0 && g->tensors[n->out[1]].kind == VCC_T_WORKSPACE;
+}
+
 /* The operands of node n's clone into in[] (at most 8); returns their count. A normalization's clone
  * (BatchNormApply, RowNormApply) reads X, scale, B (-1: none) and the saved mean and invstd; another
  * node's clone reads what it reads. */
@@ -119,9 +131,9 @@ typedef struct {
 } Chain;
 
 /* Whether tensor t can be read at step p by a chain (then *c holds the nodes it needs): a persistent
- * tensor not updated before p, a value live at p (its bytes intact), or one a cheap node can make again
- * from such tensors. */
-static bool need(const VccGraph *g, int t, int p, Chain *c, int depth) {
+ * tensor not updated before p, a value live at p (its bytes intact), or one a recomputable node (cheap,
+ * or with convs a convolution too) can make again from such tensors. */
+static bool need(const VccGraph *g, int t, int p, Chain *c, int depth, bool convs) {
     int b = base_of(g, t);
     const VccTensor *x = &g->tensors[b];
     if (x->start < 0) { /* persistent: a parameter must not be updated yet (its update writes it) */
@@ -137,10 +149,10 @@ static bool need(const VccGraph *g, int t, int p, Chain *c, int depth) {
     for (int i = 0; i < c->n; i++)
         if (c->nodes[i] == x->producer) return true;
     const VccNode *n = &g->nodes[x->producer];
-    if (!cheap(n) || n->out[0] != t || c->n == REMAT_MAX_CHAIN) return false;
+    if (!recomputable(g, n, convs) || n->out[0] != t || c->n == REMAT_MAX_CHAIN) return false;
     int in[8], nin = clone_inputs(n, in);
     for (int i = 0; i < nin; i++)
-        if (in[i] >= 0 && !need(g, in[i], p, c, depth + 1)) return false;
+        if (in[i] >= 0 && !need(g, in[i], p, c, depth + 1, convs)) return false;
     if (c->n == REMAT_MAX_CHAIN) return false;
     bool mm;
     c->nodes[c->n++] = x->producer;
@@ -272,8 +284,15 @@ static void apply(VccGraph *g, const Chain *c, int y, int p) {
         int64_t lay[6];
         bool rows = vcc_rownorm_layout(g, &src, lay);
         VccOp op = src.op == VCC_OP_BATCHNORM ? VCC_OP_BATCHNORM_APPLY : rows ? VCC_OP_ROWNORM_APPLY : src.op;
+        int outs[2] = {nc, -1}, nout = 1;
+        if (src.nout == 2 && src.out[1] >= 0 && g->tensors[src.out[1]].kind == VCC_T_WORKSPACE) {
+            /* a convolution: its clone's own workspace, as large as the forward's */
+            VccShape ws = g->tensors[src.out[1]].shape;
+            outs[nout++] = vcc_tensor_add_unique(g, g->tensors[src.out[1]].dtype, &ws, VCC_T_WORKSPACE, "%s.recompute",
+                                                 g->tensors[src.out[1]].name);
+        }
         char *name = vcc_strfmt("%s.recompute", src.name);
-        int k = vcc_node_add(g, op, name, in, nin, &nc, 1, VCC_PHASE_BACKWARD);
+        int k = vcc_node_add(g, op, name, in, nin, outs, nout, VCC_PHASE_BACKWARD);
         free(name);
         if (op == src.op) vcc_attr_copy_all(&g->nodes[k], &g->nodes[c->nodes[i]]);
         const char *attr[6] = {"rows", "cols", "scale_m", "scale_s", "bias_m", "bias_s"};
@@ -304,15 +323,16 @@ static VccStatus replan(VccCtx *ctx, VccGraph *g) {
     return st;
 }
 
-/* Pick the value to recompute: live across step s, recomputable, the most bytes per FLOP. Returns it
- * (-1: none) with its chain and the step its clone goes before. */
-static int pick(const VccGraph *g, int s, Chain *best, int *best_p) {
+/* Pick the value to recompute: live across step s, recomputable (with convs, by convolutions too), the
+ * most bytes per FLOP. Returns it (-1: none) with its chain and the step its clone goes before. */
+static int pick(const VccGraph *g, int s, Chain *best, int *best_p, bool convs) {
     int pick_t = -1;
     double best_score = 0;
     for (int t = 0; t < g->ntensors; t++) {
         const VccTensor *x = &g->tensors[t];
         if (!x->saved || x->alias_of >= 0 || x->start < 0 || x->producer < 0 || x->end >= g->nnodes ||
-            x->kind != VCC_T_ACT || !cheap(&g->nodes[x->producer]) || g->nodes[x->producer].out[0] != t)
+            x->kind != VCC_T_ACT || !recomputable(g, &g->nodes[x->producer], convs) ||
+            g->nodes[x->producer].out[0] != t)
             continue;
         int p, lf;
         uses(g, t, &p, &lf);
@@ -322,7 +342,7 @@ static int pick(const VccGraph *g, int s, Chain *best, int *best_p) {
         const VccNode *n = &g->nodes[x->producer];
         int in[8], nin = clone_inputs(n, in);
         bool ok = true;
-        for (int i = 0; i < nin && ok; i++) ok = in[i] < 0 || need(g, in[i], p, &c, 1);
+        for (int i = 0; i < nin && ok; i++) ok = in[i] < 0 || need(g, in[i], p, &c, 1, convs);
         if (!ok || c.n == REMAT_MAX_CHAIN) continue;
         bool mm;
         c.nodes[c.n++] = x->producer;
@@ -349,9 +369,14 @@ VccStatus vcc_remat(VccCtx *ctx, VccGraph *g) {
     int64_t smallest = g->arena_bytes;
     int n_at_smallest = 0;
     double flops_at_smallest = 0;
+    bool convs = false; /* cheap values first; convolutions once no cheap value is left at the peak */
     while (g->arena_bytes > ctx->memory_limit) {
         Chain c;
-        int p = -1, y = pick(g, peak_step(g), &c, &p);
+        int p = -1, y = pick(g, peak_step(g), &c, &p, convs);
+        if (y < 0 && !convs) {
+            convs = true;
+            continue;
+        }
         if (y < 0) break;
         apply(g, &c, y, p);
         g->remat_values++;
@@ -367,7 +392,7 @@ VccStatus vcc_remat(VccCtx *ctx, VccGraph *g) {
     if (g->arena_bytes <= ctx->memory_limit) return VCC_OK;
     vcc_error(ctx,
               "--memory-limit %" PRId64 " bytes (%.3f GiB) cannot be met: the smallest arena reachable by "
-              "recomputing cheap values is %" PRId64 " bytes (%.3f GiB; %d values recomputed, +%.2f%% FLOPs), the "
+              "recomputation is %" PRId64 " bytes (%.3f GiB; %d values recomputed, +%.2f%% FLOPs), the "
               "arena without recomputation %" PRId64 " bytes (%.3f GiB)",
               ctx->memory_limit, gib(ctx->memory_limit), smallest, gib(smallest), n_at_smallest,
               g->step_flops > 0 ? 100.0 * flops_at_smallest / g->step_flops : 0.0, g->arena_unlimited_bytes,

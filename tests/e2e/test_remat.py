@@ -2,6 +2,8 @@
 
     test_remat.py --vcc BUILD/vcc --model NAME --work DIR [--steps 3] [--cuda] [--fit]
     test_remat.py --vcc BUILD/vcc --model r3d_18 --work DIR --fit-only 1073741824
+    test_remat.py --vcc BUILD/vcc --model r3d_18 --work DIR --double-batch 2x3x8x56x56 [--workspace-limit 3MiB]
+                  [--max-flops 15]
 
 models/export_video_nets.py exports the model (dropout 0), and vcc compiles it:
   refused       with --memory-limit 1 (no arena is that small) vcc exits non-zero, writes neither the
@@ -23,6 +25,11 @@ models/export_video_nets.py exports the model (dropout 0), and vcc compiles it:
                 names with recomputation compiles with --memory-limit L and one more is refused; each
                 arena printed is that compilation's, and recomputation fits at least B
                 (--fit-only L: this check alone, at limit L)
+  --double-batch  this check alone: the torchvision model exported (export_torchvision.py) at the shape
+                and at twice its batch; the larger trainer compiled with --memory-limit set to the smaller
+                one's arena (vcc's defaults) fits it with at most --max-flops percent more FLOPs, and trains
+                2 steps to the same losses and bytes as the larger trainer without the limit (both with
+                --workspace-limit when given)
 Prints the figures; exits 1 on a failure.
 """
 
@@ -81,6 +88,66 @@ def check_fit(vcc, model, d, limit):
     return fails
 
 
+def same_numbers(vcc, onnx, d, limit, common, steps):
+    """The trainer compiled without and with --memory-limit limit (both with the vcc options common), the
+    limited one built with -DVCC_POISON -Wall -Wextra -Werror, each run steps steps from the same weights:
+    returns (failures, unlimited plan JSON, limited plan JSON). The step lines must be the same text and
+    the --out files byte-identical."""
+    hyper = ["--lr", "0.01", "--momentum", "0.9", "--weight-decay", "0.0001"]
+    losses, weights, plans = {}, {}, {}
+    for tag, extra in (("plain", []), ("remat", ["--memory-limit", str(limit)])):
+        p = run([vcc, onnx, "-o", "train_%s.c" % tag, "--plan-json", "plan_%s.json" % tag] + common + extra, d)
+        build = p.stdout.strip().splitlines()[-1]
+        if tag == "remat":
+            build = build.replace("-std=c11", "-std=c11 -DVCC_POISON -Wall -Wextra -Werror")
+            print(p.stderr.strip())
+        run(build, d, shell=True)
+        out = run(["./train_" + tag, "--data", "data.npy", "--labels", "labels.npy", "--steps", str(steps)] + hyper +
+                  ["--out", "out_%s.safetensors" % tag], d).stdout
+        losses[tag] = [ln for ln in out.splitlines() if ln.startswith("step ")]
+        weights[tag] = open(os.path.join(d, "out_%s.safetensors" % tag), "rb").read()
+        plans[tag] = json.load(open(os.path.join(d, "plan_%s.json" % tag)))
+        print("%-5s arena %d  %s" % (tag, plans[tag]["arena_bytes"], " | ".join(losses[tag])))
+    fails = []
+    if len(losses["plain"]) != steps or losses["plain"] != losses["remat"]:
+        fails.append("the losses differ: %s vs %s" % (losses["plain"], losses["remat"]))
+    if weights["plain"] != weights["remat"]:
+        fails.append("the --out files differ")
+    return fails, plans["plain"], plans["remat"]
+
+
+def check_double_batch(vcc, a, d):
+    """The twice-the-batch check: the model exported at shape a.double_batch (batch N) and at batch 2N; the
+    2N trainer compiled with --memory-limit set to the N trainer's arena (vcc's defaults) and with
+    a.workspace_limit when given: it compiles, its arena is within that limit, its recomputation costs at
+    most a.max_flops percent of the step, and it trains to the same losses and bytes as the 2N trainer
+    without the limit (same --workspace-limit). Returns the failures."""
+    dims = [int(v) for v in a.double_batch.split("x")]
+    base = {}
+    for tag, n in (("base", dims[0]), ("double", 2 * dims[0])):
+        dd = os.path.join(d, tag)
+        os.makedirs(dd, exist_ok=True)
+        shape = "x".join(map(str, [n] + dims[1:]))
+        run([sys.executable, os.path.join(MODELS_DIR, "export_torchvision.py"), "--model", a.model, "--shape", shape,
+             "--samples", str(n), "--seed", "0", "--out", dd], dd)
+        base[tag] = dd
+    onnx = a.model + ".onnx"
+    run([vcc, onnx, "--plan-json", "plan.json"], base["base"])
+    limit = json.load(open(os.path.join(base["base"], "plan.json")))["arena_bytes"]
+    print("batch %d arena (vcc's defaults): %d bytes" % (dims[0], limit))
+    common = ["--workspace-limit", a.workspace_limit] if a.workspace_limit else []
+    fails, plain, rem = same_numbers(vcc, onnx, base["double"], limit, common, 2)
+    print("batch %d%s: arena %d without recomputation, %d with %d values recomputed, +%.2f%% FLOPs (limit %d)"
+          % (2 * dims[0], " --workspace-limit %s" % a.workspace_limit if a.workspace_limit else "",
+             plain["arena_bytes"], rem["arena_bytes"], rem["recomputed_values"], rem["recompute_flops_percent"],
+             limit))
+    if rem["arena_bytes"] > limit:
+        fails.append("arena %d above the limit %d" % (rem["arena_bytes"], limit))
+    if rem["recompute_flops_percent"] > a.max_flops:
+        fails.append("+%.2f%% FLOPs, above %.1f%%" % (rem["recompute_flops_percent"], a.max_flops))
+    return fails
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--vcc", required=True)
@@ -91,6 +158,11 @@ def main():
     ap.add_argument("--fit", action="store_true")
     ap.add_argument("--fit-only", type=int, metavar="BYTES",
                     help="only the --fit check, at this limit (a torchvision model: clip 8x56x56)")
+    ap.add_argument("--double-batch", metavar="NxCxTxHxW",
+                    help="only the twice-the-batch check: a torchvision model at this shape and at twice its batch")
+    ap.add_argument("--workspace-limit", help="vcc --workspace-limit of the twice-the-batch trainers")
+    ap.add_argument("--max-flops", type=float, default=15.0,
+                    help="the twice-the-batch trainer's extra FLOPs allowed, percent of the step (default 15)")
     a = ap.parse_args()
     d = os.path.abspath(a.work)
     vcc = os.path.abspath(a.vcc)
@@ -100,6 +172,12 @@ def main():
         for f in fails:
             print("FAIL: " + f)
         print("%s: %s, --fit %d" % ("FAIL" if fails else "PASS", a.model, a.fit_only))
+        return 1 if fails else 0
+    if a.double_batch:
+        fails = check_double_batch(vcc, a, d)
+        for f in fails:
+            print("FAIL: " + f)
+        print("%s: %s at twice the batch of %s" % ("FAIL" if fails else "PASS", a.model, a.double_batch))
         return 1 if fails else 0
     onnx = a.model + ".onnx"
     for f in os.listdir(d):
@@ -111,7 +189,7 @@ def main():
 
     # refused: the smallest reachable arena is named, nothing is written
     p = run([vcc, onnx, "-o", "refused.c", "--memory-limit", "1"], d, ok=False)
-    m = re.search(r"smallest arena reachable by recomputing cheap values is (\d+) bytes", p.stderr)
+    m = re.search(r"smallest arena reachable by recomputation is (\d+) bytes", p.stderr)
     if p.returncode == 0 or not m:
         sys.exit("FAIL: --memory-limit 1: exit %d, message %r" % (p.returncode, p.stderr))
     if os.path.exists(os.path.join(d, "refused.c")) or os.path.exists(os.path.join(d, "refused.safetensors")):
@@ -119,26 +197,8 @@ def main():
     smallest = int(m.group(1))
     print("refused: %s" % p.stderr.strip())
 
-    hyper = ["--lr", "0.01", "--momentum", "0.9", "--weight-decay", "0.0001"]
-    losses, weights, plans = {}, {}, {}
-    for tag, extra in (("plain", []), ("remat", ["--memory-limit", str(smallest)])):
-        p = run([vcc, onnx, "-o", "train_%s.c" % tag, "--plan-json", "plan_%s.json" % tag] + extra, d)
-        build = p.stdout.strip().splitlines()[-1]
-        if tag == "remat":
-            build = build.replace("-std=c11", "-std=c11 -DVCC_POISON -Wall -Wextra -Werror")
-            print(p.stderr.strip())
-        run(build, d, shell=True)
-        out = run(["./train_" + tag, "--data", "data.npy", "--labels", "labels.npy", "--steps", str(a.steps)] + hyper +
-                  ["--out", "out_%s.safetensors" % tag], d).stdout
-        losses[tag] = [ln for ln in out.splitlines() if ln.startswith("step ")]
-        weights[tag] = open(os.path.join(d, "out_%s.safetensors" % tag), "rb").read()
-        plans[tag] = json.load(open(os.path.join(d, "plan_%s.json" % tag)))
-        print("%-5s arena %d  %s" % (tag, plans[tag]["arena_bytes"], " | ".join(losses[tag])))
-    plain, rem = plans["plain"], plans["remat"]
-    if len(losses["plain"]) != a.steps or losses["plain"] != losses["remat"]:
-        fails.append("the losses differ: %s vs %s" % (losses["plain"], losses["remat"]))
-    if weights["plain"] != weights["remat"]:
-        fails.append("the --out files differ")
+    f, plain, rem = same_numbers(vcc, onnx, d, smallest, [], a.steps)
+    fails += f
     if not rem["arena_bytes"] <= smallest < plain["arena_bytes"]:
         fails.append("arena %d with --memory-limit %d, %d without" % (rem["arena_bytes"], smallest, plain["arena_bytes"]))
     if rem["arena_unlimited_bytes"] != plain["arena_bytes"] or plain["recomputed_values"] != 0:
