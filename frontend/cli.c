@@ -89,10 +89,12 @@ static void usage(FILE *f) {
           "                     workspace, sized for them where they fit --workspace-limit, else, or where the\n"
           "                     CPU needs more, im2col runs; weight gradients use im2col either way)\n"
           "  --memory-limit SIZE  keep the arena within SIZE (bytes, or with KiB, MiB, GiB: 24GiB) by recomputing\n"
-          "                     cheap saved values (normalization outputs from their saved statistics,\n"
-          "                     elementwise ops) in backward, the most bytes per extra FLOP first; the same\n"
-          "                     numbers as without. The summary gives the arena before and after and the extra\n"
+          "                     saved values in backward: cheap ones first (normalization outputs from their\n"
+          "                     saved statistics, elementwise ops), then convolutions, the most bytes per extra\n"
+          "                     FLOP first; the same numbers as without. The summary gives the arena before and after and the extra\n"
           "                     FLOPs; a limit that cannot be met is an error naming the smallest arena reachable\n"
+          "  --recompute-flops PCT  with --memory-limit or --fit: recompute no more than PCT percent of the\n"
+          "                     step's FLOPs (default: no bound)\n"
           "  --precision fp32|tf32  the CUDA trainer's float32 arithmetic in cuDNN convolutions and cuBLAS\n"
           "                     products: fp32, plain FP32 math (the default; the numbers of the C trainer up\n"
           "                     to summation order); tf32, TF32 tensor cores allowed, as PyTorch's default for\n"
@@ -377,7 +379,8 @@ int main(int argc, char **argv) {
          cpu_conv_dnnl = false;
     const char *momentum_text = NULL, *loss_text = NULL, *optimizer_text = NULL, *ws_text = NULL,
                *limit_text = NULL, *fit_text = NULL, *vary = NULL, *precision_text = NULL,
-               *cpu_conv_text = NULL;
+               *cpu_conv_text = NULL, *recompute_text = NULL;
+    double recompute_flops = -1;
     int64_t ws_limit = VCC_WORKSPACE_LIMIT_DEFAULT, memory_limit = 0, fit_limit = 0;
     VccOptimKind optimizer = VCC_OPTIM_SGD;
     VccLossKind loss = VCC_LOSS_CE;
@@ -475,6 +478,17 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "vcc: --memory-limit needs a byte count up to 2^47, optionally with a suffix K, M, G (KiB, MiB, GiB), like 24GiB; got '%s'\n", v);
                 return 2;
             }
+        } else if ((v = opt_value(argc, argv, &i, "--recompute-flops", &missing))) {
+            if (set_once(&recompute_text, v, "--recompute-flops")) return 2;
+            char *end = NULL;
+            errno = 0;
+            recompute_flops = strtod(v, &end);
+            if (end && *end == '%') end++;
+            if (end == v || !end || *end || errno || !(recompute_flops >= 0 && recompute_flops <= 1000)) {
+                fprintf(stderr, "vcc: --recompute-flops needs a percentage of the step's FLOPs from 0 to 1000, like 5 "
+                                "or 5%%; got '%s'\n", v);
+                return 2;
+            }
         } else if ((v = opt_value(argc, argv, &i, "--fit", &missing))) {
             if (set_once(&fit_text, v, "--fit")) return 2;
             if (parse_bytes(v, 1, &fit_limit)) {
@@ -539,6 +553,11 @@ int main(int argc, char **argv) {
     if (limit_text && (forward_only || eval)) {
         fprintf(stderr, "vcc: --memory-limit recomputes the values a trainer's backward reads; %s programs have no "
                         "backward\n", forward_only ? "--forward-only" : "--eval");
+        return 2;
+    }
+    if (recompute_text && !limit_text && !fit_text) {
+        fprintf(stderr, "vcc: --recompute-flops bounds the recomputation of --memory-limit or --fit; give one of "
+                        "them\n");
         return 2;
     }
     if (vary && !fit_text) {
@@ -613,6 +632,7 @@ int main(int argc, char **argv) {
     ctx.cpu_conv_dnnl = cpu_conv_dnnl; /* both targets plan alike: the CUDA trainer gets the same workspaces */
     ctx.precision = precision;
     ctx.memory_limit = memory_limit;
+    ctx.recompute_flops_max = recompute_flops;
     ctx.eval = eval;
     ctx.allow_inference_export = allow_inference;
     ctx.from_dump = vir;

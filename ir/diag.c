@@ -25,6 +25,7 @@ void vcc_ctx_init(VccCtx *ctx, const char *file) {
     ctx->max_errors = VCC_MAX_ERRORS;
     ctx->workspace_limit = VCC_WORKSPACE_LIMIT_DEFAULT;
     ctx->precision = VCC_PRECISION_FP32;
+    ctx->recompute_flops_max = -1;
 }
 
 const char *vcc_precision_name(VccPrecision p) { return p == VCC_PRECISION_TF32 ? "tf32" : "fp32"; }

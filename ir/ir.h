@@ -113,6 +113,8 @@ typedef struct VccCtx {
     VccPrecision precision;/* a CUDA trainer's convolution and matrix-product arithmetic (--precision; default
                               VCC_PRECISION_FP32) */
     int64_t memory_limit;  /* the arena's limit in bytes (passes/remat.c recomputes values to meet it): --memory-limit; 0: none */
+    double recompute_flops_max; /* the FLOPs recomputation may add, percent of the step's estimate
+                                   (vcc_step_flops): --recompute-flops; negative: no bound (the default) */
     bool from_dump;        /* the graph was read from a .vir dump: its intervals and plan are the user's */
     const char *dump_after;/* --dump-ir=PASS, or NULL */
     FILE *dump;            /* where dumps go (stdout) */

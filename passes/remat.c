@@ -27,6 +27,8 @@
  *   recomputed, the one freeing the most bytes per extra FLOP (ties: the earliest value); a chain reads
  *   only parameters not yet updated at that step and values live there, so recomputing adds no saved
  *   bytes of its own. It stops when nothing recomputable is live at the peak step.
+ *   With ctx->recompute_flops_max >= 0 (--recompute-flops P), a value whose chain would take the extra
+ *   FLOPs past P percent of the step is not taken.
  *   Sets g->remat_values (recomputed values), g->remat_flops (their FLOPs), g->step_flops (an estimate of
  *   one training step's FLOPs, vcc_step_flops) and g->arena_unlimited_bytes (the arena before).
  * Errors: VCC_ERR_UNSUPPORTED when the limit cannot be met, naming the smallest arena reachable.
@@ -323,9 +325,10 @@ static VccStatus replan(VccCtx *ctx, VccGraph *g) {
     return st;
 }
 
-/* Pick the value to recompute: live across step s, recomputable (with convs, by convolutions too), the
- * most bytes per FLOP. Returns it (-1: none) with its chain and the step its clone goes before. */
-static int pick(const VccGraph *g, int s, Chain *best, int *best_p, bool convs) {
+/* Pick the value to recompute: live across step s, recomputable (with convs, by convolutions too) with at
+ * most budget FLOPs (negative: any), the most bytes per FLOP. Returns it (-1: none) with its chain and
+ * the step its clone goes before. */
+static int pick(const VccGraph *g, int s, Chain *best, int *best_p, bool convs, double budget) {
     int pick_t = -1;
     double best_score = 0;
     for (int t = 0; t < g->ntensors; t++) {
@@ -347,6 +350,7 @@ static int pick(const VccGraph *g, int s, Chain *best, int *best_p, bool convs) 
         bool mm;
         c.nodes[c.n++] = x->producer;
         c.flops += node_flops(g, n, &mm);
+        if (budget >= 0 && c.flops > budget) continue;
         double score = (double)vcc_tensor_bytes(x) / (c.flops > 1 ? c.flops : 1);
         if (score > best_score) {
             best_score = score;
@@ -372,7 +376,12 @@ VccStatus vcc_remat(VccCtx *ctx, VccGraph *g) {
     bool convs = false; /* cheap values first; convolutions once no cheap value is left at the peak */
     while (g->arena_bytes > ctx->memory_limit) {
         Chain c;
-        int p = -1, y = pick(g, peak_step(g), &c, &p, convs);
+        double budget = -1; /* the FLOPs --recompute-flops leaves (negative: no bound) */
+        if (ctx->recompute_flops_max >= 0) {
+            budget = ctx->recompute_flops_max / 100.0 * g->step_flops - g->remat_flops;
+            if (budget < 0) budget = 0;
+        }
+        int p = -1, y = pick(g, peak_step(g), &c, &p, convs, budget);
         if (y < 0 && !convs) {
             convs = true;
             continue;
@@ -390,11 +399,14 @@ VccStatus vcc_remat(VccCtx *ctx, VccGraph *g) {
         }
     }
     if (g->arena_bytes <= ctx->memory_limit) return VCC_OK;
+    char budget_text[64] = "";
+    if (ctx->recompute_flops_max >= 0)
+        snprintf(budget_text, sizeof budget_text, " within --recompute-flops %g%%", ctx->recompute_flops_max);
     vcc_error(ctx,
               "--memory-limit %" PRId64 " bytes (%.3f GiB) cannot be met: the smallest arena reachable by "
-              "recomputation is %" PRId64 " bytes (%.3f GiB; %d values recomputed, +%.2f%% FLOPs), the "
+              "recomputation%s is %" PRId64 " bytes (%.3f GiB; %d values recomputed, +%.2f%% FLOPs), the "
               "arena without recomputation %" PRId64 " bytes (%.3f GiB)",
-              ctx->memory_limit, gib(ctx->memory_limit), smallest, gib(smallest), n_at_smallest,
+              ctx->memory_limit, gib(ctx->memory_limit), budget_text, smallest, gib(smallest), n_at_smallest,
               g->step_flops > 0 ? 100.0 * flops_at_smallest / g->step_flops : 0.0, g->arena_unlimited_bytes,
               gib(g->arena_unlimited_bytes));
     return VCC_ERR_UNSUPPORTED;

@@ -128,7 +128,11 @@ def main():
                      ("--memory-limit with --eval", ["--memory-limit", "1GiB", "--eval"]),
                      ("--vary without --fit", ["--vary", "batch"]),
                      ("--fit with -o", ["--fit", "1GiB", "-o", "t.c"]),
-                     ("--fit with --memory-limit", ["--fit", "1GiB", "--memory-limit", "1GiB"])]:
+                     ("--fit with --memory-limit", ["--fit", "1GiB", "--memory-limit", "1GiB"]),
+                     ("--recompute-flops without --memory-limit or --fit", ["--recompute-flops", "5"]),
+                     ("--recompute-flops -1", ["--memory-limit", "1GiB", "--recompute-flops", "-1"]),
+                     ("--recompute-flops 5x", ["--memory-limit", "1GiB", "--recompute-flops", "5x"]),
+                     ("--recompute-flops 1001", ["--memory-limit", "1GiB", "--recompute-flops", "1001"])]:
         p = run([vcc, model] + a, work)
         check(p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, "usage error: %s (exit %d: %s)" % (
             label, p.returncode, p.stderr.strip()), p.stderr)
@@ -161,6 +165,21 @@ def main():
     check(p.returncode == 1 and "smallest arena reachable" in p.stderr and not os.path.exists(
         os.path.join(work, "none.c")), "--memory-limit 1 is refused, nothing written", p.stderr)
     m = re.search(r"is (\d+) bytes", p.stderr)
+    # --recompute-flops P: the smallest arena within P percent more FLOPs; 0 recomputes nothing
+    unb = re.search(r"is (\d+) bytes \(.*?; (\d+) values recomputed, \+([0-9.]+)% FLOPs\), the arena without "
+                    r"recomputation (\d+) bytes", p.stderr)
+    check(unb is not None and float(unb.group(3)) > 0, "--memory-limit 1 names the smallest arena, its values and FLOPs",
+          p.stderr)
+    if unb:
+        for pct in (0.0, float(unb.group(3)) / 2):
+            q = run([vcc, model, "--memory-limit", "1", "--recompute-flops", "%g%%" % pct, "-o", "none.c"], work)
+            b = re.search(r"within --recompute-flops [0-9.e+-]+% is (\d+) bytes \(.*?; (\d+) values recomputed, "
+                          r"\+([0-9.]+)% FLOPs\)", q.stderr)
+            ok = q.returncode == 1 and b is not None and float(b.group(3)) <= pct and \
+                int(unb.group(1)) <= int(b.group(1)) <= int(unb.group(4)) and \
+                (pct > 0 or (int(b.group(2)) == 0 and int(b.group(1)) == int(unb.group(4))))
+            check(ok, "--memory-limit 1 --recompute-flops %g: within %g%% more FLOPs, an arena between the smallest "
+                  "and the unlimited one" % (pct, pct), q.stderr)
     rem = run([vcc, model, "--memory-limit", m.group(1) if m else "1", "--dump-ir", "remat"], work).stdout
     with open(os.path.join(work, "r.vir"), "w") as f:
         f.write(rem)
