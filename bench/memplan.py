@@ -21,6 +21,10 @@ Printed per model and batch:
                                   torch.profiler's allocator records, parameters, gradients, momentum,
                                   input and activations), in a separate process
   arena/torch                     the ratio vcc is judged by
+  recompute: arena, +FLOPs, /torch  the smallest arena --memory-limit's recomputation reaches within
+                                  --recompute-flops PCT (default 5) percent more FLOPs (vcc --memory-limit 1
+                                  --recompute-flops PCT names it), its extra FLOPs and its ratio to PyTorch's
+                                  peak; --recompute-flops -1 leaves these columns out
   torch GPU                       torch.cuda.max_memory_allocated for the same step, where a GPU is present
 Then, unless --no-dsa, each instance of ../shared/dsa-benchmarks (bench/dsa/dsa_bench, built by CMake as
 the target dsa_bench): vcc's plan height over the lower bound (the greedy portfolio's, or the exact
@@ -151,6 +155,19 @@ def dsa_table(dsa_bench, folder):
     return rows
 
 
+def smallest(a, path, extra):
+    """(bytes, extra FLOPs percent) of the smallest arena vcc's recomputation reaches within
+    a.recompute_flops percent more FLOPs: vcc --memory-limit 1 refuses and names it."""
+    import re
+    p = subprocess.run([os.path.abspath(a.vcc), path, "--memory-limit", "1", "--recompute-flops",
+                        "%g" % a.recompute_flops] + extra + a.vcc_args.split(), capture_output=True, text=True)
+    m = re.search(r"smallest arena reachable by recomputation.*? is (\d+) bytes \(.*?\+([0-9.]+)% FLOPs\)", p.stderr)
+    if p.returncode != 1 or not m:
+        raise RuntimeError("vcc --memory-limit 1 --recompute-flops %g: exit %d: %s"
+                           % (a.recompute_flops, p.returncode, p.stderr.strip()))
+    return int(m.group(1)), float(m.group(2))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--vcc", default=os.path.join(ROOT, "build", "vcc"))
@@ -158,6 +175,8 @@ def main():
     ap.add_argument("--models", help="comma-separated (default: see above; empty: none, the DSA table alone)")
     ap.add_argument("--vcc-args", default="", help="extra vcc options, split on spaces")
     ap.add_argument("--no-dsa", action="store_true", help="skip the DSA instances")
+    ap.add_argument("--recompute-flops", type=float, default=5.0,
+                    help="the recomputation columns' FLOPs bound, percent of the step (negative: no columns)")
     ap.add_argument("--dsa-bench", default=os.path.join(ROOT, "build", "bench", "dsa", "dsa_bench"))
     ap.add_argument("--dsa-dir", default=os.path.join(ROOT, "..", "shared", "dsa-benchmarks"))
     ap.add_argument("--peak-of", nargs=2, help=argparse.SUPPRESS)  # MODEL NxCxTxHxW: the measuring process
@@ -167,9 +186,11 @@ def main():
         print(json.dumps(peaks(a.peak_of[0], shape)))
         return 0
     models = [m for m in a.models.split(",") if m] if a.models is not None else default_models()
+    rc_cols = a.recompute_flops >= 0
     print("| model | N | arena MiB | LB MiB | arena/LB | no-reuse MiB | plan s | torch CPU MiB | arena/torch | "
-          "torch GPU MiB |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "torch GPU MiB |" + (" recompute <= %g%%: arena MiB | +FLOPs %% | /torch |" % a.recompute_flops
+                               if rc_cols else ""))
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|---:|" if rc_cols else ""))
     for model in models:
         base = base_shape(model)
         for n in (base[0], 2 * base[0]):
@@ -183,15 +204,19 @@ def main():
                 p = json.load(open(pj))
                 peak = json.loads(run([sys.executable, os.path.abspath(__file__), "--peak-of", model,
                                        "x".join(map(str, shape))]).strip().splitlines()[-1])
+                rc = smallest(a, path, extra) if rc_cols else None
             except RuntimeError as e:
                 print("| %s | %d | failed: %s |" % (model, n, str(e).splitlines()[0][:200]))
                 continue
             cpu, gpu = peak
-            print("| %s | %d | %.1f | %.1f | %.4f | %.1f | %.3f | %.1f | %.2f | %s |" % (
+            row = "| %s | %d | %.1f | %.1f | %.4f | %.1f | %.3f | %.1f | %.2f | %s |" % (
                 model, n, p["arena_bytes"] / MIB, p["lower_bound_bytes"] / MIB,
                 p["arena_bytes"] / max(p["lower_bound_bytes"], 1), p["no_reuse_bytes"] / MIB,
                 p.get("plan_seconds") or 0.0, cpu / MIB, p["arena_bytes"] / max(cpu, 1),
-                "%.1f" % (gpu / MIB) if gpu is not None else "-"), flush=True)
+                "%.1f" % (gpu / MIB) if gpu is not None else "-")
+            if rc_cols:
+                row += " %.1f | %.2f | %.2f |" % (rc[0] / MIB, rc[1], rc[0] / max(cpu, 1))
+            print(row, flush=True)
     if a.no_dsa:
         return 0
     if not os.path.exists(a.dsa_bench):
