@@ -111,10 +111,11 @@ typedef enum {
  * offset order, each pushed down onto the highest conflicting item below it), pruned by a
  * per-section bound on the footprint still to place, by gap dominance (no item may be placed where
  * an unplaced one could still drop below it), by symmetry (items at one offset in a fixed order;
- * identical items in index order), split into independent time components, and restarted round
- * robin over three static candidate orders with a node limit that doubles from 2n.
+ * identical items in index order; no item directly on a smaller one with the same interval and
+ * align), split into independent time components, and restarted round robin over four static
+ * candidate orders with a node limit that doubles from 2n.
  * node_budget: the most placements tried over all restarts (a deterministic count, never time);
- * each costs O(n + sections + conflicts of the item) time, about 1-7 us on MiniMalloc's A-K.
+ * each costs O(n + sections + conflicts of the item) time, about 1-9 us on MiniMalloc's A-K.
  * offsets: n entries out on VCC_DSA_FIT_FOUND (unspecified otherwise), each a multiple of its
  * item's align, and *arena_bytes = max(offset + footprint) <= capacity.
  * Returns a VccDsaFit, or -1 with errno EINVAL (same input rules as vcc_dsa_plan, NULL

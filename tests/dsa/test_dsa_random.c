@@ -316,15 +316,22 @@ static void test_errors(void) {
 
 /* vcc_dsa_fit against the exhaustive optimum: with a budget that cannot run out on these sizes,
  * the search must place every instance at its optimum (a plan the references accept, arena ==
- * optimum) and prove that one byte less is impossible. */
+ * optimum) and prove that one byte less is impossible. The last MATE_ROUNDS instances keep at most
+ * three distinct intervals, so many items share one with different sizes: the case where the
+ * search refuses to stack an item directly on a smaller one with its interval and align. */
 static void test_fit(void) {
-  enum { MAXN = 8, ROUNDS = 600 };
+  enum { MAXN = 8, ROUNDS = 900, MATE_ROUNDS = 300 };
   VccDsaItem it[MAXN];
   uint64_t off[MAXN];
   uint64_t seed = 777;
   int found = 0, refused = 0;
   for (int round = 0; round < ROUNDS; round++) {
     size_t n = gen(&seed, it, MAXN);
+    if (round >= ROUNDS - MATE_ROUNDS) /* odd rounds: aligns shared too, so mates really form */
+      for (size_t i = 3; i < n; i++) {
+        it[i].start = it[i % 3].start, it[i].end = it[i % 3].end;
+        if (round % 2) it[i].align = it[i % 3].align;
+      }
     uint64_t opt = exhaustive_optimum(it, n), arena = 0;
     char why[128];
     int r = vcc_dsa_fit(it, n, opt, 100000000ull, off, &arena);
