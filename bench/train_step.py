@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """Time vcc's C trainer step against PyTorch's on this machine, side by side.
 
-    /usr/bin/python3 bench/train_step.py                 # r3d_18 and mc3_18 at 2x3x8x112x112, 2 threads
-    /usr/bin/python3 bench/train_step.py --models mc3_18 --shape 2x3x8x56x56 --pairs 1
+    .venv/bin/python bench/train_step.py                 # r3d_18 and mc3_18 at 2x3x8x112x112, 2 threads
+    .venv/bin/python bench/train_step.py --models mc3_18 --shape 2x3x8x56x56 --pairs 1
 
 For each model:
   1. export it with models/export_torchvision.py into WORK/<model>/ (cached: redone only when
