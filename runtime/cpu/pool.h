@@ -46,14 +46,83 @@ VCC_CPU_FN void global_avgpool_backward(VccRt *rt, int64_t NC, int64_t S, const 
     }
 }
 
+/* vcc__pool_span: the taps j in [*lo, *hi) of a window starting at s (dilation 1, kernel k) that lie in
+ * [0, in). */
+VCC_CPU_FN void vcc__pool_span(int64_t s, int64_t k, int64_t in, int64_t *lo, int64_t *hi)
+{
+    *lo = s < 0 ? -s : 0;
+    *hi = s + k > in ? in - s : k;
+    if (*hi < *lo) *hi = *lo;
+}
+
+/* vcc__pool_windows_rows: vcc__pool_windows for a geometry without dilation, one output row (plane,
+ * o0, o1) at a time: the window's taps along dims 0 and 1 found once per row, along dim 2 once per
+ * output, so no tap is bounds-checked. The taps are visited in vcc_pool_window's order (a, b, c
+ * ascending) and combined the same way, so every output, argmax and average is the generic loop's. */
+VCC_CPU_FN void vcc__pool_windows_rows(const VccPoolDesc *d, int is_max, const float *x, float *y, int32_t *arg,
+                                       int64_t *indices, int storage_order)
+{
+    const int64_t I1 = d->in[1], I2 = d->in[2], O1 = d->out[1], O2 = d->out[2];
+    const int64_t Si = d->in[0] * I1 * I2, So = d->out[0] * O1 * O2;
+    const int64_t rows = d->NC * d->out[0] * O1;
+    int64_t r;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+    for (r = 0; r < rows; r++) {
+        const int64_t p = r / (d->out[0] * O1), o0 = r / O1 % d->out[0], o1 = r % O1;
+        const int64_t s0 = o0 * d->stride[0] - d->pad_begin[0], s1 = o1 * d->stride[1] - d->pad_begin[1];
+        const float *xp = x + p * Si;
+        int64_t a0, a1, b0, b1, o2;
+        vcc__pool_span(s0, d->kernel[0], d->in[0], &a0, &a1);
+        vcc__pool_span(s1, d->kernel[1], I1, &b0, &b1);
+        for (o2 = 0; o2 < O2; o2++) {
+            const int64_t s2 = o2 * d->stride[2] - d->pad_begin[2], k = p * So + (o0 * O1 + o1) * O2 + o2;
+            int64_t c0, c1, a, b, c, am = -1;
+            float m = -INFINITY;
+            double acc = 0.0;
+            vcc__pool_span(s2, d->kernel[2], I2, &c0, &c1);
+            for (a = a0; a < a1; a++)
+                for (b = b0; b < b1; b++) {
+                    const int64_t base = ((s0 + a) * I1 + s1 + b) * I2 + s2;
+                    const float *row = xp + base;
+                    if (!is_max) {
+                        for (c = c0; c < c1; c++) acc += (double)row[c];
+                        continue;
+                    }
+                    for (c = c0; c < c1; c++) {
+                        const float v = row[c];
+                        if (am < 0 || v > m || v != v) {
+                            m = v;
+                            am = base + c;
+                        }
+                    }
+                }
+            if (is_max) {
+                if (y) y[k] = m;
+                if (arg) arg[k] = (int32_t)am;
+                if (indices) indices[k] = am < 0 ? -1 : vcc_maxpool_onnx_index(d, p, am, storage_order);
+            } else if (y) {
+                const int64_t oc[3] = {o0, o1, o2}, cnt = vcc_avgpool_count(d, oc);
+                y[k] = cnt > 0 ? (float)(acc / (double)cnt) : 0.0f;
+            }
+        }
+    }
+}
+
 /* The windows of d over every plane: y (NC, out) from x (NC, in) by vcc_pool_window (max or average);
- * the max's flat tap index per output into arg (int32) and/or its ONNX index into indices when given. */
+ * the max's flat tap index per output into arg (int32) and/or its ONNX index into indices when given.
+ * Without dilation, vcc__pool_windows_rows computes the same row by row. */
 VCC_CPU_FN void vcc__pool_windows(const VccPoolDesc *d, int is_max, const float *x, float *y, int32_t *arg,
                                   int64_t *indices, int storage_order)
 {
     const int64_t Si = d->in[0] * d->in[1] * d->in[2], So = d->out[0] * d->out[1] * d->out[2];
     const int64_t n = d->NC * So;
     int64_t k;
+    if (d->dilation[0] == 1 && d->dilation[1] == 1 && d->dilation[2] == 1) {
+        vcc__pool_windows_rows(d, is_max, x, y, arg, indices, storage_order);
+        return;
+    }
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static)
 #endif
@@ -67,13 +136,69 @@ VCC_CPU_FN void vcc__pool_windows(const VccPoolDesc *d, int is_max, const float 
     }
 }
 
+/* vcc__pool_reach: the output indices [*lo, *hi) along one dim whose window (dilation 1) has a tap at
+ * input coordinate i: o * stride - pad_begin <= i <= o * stride - pad_begin + kernel - 1, 0 <= o < out. */
+VCC_CPU_FN void vcc__pool_reach(const VccPoolDesc *d, int dim, int64_t i, int64_t *lo, int64_t *hi)
+{
+    const int64_t s = d->stride[dim], top = i + d->pad_begin[dim]; /* o * s <= top */
+    *lo = vcc_pool_first(d, dim, i);
+    *hi = top < 0 ? 0 : top / s + 1;
+    if (*hi > d->out[dim]) *hi = d->out[dim];
+    if (*hi < *lo) *hi = *lo;
+}
+
+/* vcc__pool_dx_rows: vcc__pool_dx for a geometry without dilation, one input row (plane, i0, i1) at a
+ * time: the windows reaching it along dims 0 and 1 found once per row, along dim 2 once per element.
+ * The windows are visited in vcc_pool_dx's order (oc ascending, dim 0 first) and summed the same way
+ * in double, so every element is the generic loop's. */
+VCC_CPU_FN void vcc__pool_dx_rows(const VccPoolDesc *d, const int32_t *arg, const float *dy, float *dx)
+{
+    const int64_t I1 = d->in[1], I2 = d->in[2], O1 = d->out[1], O2 = d->out[2];
+    const int64_t Si = d->in[0] * I1 * I2, So = d->out[0] * O1 * O2;
+    const int64_t rows = d->NC * d->in[0] * I1;
+    int64_t r;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+    for (r = 0; r < rows; r++) {
+        const int64_t p = r / (d->in[0] * I1), i0 = r / I1 % d->in[0], i1 = r % I1;
+        const float *dyp = dy + p * So;
+        const int32_t *ap = arg ? arg + p * So : NULL;
+        float *dxr = dx + p * Si + (i0 * I1 + i1) * I2;
+        int64_t a0, a1, b0, b1, i2;
+        vcc__pool_reach(d, 0, i0, &a0, &a1);
+        vcc__pool_reach(d, 1, i1, &b0, &b1);
+        for (i2 = 0; i2 < I2; i2++) {
+            const int64_t i = (i0 * I1 + i1) * I2 + i2;
+            int64_t c0, c1, oc[3];
+            double acc = 0.0;
+            vcc__pool_reach(d, 2, i2, &c0, &c1);
+            for (oc[0] = a0; oc[0] < a1; oc[0]++)
+                for (oc[1] = b0; oc[1] < b1; oc[1]++) {
+                    const int64_t o01 = (oc[0] * O1 + oc[1]) * O2;
+                    for (oc[2] = c0; oc[2] < c1; oc[2]++) {
+                        const int64_t o = o01 + oc[2];
+                        if (!ap) acc += (double)dyp[o] / (double)vcc_avgpool_count(d, oc);
+                        else if (ap[o] == i) acc += (double)dyp[o];
+                    }
+                }
+            dxr[i2] = (float)acc;
+        }
+    }
+}
+
 /* The gradient of d's windows: dx (NC, in) by vcc_pool_dx from dy (NC, out) (OVERWRITTEN); arg: each
- * output's argmax (max pooling) or NULL (average pooling). */
+ * output's argmax (max pooling) or NULL (average pooling). Without dilation, vcc__pool_dx_rows computes
+ * the same row by row. */
 VCC_CPU_FN void vcc__pool_dx(const VccPoolDesc *d, const int32_t *arg, const float *dy, float *dx)
 {
     const int64_t Si = d->in[0] * d->in[1] * d->in[2], So = d->out[0] * d->out[1] * d->out[2];
     const int64_t n = d->NC * Si;
     int64_t k;
+    if (d->dilation[0] == 1 && d->dilation[1] == 1 && d->dilation[2] == 1) {
+        vcc__pool_dx_rows(d, arg, dy, dx);
+        return;
+    }
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static)
 #endif
