@@ -36,6 +36,7 @@ heap simulator heuristic (the better of its size and lifetime orders).
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -158,7 +159,6 @@ def dsa_table(dsa_bench, folder):
 def smallest(a, path, extra):
     """(bytes, extra FLOPs percent) of the smallest arena vcc's recomputation reaches within
     a.recompute_flops percent more FLOPs: vcc --memory-limit 1 refuses and names it."""
-    import re
     p = subprocess.run([os.path.abspath(a.vcc), path, "--memory-limit", "1", "--recompute-flops",
                         "%g" % a.recompute_flops] + extra + a.vcc_args.split(), capture_output=True, text=True)
     m = re.search(r"smallest arena reachable by recomputation.*? is (\d+) bytes \(.*?\+([0-9.]+)% FLOPs\)", p.stderr)

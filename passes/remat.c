@@ -96,12 +96,17 @@ static bool cheap(const VccNode *n) {
     return (vcc_op_def(n->op)->flags & VCC_OPF_INPLACE) || strcmp(vcc_op_family(n->op), "unary") == 0;
 }
 
+/* Whether node n's outputs are a value and its workspace (a convolution's). */
+static bool has_workspace(const VccGraph *g, const VccNode *n) {
+    return n->nout == 2 && n->out[0] >= 0 && n->out[1] >= 0 && g->tensors[n->out[1]].kind == VCC_T_WORKSPACE;
+}
+
 /* Whether node n may be run twice: cheap, or with convs a forward Conv or ConvTranspose (its output and
  * its workspace; the clone gets a workspace of the same size, so it runs the same kernel the same way). */
 static bool recomputable(const VccGraph *g, const VccNode *n, bool convs) {
     if (cheap(n)) return true;
     return convs && n->phase == VCC_PHASE_FORWARD && (n->op == VCC_OP_CONV || n->op == VCC_OP_CONV_TRANSPOSE) &&
-           n->nout == 2 && n->out[0] >= 0 && n->out[1] >= 0 && g->tensors[n->out[1]].kind == VCC_T_WORKSPACE;
+           has_workspace(g, n);
 }
 
 /* The operands of node n's clone into in[] (at most 8); returns their count. A normalization's clone
@@ -287,7 +292,7 @@ static void apply(VccGraph *g, const Chain *c, int y, int p) {
         bool rows = vcc_rownorm_layout(g, &src, lay);
         VccOp op = src.op == VCC_OP_BATCHNORM ? VCC_OP_BATCHNORM_APPLY : rows ? VCC_OP_ROWNORM_APPLY : src.op;
         int outs[2] = {nc, -1}, nout = 1;
-        if (src.nout == 2 && src.out[1] >= 0 && g->tensors[src.out[1]].kind == VCC_T_WORKSPACE) {
+        if (has_workspace(g, &src)) {
             /* a convolution: its clone's own workspace, as large as the forward's */
             VccShape ws = g->tensors[src.out[1]].shape;
             outs[nout++] = vcc_tensor_add_unique(g, g->tensors[src.out[1]].dtype, &ws, VCC_T_WORKSPACE, "%s.recompute",
