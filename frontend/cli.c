@@ -82,7 +82,10 @@ static void usage(FILE *f) {
           "                     C trainer unfolds a conv's input (im2col) in chunks of output positions that fit\n"
           "                     and multiplies chunk by chunk; the CUDA trainer chunks its im2col path alike and\n"
           "                     hands cuDNN the same bytes as its workspace limit. A conv whose single output\n"
-          "                     position needs more gets one position's columns, and vcc says so\n"
+          "                     position needs more gets one position's columns, and vcc says so. Without\n"
+          "                     this option vcc starts from 16MiB and halves the chunks of the workspaces that\n"
+          "                     set the peak while each halving lowers it by 0.5% or more (down to 64 output\n"
+          "                     positions); with it, every conv keeps what the limit gives\n"
           "  --cpu-conv im2col|dnnl  how the C trainer computes convolutions: im2col (the default), im2col +\n"
           "                     OpenBLAS for every pass; dnnl, oneDNN's convolutions for the forward and\n"
           "                     input-gradient passes (link -ldnnl; its blocked copies live in the conv's\n"
@@ -629,6 +632,7 @@ int main(int argc, char **argv) {
     ctx.no_fuse_attention = no_fuse;
     ctx.keep_grads = keep_grads;
     ctx.workspace_limit = ws_limit;
+    ctx.workspace_limit_fixed = ws_text != NULL;
     ctx.cpu_conv_dnnl = cpu_conv_dnnl; /* both targets plan alike: the CUDA trainer gets the same workspaces */
     ctx.precision = precision;
     ctx.memory_limit = memory_limit;

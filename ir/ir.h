@@ -82,6 +82,10 @@ const char *vcc_precision_name(VccPrecision p);
 
 /* The default of --workspace-limit: 16 MiB per conv workspace (ir/ops/conv.c, vcc_conv_ws_bytes). */
 #define VCC_WORKSPACE_LIMIT_DEFAULT ((int64_t)16 << 20)
+/* The fewest output positions (im2col columns) per chunk that passes/memplan.c shrinks a conv workspace
+ * at the peak to (or all of the conv's positions, where it has fewer): a chunk's sgemm keeps at least
+ * this many columns, so shrinking costs at most a few percent of that conv's time. */
+#define VCC_WORKSPACE_MIN_COLS 64
 
 /* Everything a pass needs besides the graph: diagnostics and options. No global mutable state. */
 typedef struct VccCtx {
@@ -106,6 +110,8 @@ typedef struct VccCtx {
     bool keep_grads;       /* keep every gradient until all updates ran (passes/optimizer.c): --keep-grads */
     int64_t workspace_limit; /* bytes a conv-family op's im2col workspace may take (--workspace-limit; default
                                 VCC_WORKSPACE_LIMIT_DEFAULT): its columns are unfolded in chunks that fit */
+    bool workspace_limit_fixed; /* --workspace-limit given: every conv workspace is what the limit gives; without
+                                   it, passes/schedule shrinks those that set the peak (vcc_conv_ws_halved) */
     bool cpu_conv_dnnl;    /* the C trainer's convolutions through oneDNN (--cpu-conv dnnl; im2col is vcc's default;
                               runtime/cpu/conv_dnnl.h): conv workspaces also hold its blocked copies where they
                               fit the limit (vcc_conv_dnnl_ws_bytes), in the CUDA trainer's plan too, so both
@@ -306,6 +312,10 @@ typedef struct {
     /* filled by passes/memplan */
     int64_t arena_bytes, persistent_bytes, planned_bytes, lower_bound_bytes, no_reuse_bytes;
     double plan_seconds; /* CPU seconds of the offset planning (vcc_dsa_plan); -1 when not planned here */
+    /* filled by passes/schedule: conv workspaces shrunk where they set the peak, and the bytes that took
+     * off them */
+    int ws_shrunk;
+    int64_t ws_shrunk_bytes;
     /* filled by passes/remat: the arena memplan made (before any recomputation), the values recomputed in
      * backward, their FLOPs and an estimate of one training step's FLOPs (vcc_step_flops); 0 before */
     int64_t arena_unlimited_bytes;

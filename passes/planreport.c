@@ -199,6 +199,9 @@ void vcc_plan_report(FILE *f, const VccGraph *g, const char *model, const VccGra
                " bytes (%.1f MiB)\n", nviews, view_bytes, view_bytes / MIB);
     fprintf(f, "  fused attention: %d FusedAttention sites (each saves its output and a log-sum-exp per row, not "
                "the L x L scores and probabilities)\n", nattn);
+    fprintf(f, "  workspaces: %d conv workspaces that set the peak run in chunks of fewer im2col columns than "
+               "--workspace-limit allows: %" PRId64 " bytes (%.1f MiB) less at their steps\n", g->ws_shrunk,
+            g->ws_shrunk_bytes, g->ws_shrunk_bytes / MIB);
     if (unfused)
         fprintf(f, "  without fusion (--no-fuse-attention): arena %" PRId64 " bytes (%.1f MiB), lower bound %" PRId64
                    " bytes (%.1f MiB): fusion saves %" PRId64 " bytes of arena (%.1f MiB)\n", unfused->arena_bytes,

@@ -19,6 +19,10 @@
  *   reuse (the sweep passes/liveness and memplan's lower bound make); the memory-aware order replaces
  *   the first only when its peak is lower, so the result is deterministic and never worse. Sets
  *   g->schedule_peak_bytes and g->given_order_peak_bytes (the first order's).
+ *   Workspaces (unless --workspace-limit fixes them): a conv workspace that sets the chosen order's peak is shrunk to fewer im2col columns
+ *   per chunk while that lowers the peak by 0.5% or more (vcc_conv_ws_halved; at least
+ *   VCC_WORKSPACE_MIN_COLS columns), before both peaks are measured. Recomputation (passes/remat) keeps
+ *   these sizes, so a limited build computes every conv in the same chunks as the unlimited one.
  */
 #include "passes.h"
 
@@ -154,7 +158,15 @@ static void mem_info_free(MemInfo *mi) {
  * planned buffers live at one step, each from the step producing it (0 for graph inputs) to its last
  * reader (the step count for host-read values), before in-place reuse; passes/liveness and memplan's
  * lower bound count the same way. */
+static int64_t order_profile(const VccGraph *g, const MemInfo *mi, const int *order, int64_t *live_at);
+
 static int64_t order_peak(const VccGraph *g, const MemInfo *mi, const int *order) {
+    return order_profile(g, mi, order, NULL);
+}
+
+/* order_peak, and with live_at (n + 1 entries) the planned bytes live at each step (not the persistent
+ * ones). */
+static int64_t order_profile(const VccGraph *g, const MemInfo *mi, const int *order, int64_t *live_at) {
     int n = g->nnodes, nt = g->ntensors;
     int *pos = vcc_malloc(sizeof(int) * (size_t)(n ? n : 1));
     int *first = vcc_malloc(sizeof(int) * (size_t)(nt ? nt : 1)), *last = vcc_malloc(sizeof(int) * (size_t)(nt ? nt : 1));
@@ -177,6 +189,7 @@ static int64_t order_peak(const VccGraph *g, const MemInfo *mi, const int *order
     for (int i = 0; i <= n; i++) {
         live += diff[i];
         if (live > peak) peak = live;
+        if (live_at) live_at[i] = live;
     }
     free(pos);
     free(first);
@@ -240,6 +253,75 @@ static int kahn_by_memory(const Dag *d, const VccGraph *g, const MemInfo *mi, in
     return cnt;
 }
 
+/* Conv workspaces that set the peak of `order`, shrunk (vcc_conv_ws_halved) where that pays. While the
+ * step with the most bytes live (the first such) runs a conv-family node whose workspace can still
+ * shrink, the largest such workspace's columns are halved (a workspace lives at its node's step alone,
+ * so the profile changes there only). Then the halvings at the end of that sequence that together lower
+ * the peak by less than 0.5% of it (persistent bytes included) are undone: smaller chunks cost time,
+ * and there they would buy next to no bytes. Updates the tensors' shapes, mi->bytes, g->ws_shrunk and
+ * g->ws_shrunk_bytes. */
+static void shrink_peak_workspaces(VccCtx *ctx, VccGraph *g, MemInfo *mi, const int *order) {
+    int n = g->nnodes, nt = g->ntensors;
+    int64_t *live = vcc_malloc(sizeof(int64_t) * (size_t)(n + 1));
+    int *pos = vcc_malloc(sizeof(int) * (size_t)(n ? n : 1));
+    order_profile(g, mi, order, live);
+    for (int i = 0; i < n; i++) pos[order[i]] = i;
+    /* the halvings in order: the tensor, its bytes before, and the peak after */
+    int cnt = 0, cap = 16, *who = vcc_malloc(sizeof(int) * (size_t)cap);
+    int64_t *before = vcc_malloc(sizeof(int64_t) * (size_t)cap), *after = vcc_malloc(sizeof(int64_t) * (size_t)cap);
+    int64_t first_peak = -1;
+    for (;;) {
+        int peak = 0;
+        for (int i = 1; i <= n; i++)
+            if (live[i] > live[peak]) peak = i;
+        if (first_peak < 0) first_peak = live[peak];
+        if (cnt) after[cnt - 1] = live[peak];
+        int best = -1;
+        int64_t best_bytes = 0, best_new = 0;
+        for (int t = 0; t < nt; t++) {
+            const VccTensor *x = &g->tensors[t];
+            if (x->kind != VCC_T_WORKSPACE || x->producer < 0 || !mi->bytes[t] || mi->nreaders[t] ||
+                pos[x->producer] != peak)
+                continue;
+            int64_t bytes = vcc_tensor_bytes(x), smaller = vcc_conv_ws_halved(ctx, g, x->producer, bytes);
+            if (smaller < bytes && bytes > best_bytes) best = t, best_bytes = bytes, best_new = smaller;
+        }
+        if (best < 0) break;
+        if (cnt == cap) {
+            cap *= 2;
+            who = vcc_realloc(who, sizeof(int) * (size_t)cap);
+            before = vcc_realloc(before, sizeof(int64_t) * (size_t)cap);
+            after = vcc_realloc(after, sizeof(int64_t) * (size_t)cap);
+        }
+        who[cnt] = best;
+        before[cnt++] = best_bytes;
+        g->tensors[best].shape = (VccShape){1, {best_new / 4}};
+        int64_t b = (best_new + VCC_ARENA_ALIGN - 1) / VCC_ARENA_ALIGN * VCC_ARENA_ALIGN;
+        live[peak] -= mi->bytes[best] - b;
+        mi->bytes[best] = b;
+    }
+    int64_t last = cnt ? after[cnt - 1] : first_peak;
+    int keep = cnt;
+    while (keep > 0 && ((keep > 1 ? after[keep - 2] : first_peak) - last) * 200 < mi->persistent + first_peak)
+        keep--;
+    for (int i = cnt - 1; i >= keep; i--) {
+        g->tensors[who[i]].shape = (VccShape){1, {before[i] / 4}};
+        mi->bytes[who[i]] = (before[i] + VCC_ARENA_ALIGN - 1) / VCC_ARENA_ALIGN * VCC_ARENA_ALIGN;
+    }
+    for (int i = 0; i < keep; i++) { /* each tensor once, at its first halving: its bytes before all of them */
+        bool again = false;
+        for (int j = 0; j < i; j++) again |= who[j] == who[i];
+        if (again) continue;
+        g->ws_shrunk++;
+        g->ws_shrunk_bytes += before[i] - vcc_tensor_bytes(&g->tensors[who[i]]);
+    }
+    free(who);
+    free(before);
+    free(after);
+    free(pos);
+    free(live);
+}
+
 VccStatus vcc_schedule(VccCtx *ctx, VccGraph *g) {
     int n = g->nnodes;
     int *indeg = vcc_calloc((size_t)n, sizeof(int));
@@ -300,17 +382,26 @@ VccStatus vcc_schedule(VccCtx *ctx, VccGraph *g) {
         MemInfo mi;
         mem_info_init(g, &mi);
         g->given_order_peak_bytes = g->schedule_peak_bytes = order_peak(g, &mi, order);
+        int *mem = NULL;
         if (n <= VCC_SCHEDULE_MEM_MAX_NODES) {
-            int *mem = vcc_malloc(sizeof(int) * (size_t)(n ? n : 1));
-            if (kahn_by_memory(&dag, g, &mi, mem) == n) {
-                int64_t peak = order_peak(g, &mi, mem);
-                if (peak < g->schedule_peak_bytes) {
-                    g->schedule_peak_bytes = peak;
-                    memcpy(order, mem, sizeof(int) * (size_t)n);
-                }
+            mem = vcc_malloc(sizeof(int) * (size_t)(n ? n : 1));
+            if (kahn_by_memory(&dag, g, &mi, mem) != n) {
+                free(mem);
+                mem = NULL;
             }
-            free(mem);
         }
+        bool use_mem = mem && order_peak(g, &mi, mem) < g->schedule_peak_bytes;
+        /* the workspaces that set the chosen order's peak, shrunk; both peaks again with their sizes */
+        if (!ctx->workspace_limit_fixed) shrink_peak_workspaces(ctx, g, &mi, use_mem ? mem : order);
+        g->given_order_peak_bytes = g->schedule_peak_bytes = order_peak(g, &mi, order);
+        if (mem) {
+            int64_t peak = order_peak(g, &mi, mem);
+            if (peak < g->schedule_peak_bytes) {
+                g->schedule_peak_bytes = peak;
+                memcpy(order, mem, sizeof(int) * (size_t)n);
+            }
+        }
+        free(mem);
         mem_info_free(&mi);
         VccNode *nodes = vcc_malloc(sizeof(VccNode) * (size_t)(n ? n : 1));
         for (int i = 0; i < n; i++) nodes[i] = g->nodes[order[i]];

@@ -259,6 +259,15 @@ VccStatus vcc_conv_params(VccCtx *ctx, const VccNode *node, const VccShape *x, c
     return is_transpose(node->op) ? conv_transpose_geometry(ctx, node, x, w, p) : conv_geometry(ctx, node, x, w, p);
 }
 
+/* Rows of one sample's and one group's im2col column matrix, (C/group) * prod(kernel); -1 past
+ * VCC_MAX_TENSOR_BYTES / 4. */
+static int64_t ws_rows(const VccConvParams *p) {
+    int64_t rows = p->C / p->group;
+    for (int i = 0; i < p->nsp; i++)
+        if (!vcc_mul_i64(rows, p->kernel[i], &rows)) return -1;
+    return rows > VCC_MAX_TENSOR_BYTES / 4 ? -1 : rows;
+}
+
 int64_t vcc_conv_ws_bytes(const VccConvParams *p, int64_t limit) {
     int64_t rows = p->C / p->group, out = 1;
     for (int i = 0; i < p->nsp; i++)
@@ -305,6 +314,36 @@ int64_t vcc_conv_plan_ws_bytes(const VccCtx *ctx, VccOp op, const VccConvParams 
     return d > bytes ? d : bytes;
 }
 
+/* The geometry of conv-family node n as its shape rule reads it: the forward op's X and W are Conv's in[0]
+ * and in[1], a GradData op's out[0] (dX) and in[1], a GradFilter op's in[0] and out[0] (dW). */
+static VccStatus node_geometry(VccCtx *ctx, const VccGraph *g, const VccNode *n, VccConvParams *p) {
+    bool filter = n->op == VCC_OP_CONV_GRAD_FILTER || n->op == VCC_OP_CONV_TRANSPOSE_GRAD_FILTER;
+    bool data = n->op == VCC_OP_CONV_GRAD_DATA || n->op == VCC_OP_CONV_TRANSPOSE_GRAD_DATA;
+    int x = data ? n->out[0] : n->in[0], w = filter ? n->out[0] : n->in[1];
+    if (x < 0 || w < 0) return VCC_ERR_SHAPE;
+    return vcc_conv_params(ctx, n, &g->tensors[x].shape, &g->tensors[w].shape, p);
+}
+
+int64_t vcc_conv_ws_halved(VccCtx *ctx, const VccGraph *g, int k, int64_t bytes) {
+    const VccNode *n = &g->nodes[k];
+    VccConvParams p;
+    bool conv = n->op == VCC_OP_CONV || n->op == VCC_OP_CONV_GRAD_DATA || n->op == VCC_OP_CONV_GRAD_FILTER ||
+                n->op == VCC_OP_CONV_TRANSPOSE || is_transpose(n->op);
+    if (!conv || n->nout < 2 || node_geometry(ctx, g, n, &p)) return bytes;
+    int64_t rows = ws_rows(&p), out = 1;
+    for (int i = 0; i < p.nsp; i++)
+        if (!vcc_mul_i64(out, p.out[i], &out)) return bytes;
+    /* oneDNN's blocked copies are sized by batch, not by columns: left as planned */
+    if (rows <= 0 || bytes % (4 * rows) || (ctx->cpu_conv_dnnl && n->op != VCC_OP_CONV_GRAD_FILTER &&
+                                            n->op != VCC_OP_CONV_TRANSPOSE_GRAD_FILTER &&
+                                            vcc_conv_dnnl_ws_bytes(&p, ctx->workspace_limit) > 0))
+        return bytes;
+    int64_t cols = bytes / 4 / rows, floor = out < VCC_WORKSPACE_MIN_COLS ? out : VCC_WORKSPACE_MIN_COLS;
+    if (cols <= floor) return bytes;
+    int64_t half = (cols + 1) / 2;
+    return 4 * rows * (half > floor ? half : floor);
+}
+
 VccStatus vcc_conv_add_workspace(VccCtx *ctx, VccGraph *g, int k, const VccShape *x, const VccShape *w) {
     VccConvParams p;
     VccStatus st = vcc_conv_params(ctx, &g->nodes[k], x, w, &p);
@@ -342,6 +381,10 @@ static bool check_ws(VccCtx *ctx, VccGraph *g, const VccNode *n, int ws, const V
         vcc_error(ctx, "node '%s' (%s): its workspace output is missing or too large", n->name, vcc_op_name(n->op));
         return false;
     }
+    /* or fewer whole im2col columns, at least one, as memplan's shrinking at the peak leaves it */
+    const VccTensor *t = &g->tensors[ws];
+    int64_t have = t->shape.rank == 1 ? t->shape.dims[0] : -1, rows = ws_rows(p);
+    if (t->dtype == VCC_F32 && rows > 0 && have >= rows && have < bytes / 4 && have % rows == 0) return true;
     return vcc_put_output(ctx, g, n, true, ws, VCC_F32, &s);
 }
 

@@ -269,6 +269,13 @@ int64_t vcc_conv_dnnl_ws_bytes(const VccConvParams *p, int64_t limit);
  * larger of that and vcc_conv_dnnl_ws_bytes. -1 when the im2col workspace passes VCC_MAX_TENSOR_BYTES. */
 int64_t vcc_conv_plan_ws_bytes(const VccCtx *ctx, VccOp op, const VccConvParams *p);
 
+/* The bytes of conv-family node k's workspace (currently `bytes`, a whole number of im2col columns) with
+ * about half as many columns, (cols + 1) / 2, but not below min(prod(out), VCC_WORKSPACE_MIN_COLS); `bytes`
+ * itself when it cannot shrink: at that floor already, not a whole number of columns, or sized for oneDNN
+ * (--cpu-conv dnnl: its blocked copies do not chunk). passes/memplan.c shrinks the workspaces that set the
+ * peak with it; the kernels take any whole number of columns (vcc_conv_chunk_cols). */
+int64_t vcc_conv_ws_halved(VccCtx *ctx, const VccGraph *g, int k, int64_t bytes);
+
 /* Add a workspace tensor "<node>.ws" of vcc_conv_ws_bytes (under ctx->workspace_limit) as the last output
  * of conv-family node k; x and w are the forward op's input and weight shapes. */
 VccStatus vcc_conv_add_workspace(VccCtx *ctx, VccGraph *g, int k, const VccShape *x, const VccShape *w);

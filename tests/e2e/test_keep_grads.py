@@ -5,7 +5,9 @@
 models/export_video_nets.py exports the model (dropout 0), vcc compiles it twice, by default (each
 parameter updated as soon as its gradient is final, the gradient a planned tensor) and with --keep-grads
 (every gradient persistent, every update after backward), and both trainers run the same steps from the
-same weights. Checked:
+same weights. Both take --workspace-limit 16MiB: a fixed limit keeps every convolution's im2col chunks as
+the limit gives them, where by default vcc shrinks the workspaces that set each plan's peak, and the two
+plans' peaks differ (a filter gradient summed over other chunks rounds otherwise). Checked:
   losses        the "step <k> loss <value>" lines are the same text
   weights       the --out files (parameters and BN running statistics) are byte-identical
   plans         every parameter gradient is a "gradient" tensor in both plans: persistent (start null)
@@ -49,6 +51,7 @@ def main():
     losses, weights, plans = {}, {}, {}
     for tag, extra in (("fused", []), ("keep", ["--keep-grads"])):
         build = run([os.path.abspath(a.vcc), a.model + ".onnx", "-o", "train_%s.c" % tag, "--optimizer", a.optimizer,
+                     "--workspace-limit", "16MiB",
                      "--plan-json", "plan_%s.json" % tag] + extra, d).strip().splitlines()[-1]
         run(build, d, shell=True)
         out = run(["./train_" + tag, "--data", "data.npy", "--labels", "labels.npy", "--steps", str(a.steps)] + hyper +
