@@ -8,7 +8,8 @@
  *   1. small arithmetic helpers (power of two, round up with overflow check, 128-bit sums)
  *   2. the time index: items sorted by start step under a segment tree of "max end step over placed
  *      items", which lists the placed items whose intervals intersect a query interval in
- *      O((k + 1) log n) for k answers
+ *      O((k + 1) log n) for k answers; long-lived items (an interval of at least 1/LONG_FRACTION of
+ *      the whole schedule) sit apart, in offset order, and are filtered rather than sorted
  *   3. one greedy pass: place items in a given order, each at the best-fit (or first-fit) gap
  *   4. placement orders (size, length, start, area, conflicts)
  *   5. VCC_DSA_BEST: the orders with both fits under a work budget, then a bounded hill climb
@@ -104,6 +105,26 @@ typedef struct {
   uint64_t off, top;
 } Span;
 
+/* Long-lived items. In a trace where most buffers live a few steps and some live across much of the
+ * schedule (IOPDDL Y_1: 75% live 7 steps or fewer, 14% more than 1/16 of the schedule), nearly every
+ * query meets the same long-lived items, and sorting them again per query dominated the planning
+ * time. They are kept apart, already in offset order: items whose interval spans at least
+ * 1/LONG_FRACTION of the schedule go into a list of blocks sorted by offset, and a query keeps the
+ * ones that intersect it (few are passed over: each covers a large share of the schedule), then merges
+ * them with the sorted short items. The gaps a pass sees, and so every plan, are the same as with one
+ * sorted list (spans with equal offsets give the same gaps in either order). */
+#define LONG_FRACTION 16
+#define LBLOCK 256
+/* Below this many items every item is short: a query meets few placed items anyway, and the plans of
+ * small instances (MiniMalloc's, a model's few hundred buffers) stay those of one time index. */
+#define LONG_MIN_ITEMS 4096
+
+typedef struct LBlock {
+  size_t cnt;
+  uint64_t off[LBLOCK], top[LBLOCK];
+  int64_t start[LBLOCK], end[LBLOCK];
+} LBlock;
+
 /* Items sit in by_start order ("positions"); positions are grouped in buckets of BUCKET, and a
  * segment tree over the buckets keeps the largest end step of the placed items below each node.
  * Per position the index keeps the placed item's end step and byte range, so a bucket is scanned
@@ -122,9 +143,13 @@ typedef struct {
   unsigned char *placed; /* [n] by position */
   int64_t *pend;         /* [n] by position: end step of the placed item */
   Span *pspan;           /* [n] by position: byte range of the placed item */
-  Span *spans;           /* [n] scratch: byte ranges of the placed conflicting items */
+  Span *spans;           /* [n] scratch: byte ranges of the placed conflicting short items */
   Span *spans_tmp;       /* [n] scratch for the radix sort */
+  Span *lspans;          /* [n] scratch: byte ranges of the placed conflicting long items, by offset */
   uint64_t work;         /* elementary steps done so far (the search budget counts these) */
+  uint64_t long_len;     /* an item is long-lived when span_len >= long_len */
+  LBlock *lb;            /* the placed long-lived items in offset order, blocks of up to LBLOCK */
+  size_t nlb, cap_lb;
 } Ctx;
 
 static void ctx_free(Ctx *c) {
@@ -138,6 +163,8 @@ static void ctx_free(Ctx *c) {
   free(c->pspan);
   free(c->spans);
   free(c->spans_tmp);
+  free(c->lspans);
+  free(c->lb);
   memset(c, 0, sizeof *c);
 }
 
@@ -160,9 +187,13 @@ static int ctx_init(Ctx *c, const VccDsaItem *items, size_t n) {
   c->pspan = malloc(n * sizeof *c->pspan);
   c->spans = malloc(n * sizeof *c->spans);
   c->spans_tmp = malloc(n * sizeof *c->spans_tmp);
+  c->lspans = malloc(n * sizeof *c->lspans);
+  /* a block per LBLOCK / 2 long items at worst (blocks split in halves), and one to start */
+  c->cap_lb = n / (LBLOCK / 2) + 2;
+  c->lb = malloc(c->cap_lb * sizeof *c->lb);
   Key *keys = malloc(n * sizeof *keys);
   if (!c->fp || !c->by_start || !c->start_sorted || !c->pos_of || !c->tmax || !c->placed ||
-      !c->pend || !c->pspan || !c->spans || !c->spans_tmp || !keys) {
+      !c->pend || !c->pspan || !c->spans || !c->spans_tmp || !c->lspans || !c->lb || !keys) {
     free(keys);
     ctx_free(c);
     errno = ENOMEM;
@@ -178,6 +209,12 @@ static int ctx_init(Ctx *c, const VccDsaItem *items, size_t n) {
     keys[i] = (Key){{ukey(items[i].start), 0, 0}, i};
   }
   qsort(keys, n, sizeof *keys, key_cmp);
+  int64_t t0 = items[0].start, t1 = items[0].end;
+  for (size_t i = 1; i < n; i++) {
+    if (items[i].start < t0) t0 = items[i].start;
+    if (items[i].end > t1) t1 = items[i].end;
+  }
+  c->long_len = n < LONG_MIN_ITEMS ? UINT64_MAX : ((uint64_t)t1 - (uint64_t)t0) / LONG_FRACTION + 1;
   for (size_t k = 0; k < n; k++) {
     c->by_start[k] = keys[k].idx;
     c->start_sorted[k] = items[keys[k].idx].start;
@@ -191,10 +228,90 @@ static void index_reset(Ctx *c) {
   for (size_t v = 0; v < 2 * c->leaves; v++)
     c->tmax[v] = INT64_MIN;
   memset(c->placed, 0, c->n);
+  c->nlb = 0;
+}
+
+static int is_long(const Ctx *c, size_t i) { return span_len(&c->it[i]) >= c->long_len; }
+
+/* Adds long-lived item i at byte range [off, off + fp) to the offset-ordered blocks: into the first
+ * block whose last offset is above off (else the last block), split in halves when full. */
+static void long_insert(Ctx *c, size_t i, uint64_t off) {
+  size_t b = 0;
+  if (c->nlb == 0) {
+    c->lb[0].cnt = 0;
+    c->nlb = 1;
+  } else {
+    size_t lo = 0, hi = c->nlb - 1;
+    while (lo < hi) {
+      size_t mid = lo + (hi - lo) / 2;
+      if (c->lb[mid].off[c->lb[mid].cnt - 1] > off)
+        hi = mid;
+      else
+        lo = mid + 1;
+    }
+    b = lo;
+  }
+  LBlock *k = &c->lb[b];
+  if (k->cnt == LBLOCK) {
+    memmove(&c->lb[b + 2], &c->lb[b + 1], (c->nlb - b - 1) * sizeof *c->lb);
+    c->nlb++;
+    LBlock *r = &c->lb[b + 1];
+    size_t h = LBLOCK / 2;
+    r->cnt = k->cnt = h;
+    memcpy(r->off, k->off + h, h * sizeof k->off[0]);
+    memcpy(r->top, k->top + h, h * sizeof k->top[0]);
+    memcpy(r->start, k->start + h, h * sizeof k->start[0]);
+    memcpy(r->end, k->end + h, h * sizeof k->end[0]);
+    if (off >= r->off[0]) k = r;
+  }
+  size_t p = k->cnt;
+  while (p > 0 && k->off[p - 1] > off)
+    p--;
+  size_t mv = k->cnt - p;
+  memmove(k->off + p + 1, k->off + p, mv * sizeof k->off[0]);
+  memmove(k->top + p + 1, k->top + p, mv * sizeof k->top[0]);
+  memmove(k->start + p + 1, k->start + p, mv * sizeof k->start[0]);
+  memmove(k->end + p + 1, k->end + p, mv * sizeof k->end[0]);
+  k->off[p] = off;
+  k->top[p] = off + c->fp[i];
+  k->start[p] = c->it[i].start;
+  k->end[p] = c->it[i].end;
+  k->cnt++;
+  c->work += mv + 1;
+}
+
+/* Fills c->lspans, in offset order, with the byte ranges of the placed long-lived items whose
+ * interval intersects [s, e]; returns how many. Each block is tested 64 items at a time into a bit
+ * mask, then the hits copied. */
+static size_t long_query(Ctx *c, int64_t s, int64_t e) {
+  size_t m = 0;
+  for (size_t b = 0; b < c->nlb; b++) {
+    const LBlock *k = &c->lb[b];
+    c->work += k->cnt;
+    for (size_t j0 = 0; j0 < k->cnt; j0 += 64) {
+      size_t lim = k->cnt - j0 < 64 ? k->cnt - j0 : 64;
+      const int64_t *st = k->start + j0, *en = k->end + j0;
+      uint64_t bits = 0;
+      for (size_t j = 0; j < lim; j++)
+        bits |= (uint64_t)((st[j] <= e) & (en[j] >= s)) << j;
+      while (bits) {
+        size_t j = j0 + (size_t)__builtin_ctzll(bits);
+        bits &= bits - 1;
+        c->lspans[m].off = k->off[j];
+        c->lspans[m].top = k->top[j];
+        m++;
+      }
+    }
+  }
+  return m;
 }
 
 /* Records item i as placed at byte range [off, off + fp). */
 static void index_insert(Ctx *c, size_t i, uint64_t off) {
+  if (is_long(c, i)) {
+    long_insert(c, i, off);
+    return;
+  }
   size_t k = c->pos_of[i];
   int64_t e = c->it[i].end;
   c->placed[k] = 1;
@@ -315,11 +432,18 @@ static int greedy(Ctx *c, const size_t *order, int fit, uint64_t limit, uint64_t
     }
     size_t m = index_query(c, c->it[i].start, c->it[i].end);
     span_sort(c->spans, c->spans_tmp, m);
-    c->work += m;
+    size_t ml = c->nlb ? long_query(c, c->it[i].start, c->it[i].end) : 0;
+    c->work += m + ml;
     uint64_t floor = 0, best = 0, best_waste = UINT64_MAX;
     int found = 0;
-    for (size_t j = 0; j <= m; j++) {
-      uint64_t gap_hi = j < m ? c->spans[j].off : H; /* j == m: room below the arena top */
+    /* the short and the long spans merged by offset; the room below the arena top last */
+    for (size_t j = 0, l = 0;; ) {
+      const Span *sp = NULL;
+      if (j < m && (l == ml || c->spans[j].off <= c->lspans[l].off))
+        sp = &c->spans[j++];
+      else if (l < ml)
+        sp = &c->lspans[l++];
+      uint64_t gap_hi = sp ? sp->off : H;
       if (gap_hi > floor) {
         uint64_t cand;
         if (!round_up(floor, al, &cand) && cand <= gap_hi && gap_hi - cand >= fp) {
@@ -328,7 +452,8 @@ static int greedy(Ctx *c, const size_t *order, int fit, uint64_t limit, uint64_t
           if (fit == FIT_FIRST) break;
         }
       }
-      if (j < m && c->spans[j].top > floor) floor = c->spans[j].top;
+      if (!sp) break;
+      if (sp->top > floor) floor = sp->top;
     }
     if (!found && round_up(floor, al, &best)) {
       errno = EOVERFLOW;
