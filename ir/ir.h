@@ -82,7 +82,7 @@ const char *vcc_precision_name(VccPrecision p);
 
 /* The default of --workspace-limit: 16 MiB per conv workspace (ir/ops/conv.c, vcc_conv_ws_bytes). */
 #define VCC_WORKSPACE_LIMIT_DEFAULT ((int64_t)16 << 20)
-/* The fewest output positions (im2col columns) per chunk that passes/memplan.c shrinks a conv workspace
+/* The fewest output positions (im2col columns) per chunk that passes/schedule.c shrinks a conv workspace
  * at the peak to (or all of the conv's positions, where it has fewer): a chunk's sgemm keeps at least
  * this many columns, so shrinking costs at most a few percent of that conv's time. */
 #define VCC_WORKSPACE_MIN_COLS 64

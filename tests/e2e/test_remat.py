@@ -2,7 +2,7 @@
 
     test_remat.py --vcc BUILD/vcc --model NAME --work DIR [--steps 3] [--cuda] [--fit]
     test_remat.py --vcc BUILD/vcc --model r3d_18 --work DIR --fit-only 1073741824
-    test_remat.py --vcc BUILD/vcc --model r3d_18 --work DIR --double-batch 2x3x8x56x56 [--workspace-limit 3MiB]
+    test_remat.py --vcc BUILD/vcc --model r3d_18 --work DIR --double-batch 2x3x8x56x56 [--workspace-limit 2MiB]
                   [--max-flops 15]
 
 models/export_video_nets.py exports the model (dropout 0), and vcc compiles it:
