@@ -269,10 +269,10 @@ static int64_t ws_rows(const VccConvParams *p) {
 }
 
 int64_t vcc_conv_ws_bytes(const VccConvParams *p, int64_t limit) {
-    int64_t rows = p->C / p->group, out = 1;
+    int64_t rows = ws_rows(p), out = 1;
+    if (rows < 0) return -1;
     for (int i = 0; i < p->nsp; i++)
-        if (!vcc_mul_i64(rows, p->kernel[i], &rows) || !vcc_mul_i64(out, p->out[i], &out)) return -1;
-    if (rows > VCC_MAX_TENSOR_BYTES / 4) return -1;
+        if (!vcc_mul_i64(out, p->out[i], &out)) return -1;
     int64_t cols = limit / 4 / (rows > 0 ? rows : 1); /* output positions per chunk */
     if (cols < 1) cols = 1;
     if (cols > out) cols = out;
@@ -328,7 +328,7 @@ int64_t vcc_conv_ws_halved(VccCtx *ctx, const VccGraph *g, int k, int64_t bytes)
     const VccNode *n = &g->nodes[k];
     VccConvParams p;
     bool conv = n->op == VCC_OP_CONV || n->op == VCC_OP_CONV_GRAD_DATA || n->op == VCC_OP_CONV_GRAD_FILTER ||
-                n->op == VCC_OP_CONV_TRANSPOSE || is_transpose(n->op);
+                is_transpose(n->op);
     if (!conv || n->nout < 2 || node_geometry(ctx, g, n, &p)) return bytes;
     int64_t rows = ws_rows(&p), out = 1;
     for (int i = 0; i < p.nsp; i++)
@@ -381,7 +381,7 @@ static bool check_ws(VccCtx *ctx, VccGraph *g, const VccNode *n, int ws, const V
         vcc_error(ctx, "node '%s' (%s): its workspace output is missing or too large", n->name, vcc_op_name(n->op));
         return false;
     }
-    /* or fewer whole im2col columns, at least one, as memplan's shrinking at the peak leaves it */
+    /* or fewer whole im2col columns, at least one, as passes/schedule's shrinking at the peak leaves it */
     const VccTensor *t = &g->tensors[ws];
     int64_t have = t->shape.rank == 1 ? t->shape.dims[0] : -1, rows = ws_rows(p);
     if (t->dtype == VCC_F32 && rows > 0 && have >= rows && have < bytes / 4 && have % rows == 0) return true;
