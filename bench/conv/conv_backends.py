@@ -100,8 +100,8 @@ def main():
     exes = {"vcc": os.path.join(tmp, "conv_vcc"), "blocked": os.path.join(tmp, "conv_dnnl_blocked"),
             "plain": os.path.join(tmp, "conv_dnnl_plain")}
     build(exes["vcc"], [], [])
-    build(exes["blocked"], ["-DVCC_CONV_DNNL", "-DVCC_DNNL_WEIGHT_GRADS"], ["-ldnnl"])
-    build(exes["plain"], ["-DVCC_CONV_DNNL", "-DVCC_DNNL_WEIGHT_GRADS", "-DVCC_DNNL_PLAIN"], ["-ldnnl"])
+    build(exes["blocked"], ["-DVCC_CONV_DNNL"], ["-ldnnl"])
+    build(exes["plain"], ["-DVCC_CONV_DNNL", "-DVCC_DNNL_PLAIN"], ["-ldnnl"])
     env = dict(os.environ, OPENBLAS_NUM_THREADS=str(args.threads), OMP_NUM_THREADS=str(args.threads))
     print("threads %d, median of %d runs, milliseconds; vcc = im2col + OpenBLAS; dnnl-blk / dnnl-plain = vcc's "
           "kernels through oneDNN's C API (blocked layouts with reorders, timed with them / plain layouts); "

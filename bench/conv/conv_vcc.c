@@ -5,7 +5,7 @@
  *
  * Prints the median milliseconds of conv_forward, conv_backward_data and conv_backward_filter over REPS
  * runs (after one warm-up), one line: "vcc fwd <ms> bwd_data <ms> bwd_filter <ms>".
- * Built with -DVCC_CONV_DNNL -DVCC_DNNL_WEIGHT_GRADS (and -ldnnl) the same kernels run through oneDNN
+ * Built with -DVCC_CONV_DNNL (and -ldnnl) the same kernels run through oneDNN
  * (runtime/cpu/conv_dnnl.h; with -DVCC_DNNL_PLAIN too, in the plain layouts), timed with their
  * reorders, and a second line gives each pass's workspace bytes and oneDNN's implementation:
  * "dnnl ws <fwd> <bwd_data> <bwd_filter> impl <fwd> <bwd_data> <bwd_filter>" (bytes 0: im2col ran).

@@ -283,7 +283,13 @@ int64_t vcc_conv_ws_bytes(const VccConvParams *p, int64_t limit) {
 /* c rounded up to a multiple of 16 (oneDNN's channel blocks: 8 on AVX2, 16 on AVX-512). */
 static int64_t round16(int64_t c) { return (c + 15) / 16 * 16; }
 
-int64_t vcc_conv_dnnl_ws_bytes(const VccConvParams *p, int64_t limit) {
+/* oneDNN's workspace for geometry p under limit: vcc_conv_dnnl_ws_bytes; with weights, the
+ * weight-gradient pass's: the same plus two more blocked copies of the weights for the partial sums of
+ * its threads (its scratchpad: one per thread past the first) and, when the batch runs in chunks
+ * (nb < N), the plain weight gradient (K, C/G, kernel...) that accumulates the later chunks. The
+ * program computes that pass with im2col where oneDNN's real need is larger, or where oneDNN's kernel
+ * would be its gemm convolution (runtime/cpu/conv_dnnl.h). */
+static int64_t dnnl_ws_bytes(const VccConvParams *p, int64_t limit, bool weights) {
     int64_t in = 1, out = 1, kk = 1, g = p->group;
     for (int i = 0; i < p->nsp; i++) {
         if (p->pad_begin[i] < 0 || p->pad_end[i] < 0) return 0;
@@ -292,25 +298,37 @@ int64_t vcc_conv_dnnl_ws_bytes(const VccConvParams *p, int64_t limit) {
             !vcc_mul_i64(kk, p->kernel[i], &kk))
             return 0;
     }
-    int64_t wts, x1, y1;
+    int64_t wts, x1, y1, plain_w;
     if (!vcc_mul_i64(round16(p->K / g) * round16(p->C / g), g, &wts) || !vcc_mul_i64(wts, kk, &wts) ||
-        !vcc_mul_i64(round16(p->C), in, &x1) || !vcc_mul_i64(round16(p->K), out, &y1))
+        !vcc_mul_i64(round16(p->C), in, &x1) || !vcc_mul_i64(round16(p->K), out, &y1) ||
+        !vcc_mul_i64(p->K * (p->C / g), kk, &plain_w))
         return 0;
+    /* the weight gradient: two more blocked weights for the threads' partial sums in the scratchpad,
+     * and the plain accumulator when the batch runs in chunks */
+    int64_t fixed = weights ? 3 * wts : wts, align = weights ? 4 * 64 : 3 * 64;
     for (int64_t nb = p->N; nb >= 1; nb--) {
         int64_t a, b;
         if (p->N % nb || !vcc_mul_i64(x1, nb, &a) || !vcc_mul_i64(y1, nb, &b)) continue;
-        int64_t floats = a + b + wts;
-        if (floats < 0 || floats > (limit - 3 * 64 - 65536) / 4) continue;
-        return 4 * floats + 3 * 64 + 65536;
+        int64_t floats = a + b + fixed + (weights && nb < p->N ? plain_w : 0);
+        if (floats < 0 || floats > (limit - align - 65536) / 4) continue;
+        return 4 * floats + align + 65536;
     }
     return 0;
 }
 
+int64_t vcc_conv_dnnl_ws_bytes(const VccConvParams *p, int64_t limit) { return dnnl_ws_bytes(p, limit, false); }
+
+/* oneDNN's workspace for conv-family op `op` of geometry p under limit: the weight-gradient pass's for
+ * the GradFilter ops, the forward's otherwise. */
+static int64_t dnnl_op_ws_bytes(VccOp op, const VccConvParams *p, int64_t limit) {
+    bool filter = op == VCC_OP_CONV_GRAD_FILTER || op == VCC_OP_CONV_TRANSPOSE_GRAD_FILTER;
+    return dnnl_ws_bytes(p, limit, filter);
+}
+
 int64_t vcc_conv_plan_ws_bytes(const VccCtx *ctx, VccOp op, const VccConvParams *p) {
     int64_t bytes = vcc_conv_ws_bytes(p, ctx->workspace_limit);
-    if (bytes < 0 || !ctx->cpu_conv_dnnl || op == VCC_OP_CONV_GRAD_FILTER || op == VCC_OP_CONV_TRANSPOSE_GRAD_FILTER)
-        return bytes;
-    int64_t d = (vcc_conv_dnnl_ws_bytes(p, ctx->workspace_limit) + 3) / 4 * 4;
+    if (bytes < 0 || !ctx->cpu_conv_dnnl) return bytes;
+    int64_t d = (dnnl_op_ws_bytes(op, p, ctx->workspace_limit) + 3) / 4 * 4;
     return d > bytes ? d : bytes;
 }
 
@@ -334,9 +352,7 @@ int64_t vcc_conv_ws_halved(VccCtx *ctx, const VccGraph *g, int k, int64_t bytes)
     for (int i = 0; i < p.nsp; i++)
         if (!vcc_mul_i64(out, p.out[i], &out)) return bytes;
     /* oneDNN's blocked copies are sized by batch, not by columns: left as planned */
-    if (rows <= 0 || bytes % (4 * rows) || (ctx->cpu_conv_dnnl && n->op != VCC_OP_CONV_GRAD_FILTER &&
-                                            n->op != VCC_OP_CONV_TRANSPOSE_GRAD_FILTER &&
-                                            vcc_conv_dnnl_ws_bytes(&p, ctx->workspace_limit) > 0))
+    if (rows <= 0 || bytes % (4 * rows) || (ctx->cpu_conv_dnnl && dnnl_op_ws_bytes(n->op, &p, ctx->workspace_limit) > 0))
         return bytes;
     int64_t cols = bytes / 4 / rows, floor = out < VCC_WORKSPACE_MIN_COLS ? out : VCC_WORKSPACE_MIN_COLS;
     if (cols <= floor) return bytes;

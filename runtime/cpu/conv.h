@@ -13,12 +13,10 @@
 #include "../proto/conv.h"
 #undef VCC_KERNEL
 
-/* -DVCC_CONV_DNNL (vcc --cpu-conv dnnl): conv_forward and conv_backward_data (so Conv, ConvGradData,
- * ConvTranspose and ConvTransposeGradData) try oneDNN first (cpu/conv_dnnl.h) and take the im2col path
- * below for the calls it does not compute. conv_backward_filter does too only with
- * -DVCC_DNNL_WEIGHT_GRADS: on AVX2, oneDNN 2.6 computes weight gradients with its gemm convolution, which
- * was no faster than the im2col path here and needs a scratchpad of about (threads + 1) times the weights
- * (bench/conv). */
+/* -DVCC_CONV_DNNL (vcc --cpu-conv dnnl): conv_forward, conv_backward_data and conv_backward_filter (so
+ * every conv-family op) try oneDNN first (cpu/conv_dnnl.h) and take the im2col path below for the calls
+ * it does not compute: a shape oneDNN refuses, a pass that does not fit its workspace, and weight
+ * gradients where oneDNN's only kernel is its gemm convolution (no faster than this path, bench/conv). */
 #ifdef VCC_CONV_DNNL
 #include "conv_dnnl.h"
 #endif
@@ -292,7 +290,7 @@ VCC_CPU_FN void conv_backward_filter(VccRt *rt, VccConvDesc *d, const float *x, 
     (void)rt;
     vcc_conv_geo(d, &g);
     col = vcc_conv_ws(d, &g, ws, ws_bytes, &pc);
-#if defined(VCC_CONV_DNNL) && defined(VCC_DNNL_WEIGHT_GRADS)
+#ifdef VCC_CONV_DNNL
     if (d->N > 0 && g.OUT > 0 && vcc_dnnl_conv(rt, d, VCC_DNNL_BWD_WEIGHTS, x, dy, NULL, dw, ws, ws_bytes)) {
         if (db) vcc_conv_bias_backward(d->N, d->K, g.OUT, dy, db);
         return;

@@ -13,7 +13,9 @@
  * scratchpad is a slice of ws; where the primitive prefers a blocked layout (format_tag any, e.g.
  * nCdhw8c on AVX2) the blocked copies of its operands are slices of ws too, filled and emptied by
  * reorder primitives (their own scratchpads share the conv's slice: they never run at the same time).
- * ws is laid out as [operand 0 | operand 1 | operand 2 | scratchpad], each slice 64-byte aligned.
+ * ws is laid out as [operand 0 | operand 1 | operand 2 | accumulator | scratchpad], each slice 64-byte
+ * aligned; the accumulator (the plain weight gradient, (K, C/G, *kernel)) only for a weight-gradient
+ * pass that runs in batch chunks.
  * The sizes are known only once the primitive is created (they depend on the CPU's ISA and the
  * thread count), so the program queries them at the first call of each pass of each descriptor and
  * uses oneDNN only when they fit ws_bytes; otherwise that pass of that conv stays on im2col for the
@@ -22,6 +24,13 @@
  * Cache: the primitives, their memory objects and the decision live in d->backend (VccDnnlConv),
  * created once per descriptor and pass; the engine and stream in rt->conv_state (VccDnnlState), which
  * also lists the descriptors so vcc_rt_destroy frees everything at exit.
+ *
+ * Weight gradients: only through a direct (JIT) implementation. Where oneDNN's choice is its gemm
+ * convolution (every shape on AVX2, the small-spatial ones on AVX-512), that is no faster than the
+ * im2col path here and needs a scratchpad of about (threads + 1) times the weights (bench/conv), so the
+ * pass stays on im2col. The batch is a sum there, so a pass over nb < N samples per execution writes
+ * the first chunk's gradient into dw and each later chunk's into the accumulator, added into dw in
+ * chunk order (a fixed order for a fixed ws and thread count).
  *
  * Layouts: VCC_DNNL_PLAIN (compile-time define) asks oneDNN for the operands' own layouts (its gemm
  * convolution, im2col inside the scratchpad); without it, format_tag any (its direct JIT kernels
@@ -52,7 +61,7 @@ typedef struct {
     dnnl_primitive_t conv;
     dnnl_memory_t user[3], prim[3], bias, scratch;
     dnnl_primitive_t reorder[3];
-    size_t off[3], scratch_off, bytes; /* slices of ws; bytes: what the pass needs in all */
+    size_t off[3], acc_off, scratch_off, bytes; /* slices of ws; bytes: what the pass needs in all */
     int64_t nb;                        /* samples per execution (a divisor of N) */
 } VccDnnlPass;
 
@@ -222,6 +231,12 @@ VCC_CPU_FN void vcc_dnnl_pass_try(VccDnnlState *s, const VccConvDesc *d, int whi
             goto done;
     }
     if (dnnl_primitive_desc_create(&pd, &cd, attr, s->engine, hint) != dnnl_success) goto done;
+    if (which == VCC_DNNL_BWD_WEIGHTS) { /* a direct kernel only: the gemm convolution is refused */
+        const char *impl = NULL;
+        if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success || !impl ||
+            strstr(impl, "gemm"))
+            goto done;
+    }
     user[0] = which == VCC_DNNL_BWD_DATA ? &y : &x;
     user[1] = which == VCC_DNNL_BWD_WEIGHTS ? &y : &w;
     user[2] = fwd ? &y : which == VCC_DNNL_BWD_DATA ? &x : &w;
@@ -251,6 +266,8 @@ VCC_CPU_FN void vcc_dnnl_pass_try(VccDnnlState *s, const VccConvDesc *d, int whi
         if (dnnl_memory_create(&p->prim[i], want[i], s->engine, DNNL_MEMORY_NONE) != dnnl_success) goto done;
         off += vcc_dnnl_round(dnnl_memory_desc_get_size(want[i]));
     }
+    p->acc_off = off;
+    if (which == VCC_DNNL_BWD_WEIGHTS && nb < d->N) off += vcc_dnnl_round(dnnl_memory_desc_get_size(&w));
     p->scratch_off = off;
     p->bytes = off + scratch;
     if (p->bytes > ws_bytes) goto done;
@@ -279,10 +296,9 @@ done:
     dnnl_primitive_attr_destroy(attr);
 }
 
-/* vcc_dnnl_pass_make: pass `which` of d into p: for the forward and backward-data passes, N samples per
- * execution, else the largest divisor of N whose copies and scratchpad fit ws_bytes (the samples of a
- * batch are independent there); the backward-weights pass sums over the batch, so only N. p->state -1
- * when none fits or oneDNN refuses d. */
+/* vcc_dnnl_pass_make: pass `which` of d into p, N samples per execution, else the largest divisor of N
+ * whose copies, accumulator (backward weights) and scratchpad fit ws_bytes. p->state -1 when none fits
+ * or oneDNN refuses d (p->bytes 0: refused, then no smaller nb is tried). */
 VCC_CPU_FN void vcc_dnnl_pass_make(VccDnnlState *s, const VccConvDesc *d, int which, VccDnnlPass *p,
                                    size_t ws_bytes)
 {
@@ -290,7 +306,7 @@ VCC_CPU_FN void vcc_dnnl_pass_make(VccDnnlState *s, const VccConvDesc *d, int wh
     for (nb = d->N; nb >= 1; nb--) {
         if (d->N % nb) continue;
         vcc_dnnl_pass_try(s, d, which, nb, p, ws_bytes);
-        if (p->state > 0 || p->bytes == 0 || which == VCC_DNNL_BWD_WEIGHTS) return; /* fits, or refused */
+        if (p->state > 0 || p->bytes == 0) return; /* fits, or refused */
     }
 }
 
@@ -306,8 +322,8 @@ VCC_CPU_FN void vcc_dnnl_reorder(VccDnnlState *s, dnnl_primitive_t r, dnnl_memor
  *   VCC_DNNL_FWD          a = x (N, C, *in), b = w (K, C/G, *k), bias (K) or NULL, out = y (N, K, *out)
  *                         (with a bias it runs pass VCC_DNNL_FWD_BIAS)
  *   VCC_DNNL_BWD_DATA     a = dy (N, K, *out), b = w, out = dx (N, C, *in), OVERWRITTEN
- *   VCC_DNNL_BWD_WEIGHTS  a = x, b = dy, out = dw (K, C/G, *k), OVERWRITTEN (the bias gradient is the
- *                         caller's)
+ *   VCC_DNNL_BWD_WEIGHTS  a = x, b = dy, out = dw (K, C/G, *k), OVERWRITTEN: the sum over the batch's
+ *                         chunks of nb samples, in order (the bias gradient is the caller's)
  * ws: the node's planned workspace of ws_bytes (the blocked copies and the scratchpad). Returns 1 when
  * the pass was computed, 0 when the caller must compute it (oneDNN refused the descriptor, or the pass
  * needs more than ws_bytes; decided at the first call and kept). */
@@ -364,15 +380,27 @@ VCC_CPU_FN int vcc_dnnl_conv(VccRt *rt, VccConvDesc *d, int which, const float *
         args[n++].memory = p->scratch;
     }
     for (s0 = 0; s0 < d->N; s0 += p->nb) {
+        /* a weight gradient's later chunks: into the accumulator, then added into dw */
+        const int acc = which == VCC_DNNL_BWD_WEIGHTS && s0 > 0;
         ptr[0] = (void *)(a + s0 * step[0]);
         ptr[1] = (void *)(b + s0 * step[1]);
-        ptr[2] = out + s0 * step[2];
+        ptr[2] = acc ? (void *)(base + p->acc_off) : (void *)(out + s0 * step[2]);
         for (i = 0; i < 3; i++) VCC_DNNL_CALL(dnnl_memory_set_data_handle(p->user[i], ptr[i]));
         for (i = 0; i < 2; i++)
             if (p->reorder[i] && (s0 == 0 || step[i])) /* weights: reordered once */
                 vcc_dnnl_reorder(s, p->reorder[i], p->user[i], p->prim[i], p->scratch);
         VCC_DNNL_CALL(dnnl_primitive_execute(p->conv, s->stream, n, args));
         if (p->reorder[2]) vcc_dnnl_reorder(s, p->reorder[2], p->prim[2], p->user[2], p->scratch);
+        if (acc) {
+            const float *g = (const float *)(base + p->acc_off);
+            int64_t e, ne = d->K * (d->C / d->G);
+            for (i = 0; i < d->nsp; i++) ne *= d->kernel[i];
+            VCC_DNNL_CALL(dnnl_stream_wait(s->stream));
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+            for (e = 0; e < ne; e++) out[e] += g[e];
+        }
     }
     VCC_DNNL_CALL(dnnl_stream_wait(s->stream));
     return 1;

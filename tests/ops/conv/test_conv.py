@@ -21,11 +21,11 @@ output_shape (spatial and whole-shape forms, smaller and larger than the natural
 and 17.
 
     test_conv.py --vcc BUILD/vcc --work DIR [--only NAME] [--cuda | --cuda-one] [--chunked]
-                 [--cpu-conv dnnl|im2col]
+                 [--cpu-conv dnnl|im2col] [--dnnl-batch-chunks]
 (--cuda without a GPU exits 77: the CUDA programs are only worth building one by one where they run.)
 
 --cpu-conv compiles every program with that C conv backend (vcc's default, im2col, when absent): dnnl,
-oneDNN's forward and input-gradient convolutions (runtime/cpu/conv_dnnl.h), im2col + OpenBLAS for the
+oneDNN's convolutions (runtime/cpu/conv_dnnl.h; weight gradients only where it has a direct kernel), im2col + OpenBLAS for the
 rest; im2col, im2col + OpenBLAS for every pass. With dnnl, each case's trainer is also run once with
 oneDNN's verbose log (DNNL_VERBOSE=1), which must show convolutions executed by oneDNN wherever it takes
 the case (it refuses the negative pads of cropping ConvTransposes: those cases must show none, and
@@ -125,11 +125,11 @@ def convt_ref(attrs):
     return f
 
 
-def conv(name, x, w, bias=True, opset=17, **attrs):
+def conv(name, x, w, bias=True, opset=17, grad_tol=1e-6, **attrs):
     inputs = {"X": x, "W": w}
     if bias:
         inputs["B"] = (w[0],)
-    return oc.Case(name, "Conv", inputs=inputs, attrs=attrs, opset=opset, ref=conv_ref(attrs))
+    return oc.Case(name, "Conv", inputs=inputs, attrs=attrs, opset=opset, ref=conv_ref(attrs), grad_tol=grad_tol)
 
 
 def convt(name, x, w, bias=True, opset=17, **attrs):
@@ -190,6 +190,49 @@ CASES = [
     convt("convt3d_output_shape_whole", (1, 2, 2, 3, 3), (2, 2, 2, 2, 3), strides=[2, 2, 2],
           output_shape=[1, 2, 5, 7, 8], kernel_shape=[2, 2, 3]),
 ]
+
+# --dnnl-batch-chunks: convolutions whose activations are large next to their weights, so that under
+# dnnl_chunk_limit oneDNN's weight-gradient pass fits one sample per execution and not two
+BATCH_CHUNK_CASES = [
+    conv("conv3d_wgrad_batch_chunks", (3, 16, 8, 16, 16), (16, 16, 3, 3, 3), pads=[1] * 6, grad_tol=1e-5),
+    conv("conv3d_wgrad_batch_chunks_strided", (4, 16, 8, 16, 16), (32, 16, 3, 3, 3), bias=False, pads=[1] * 6,
+         strides=[1, 2, 2], grad_tol=1e-5),
+]
+
+
+def dnnl_chunk_limit(case):
+    """The --workspace-limit under which vcc plans oneDNN's weight-gradient pass of `case` (a Conv) for one
+    sample per execution (ir/ops/conv.c, dnnl_ws_bytes with the weights: blocked input and output of one
+    sample, channels rounded up to 16, three blocked weights, the plain accumulator, alignment and 64 KiB)."""
+    x, w = case.inputs["X"], case.inputs["W"]
+    y = conv_ref(case.attrs)(torch.zeros(x), torch.zeros(w))
+    r16 = lambda c: -(-c // 16) * 16
+    g = case.attrs.get("group", 1)
+    kk = math.prod(w[2:])
+    wts = r16(w[0] // g) * r16(x[1] // g) * g * kk
+    floats = r16(x[1]) * math.prod(x[2:]) + r16(w[0]) * math.prod(y.shape[2:]) + 3 * wts + w[0] * (x[1] // g) * kk
+    return 4 * floats + 4 * 64 + 65536
+
+
+def check_batch_chunks(cases, work):
+    """--dnnl-batch-chunks: each case's trainer, run once more with oneDNN's verbose log at one thread,
+    computes its weight gradient with oneDNN one sample per execution: N backward_weights executions,
+    each of minibatch 1 (the later ones summed into dw by runtime/cpu/conv_dnnl.h)."""
+    bad = []
+    for c in cases:
+        d, n = os.path.join(work, c.name), c.inputs["X"][0]
+        env = dict(os.environ, DNNL_VERBOSE="1", OMP_NUM_THREADS="1")
+        r = subprocess.run([os.path.join(d, "train"), "--data", "data.npy", "--targets", "targets.npy", "--lr", "0",
+                            "--steps", "1", "--threads", "1"], cwd=d, capture_output=True, text=True, env=env)
+        mbs = [int(m) for m in re.findall(r"(?:onednn|dnnl)_verbose,exec,cpu,convolution,[^,]*,backward_weights,"
+                                          r".*?,mb(\d+)", r.stdout)]
+        ok = r.returncode == 0 and mbs == [1] * n
+        print("%-40s %-22s %9s %s" % (c.name, "oneDNN wgrad minibatch", ",".join(map(str, mbs)), "ok  " if ok else "FAIL"))
+        if not ok:
+            bad.append("%s: oneDNN backward_weights minibatches %s, expected %d of 1 (rc %d)" % (
+                c.name, mbs, n, r.returncode))
+    return bad
+
 
 def chunking(case):
     """(limit, P, columns of the whole buffer) for case in --chunked mode (see the module's comment)."""
@@ -273,6 +316,16 @@ if __name__ == "__main__":
         i = sys.argv.index("--cpu-conv")
         cpu_conv = sys.argv[i + 1]
         del sys.argv[i:i + 2]
+    if "--dnnl-batch-chunks" in sys.argv:
+        sys.argv.remove("--dnnl-batch-chunks")
+        for c in BATCH_CHUNK_CASES:
+            c.flags += ["--cpu-conv", "dnnl", "--workspace-limit", str(dnnl_chunk_limit(c))]
+        rc = oc.main(BATCH_CHUNK_CASES)
+        a = sys.argv
+        problems = check_batch_chunks(BATCH_CHUNK_CASES, os.path.abspath(a[a.index("--work") + 1]))
+        for b in problems:
+            print("FAIL " + b)
+        sys.exit(rc or (1 if problems else 0))
     for c in CASES:
         c.flags += ["--cpu-conv", cpu_conv]
     # ops_conv_cuda runs every case's CUDA programs against the C ones: on a GPU only (without one,
