@@ -20,9 +20,7 @@ VCC_CPU_FN void add_forward(VccRt *rt, int64_t n, const float *a, const float *b
 {
     int64_t i;
     (void)rt;
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static)
-#endif
+    VCC_CPU_PARALLEL_MAP
     for (i = 0; i < n; i++) y[i] = a[i] + b[i];
 }
 
@@ -55,11 +53,11 @@ VCC_CPU_FN void add_forward(VccRt *rt, int64_t n, const float *a, const float *b
     do {                                                                                   \
         int64_t i_;                                                                        \
         if ((d)->rank == 1 && (d)->sa[0] == 1 && (d)->sb[0] == 1) {                        \
-            VCC__OMP_FOR                                                                   \
+            VCC_CPU_PARALLEL_MAP                                                           \
             for (i_ = 0; i_ < (d)->n; i_++) y[i_] = vcc_binary_fwd(OPC, a[i_], b[i_]);     \
         } else if ((d)->rank == 1 && (d)->sa[0] == 1 && (d)->sb[0] == 0) {                 \
             const float b0_ = b[0];                                                        \
-            VCC__OMP_FOR                                                                   \
+            VCC_CPU_PARALLEL_MAP                                                           \
             for (i_ = 0; i_ < (d)->n; i_++) y[i_] = vcc_binary_fwd(OPC, a[i_], b0_);       \
         } else {                                                                           \
             VCC__BCAST_ROWS(d, y[i] = vcc_binary_fwd(OPC, a[ia], b[ib]));                  \

@@ -23,6 +23,7 @@ VCC_CPU_FN void vcc__bn_channel_norm(int64_t N, int64_t C, int64_t S, int64_t c,
     for (n = 0; n < N; n++) {
         const float *r = x + (n * C + c) * S;
         float *yr = y + (n * C + c) * S;
+        VCC_CPU_SIMD
         for (i = 0; i < S; i++) yr[i] = vcc_bn_norm(r[i], mean, invstd, gamma, beta);
     }
 }
@@ -193,6 +194,7 @@ VCC_CPU_FN void batchnorm_backward(VccRt *rt, int64_t N, int64_t C, int64_t S, c
             const float *xr = x + (n * C + c) * S;
             const float *gr = dy + (n * C + c) * S;
             float *dr = dx + (n * C + c) * S;
+            VCC_CPU_SIMD
             for (i = 0; i < S; i++)
                 dr[i] = vcc_bn_dx(xr[i], gr[i], mean, invstd, gm, sum_dy, sum_dy_xhat, inv_m);
         }
@@ -226,6 +228,7 @@ VCC_CPU_FN void batchnorm_backward_infer(VccRt *rt, int64_t N, int64_t C, int64_
         for (n = 0; dx && n < N; n++) {
             const float *gr = dy + (n * C + c) * S;
             float *dr = dx + (n * C + c) * S;
+            VCC_CPU_SIMD
             for (i = 0; i < S; i++) dr[i] = vcc_bn_dx_frozen(gr[i], invstd, gm);
         }
     }

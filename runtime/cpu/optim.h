@@ -14,11 +14,7 @@
 #undef VCC_KERNEL
 
 /* the update loops run their elements in parallel under OpenMP (each element is independent) */
-#ifdef _OPENMP
-#define VCC_OPTIM_PARALLEL _Pragma("omp parallel for schedule(static)")
-#else
-#define VCC_OPTIM_PARALLEL
-#endif
+#define VCC_OPTIM_PARALLEL VCC_CPU_PARALLEL_MAP
 
 /* sgd_update: torch.optim.SGD step (dampening 0, nesterov off) per element,
  * vcc_sgd: g += wd*p; v = momentum*v + g; p -= lr*v.

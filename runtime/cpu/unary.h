@@ -19,9 +19,7 @@ VCC_CPU_FN void relu_forward(VccRt *rt, int64_t n, const float *x, float *y)
 {
     int64_t i;
     (void)rt;
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static)
-#endif
+    VCC_CPU_PARALLEL_MAP
     for (i = 0; i < n; i++) y[i] = vcc_relu_fwd(x[i]);
 }
 
@@ -31,9 +29,7 @@ VCC_CPU_FN void relu_backward(VccRt *rt, int64_t n, const float *y, const float 
 {
     int64_t i;
     (void)rt;
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static)
-#endif
+    VCC_CPU_PARALLEL_MAP
     for (i = 0; i < n; i++) dx[i] = vcc_relu_bwd(y[i], dy[i]);
 }
 
@@ -42,11 +38,7 @@ VCC_CPU_FN void relu_backward(VccRt *rt, int64_t n, const float *y, const float 
  *   <op>_backward(rt, n, a, b, v, dy, dx): dx[i] = vcc_<op>_bwd(v[i], dy[i], a, b) v, dy, dx (n); dx may
  *                                         == dy or v
  * a, b: the op's attributes; v: the forward input or output, as elem/unary.h says per op. */
-#ifdef _OPENMP
-#define VCC_CPU_UNARY_PARALLEL _Pragma("omp parallel for schedule(static)")
-#else
-#define VCC_CPU_UNARY_PARALLEL
-#endif
+#define VCC_CPU_UNARY_PARALLEL VCC_CPU_PARALLEL_MAP
 #define VCC_CPU_UNARY_FORWARD(op)                                                                      \
     VCC_CPU_FN void op##_forward(VccRt *rt, int64_t n, float a, float b, const float *x, float *y)     \
     {                                                                                                  \
