@@ -9,7 +9,7 @@ For each model:
      export_info.json's model, shape, samples or seed differ); s3d is torchvision's S3D at full width
      from models/export_video_nets.py (its s3d_small: the final average pool sized to the clip's
      feature map, which 8x112x112 needs; dropout 0, 400 classes), and torch_step.py builds the same;
-  2. compile it with vcc (`vcc <model>.onnx -o train.c`, always redone: it takes about a second)
+  2. compile it with vcc (`vcc <model>.onnx -o train.c` plus --vcc-args, always redone: it takes about a second)
      and build the trainer with the command vcc printed on train.c's first line;
   3. run each program once with 0 steps (peak RSS after loading, and a warm page cache), then
      PAIRS pairs of runs of the C trainer (A) and bench/torch_step.py (B, the same loop in
@@ -200,7 +200,7 @@ def export(args, model, mdir):
 
 def build(args, model, mdir):
     """vcc <model>.onnx -o train.c, then the build command on its first line; returns the arena size line."""
-    run_checked([args.vcc, f"{model}.onnx", "-o", "train.c"], cwd=mdir, what="vcc")
+    run_checked([args.vcc, f"{model}.onnx", "-o", "train.c"] + shlex.split(args.vcc_args), cwd=mdir, what="vcc")
     with open(os.path.join(mdir, "train.c")) as f:
         head = [line for _, line in zip(range(12), f)]
     prefix = "// build (from this file's folder): "
@@ -318,6 +318,9 @@ def main(argv=None):
     ap.add_argument("--work", default=os.path.join(ROOT, "build", "bench"),
                     help="work folder: exports (cached), trainers")
     ap.add_argument("--vcc", default=os.path.join(ROOT, "build", "vcc"), help="the vcc binary")
+    ap.add_argument("--vcc-args", default="",
+                    help="more vcc options for every trainer, e.g. \"--cpu-conv dnnl --workspace-limit 48MiB\" "
+                         "(give such runs their own --work: the trainers are rebuilt there, the exports cached)")
     ap.add_argument("--samples", type=int, default=4, help="samples in the exported data set")
     ap.add_argument("--seed", type=int, default=0, help="export seed (weights and data)")
     ap.add_argument("--lr", type=float, default=0.01)
