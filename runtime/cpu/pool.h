@@ -55,6 +55,51 @@ VCC_CPU_FN void vcc__pool_span(int64_t s, int64_t k, int64_t in, int64_t *lo, in
     if (*hi < *lo) *hi = *lo;
 }
 
+/* vcc__pool_max_lanes: the max (and its flat tap index) of the windows o2 in [q0, q1) (q1 - q0 <= 256) of
+ * one output row whose taps along dim 2 all lie inside the input: the taps along dims 0 and 1 are
+ * [a0, a1) x [b0, b1) (not empty) of a window starting at (s0, s1). Every window runs vcc_pool_window's
+ * scan, a, b, c ascending, the first tap taken and a later one where it is larger or NaN, in its own
+ * SIMD lane (`omp simd` under -fopenmp): the same comparisons in the same order as the scalar loop,
+ * so the same bits. mb (and ab when want_arg) receive q1 - q0 values. */
+VCC_CPU_FN void vcc__pool_max_lanes(const VccPoolDesc *d, const float *xp, int64_t s0, int64_t s1, int64_t a0,
+                                    int64_t a1, int64_t b0, int64_t b1, int64_t q0, int64_t q1, int want_arg,
+                                    float *mb, int32_t *ab)
+{
+    const int64_t I1 = d->in[1], I2 = d->in[2], st = d->stride[2], pb = d->pad_begin[2], kk = d->kernel[2];
+    const int64_t nq = q1 - q0;
+    int first = 1;
+    int64_t a, b, c, j;
+    for (a = a0; a < a1; a++)
+        for (b = b0; b < b1; b++) {
+            const int64_t base = ((s0 + a) * I1 + s1 + b) * I2 + q0 * st - pb;
+            const float *row = xp + base;
+            for (c = 0; c < kk; c++) {
+                if (first) {
+                    VCC_CPU_SIMD
+                    for (j = 0; j < nq; j++) {
+                        mb[j] = row[j * st + c];
+                        ab[j] = (int32_t)(base + j * st + c);
+                    }
+                    first = 0;
+                } else if (want_arg) {
+                    VCC_CPU_SIMD
+                    for (j = 0; j < nq; j++) {
+                        const float v = row[j * st + c];
+                        const int take = v > mb[j] || v != v;
+                        mb[j] = take ? v : mb[j];
+                        ab[j] = take ? (int32_t)(base + j * st + c) : ab[j];
+                    }
+                } else {
+                    VCC_CPU_SIMD
+                    for (j = 0; j < nq; j++) {
+                        const float v = row[j * st + c];
+                        mb[j] = v > mb[j] || v != v ? v : mb[j];
+                    }
+                }
+            }
+        }
+}
+
 /* vcc__pool_windows_rows: vcc__pool_windows for a geometry without dilation, one output row (plane,
  * o0, o1) at a time: the window's taps along dims 0 and 1 found once per row, along dim 2 once per
  * output, so no tap is bounds-checked. The taps are visited in vcc_pool_window's order (a, b, c
@@ -74,13 +119,34 @@ VCC_CPU_FN void vcc__pool_windows_rows(const VccPoolDesc *d, int is_max, const f
         const int64_t s0 = o0 * d->stride[0] - d->pad_begin[0], s1 = o1 * d->stride[1] - d->pad_begin[1];
         const float *xp = x + p * Si;
         int64_t a0, a1, b0, b1, o2;
+        int64_t lo = 0, hi = 0;
         vcc__pool_span(s0, d->kernel[0], d->in[0], &a0, &a1);
         vcc__pool_span(s1, d->kernel[1], I1, &b0, &b1);
+        if (is_max && !indices && a1 > a0 && b1 > b0) { /* the interior along dim 2, in lanes */
+            const int64_t st = d->stride[2], pb = d->pad_begin[2], last = I2 - d->kernel[2] + pb;
+            const int64_t k0 = p * So + (o0 * O1 + o1) * O2;
+            int64_t q0, j;
+            lo = (pb + st - 1) / st;
+            hi = last >= 0 ? last / st + 1 : 0;
+            if (hi > O2) hi = O2;
+            if (lo > hi) lo = hi;
+            for (q0 = lo; q0 < hi; q0 += 256) {
+                const int64_t q1 = hi - q0 < 256 ? hi : q0 + 256;
+                float mb[256];
+                int32_t ab[256];
+                vcc__pool_max_lanes(d, xp, s0, s1, a0, a1, b0, b1, q0, q1, arg != NULL, mb, ab);
+                for (j = 0; j < q1 - q0; j++) {
+                    if (y) y[k0 + q0 + j] = mb[j];
+                    if (arg) arg[k0 + q0 + j] = ab[j];
+                }
+            }
+        }
         for (o2 = 0; o2 < O2; o2++) {
             const int64_t s2 = o2 * d->stride[2] - d->pad_begin[2], k = p * So + (o0 * O1 + o1) * O2 + o2;
             int64_t c0, c1, a, b, c, am = -1;
             float m = -INFINITY;
             double acc = 0.0;
+            if (o2 >= lo && o2 < hi) continue; /* done in lanes */
             vcc__pool_span(s2, d->kernel[2], I2, &c0, &c1);
             for (a = a0; a < a1; a++)
                 for (b = b0; b < b1; b++) {

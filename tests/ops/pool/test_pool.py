@@ -156,6 +156,14 @@ CASES = [
     oc.Case("maxpool2d_ties_first_max", "MaxPool", inputs={"X": (2, 2, 6, 6)}, init={"X": ties}, fd_points=0,
             attrs={"kernel_shape": [3, 3], "strides": [1, 1], "pads": [1, 1, 1, 1]},
             ref=lambda X: F.max_pool2d(X, 3, 1, 1)),
+    # rows wide enough for the C runtime's SIMD lanes (cpu/pool.h, vcc__pool_max_lanes: 256 windows at a
+    # time, the border windows one by one): equal maxima, stride 1 and stride 2 along the row
+    oc.Case("maxpool3d_wide_rows_ties", "MaxPool", inputs={"X": (1, 2, 3, 3, 300)}, init={"X": ties}, fd_points=0,
+            attrs={"kernel_shape": [3, 3, 3], "strides": [1, 1, 1], "pads": [1, 1, 1, 1, 1, 1]},
+            ref=lambda X: F.max_pool3d(X, 3, 1, 1)),
+    oc.Case("maxpool3d_wide_rows_strided_ties", "MaxPool", inputs={"X": (1, 2, 2, 3, 601)}, init={"X": ties},
+            fd_points=0, attrs={"kernel_shape": [1, 3, 3], "strides": [1, 2, 2], "pads": [0, 1, 1, 0, 1, 1]},
+            ref=lambda X: F.max_pool3d(X, (1, 3, 3), (1, 2, 2), (0, 1, 1))),
     # ---- MaxPool forms PyTorch has no function for: explicit -inf padding, then max_pool
     mp("maxpool2d_asymmetric_pads", (2, 3, 7, 6), kernel_shape=[3, 2], strides=[2, 1], pads=[0, 1, 2, 0]),
     mp("maxpool2d_asymmetric_pads_ceil", (2, 2, 5, 7), kernel_shape=[2, 3], strides=[3, 2], pads=[0, 1, 2, 1],
