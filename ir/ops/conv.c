@@ -352,7 +352,8 @@ int64_t vcc_conv_ws_halved(VccCtx *ctx, const VccGraph *g, int k, int64_t bytes)
     for (int i = 0; i < p.nsp; i++)
         if (!vcc_mul_i64(out, p.out[i], &out)) return bytes;
     /* oneDNN's blocked copies are sized by batch, not by columns: left as planned */
-    if (rows <= 0 || bytes % (4 * rows) || (ctx->cpu_conv_dnnl && dnnl_op_ws_bytes(n->op, &p, ctx->workspace_limit) > 0))
+    if (rows <= 0 || bytes % (4 * rows) ||
+        (ctx->cpu_conv_dnnl && dnnl_op_ws_bytes(n->op, &p, ctx->workspace_limit) > 0))
         return bytes;
     int64_t cols = bytes / 4 / rows, floor = out < VCC_WORKSPACE_MIN_COLS ? out : VCC_WORKSPACE_MIN_COLS;
     if (cols <= floor) return bytes;

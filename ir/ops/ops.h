@@ -264,10 +264,10 @@ int64_t vcc_conv_ws_bytes(const VccConvParams *p, int64_t limit);
  * workspace (another CPU, more threads). */
 int64_t vcc_conv_dnnl_ws_bytes(const VccConvParams *p, int64_t limit);
 
-
 /* The workspace vcc plans for conv-family op `op` of geometry p under ctx's options: vcc_conv_ws_bytes,
  * or, with ctx->cpu_conv_dnnl, the larger of that and oneDNN's (for the GradFilter ops the
- * weight-gradient pass's, ir/ops/conv.c; vcc_conv_dnnl_ws_bytes for the others), so either path fits. -1 when the im2col workspace passes VCC_MAX_TENSOR_BYTES. */
+ * weight-gradient pass's, ir/ops/conv.c; vcc_conv_dnnl_ws_bytes for the others), so either path fits.
+ * -1 when the im2col workspace passes VCC_MAX_TENSOR_BYTES. */
 int64_t vcc_conv_plan_ws_bytes(const VccCtx *ctx, VccOp op, const VccConvParams *p);
 
 /* The bytes of conv-family node k's workspace (currently `bytes`, a whole number of im2col columns) with

@@ -396,9 +396,7 @@ VCC_CPU_FN int vcc_dnnl_conv(VccRt *rt, VccConvDesc *d, int which, const float *
             int64_t e, ne = d->K * (d->C / d->G);
             for (i = 0; i < d->nsp; i++) ne *= d->kernel[i];
             VCC_DNNL_CALL(dnnl_stream_wait(s->stream));
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static)
-#endif
+            VCC_CPU_PARALLEL_MAP
             for (e = 0; e < ne; e++) out[e] += g[e];
         }
     }
