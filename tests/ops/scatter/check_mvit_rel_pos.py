@@ -11,7 +11,10 @@ parts and writes it as Slices and Concats; the check then also asserts that no S
 Checked like an op_check case (tests/ops/op_check.py): the forward program against the module in PyTorch
 float64 on the same float32 values, and one trainer step (vcc --loss mse, --lr 0 --save-grads): every
 parameter's gradient against float64 autograd of mean((y - targets)^2) and against central finite
-differences of that loss in float64; both within 1e-6 relative to the largest reference value. With
+differences of that loss in float64; both within 1e-6 relative to the largest reference value, or within
+twice PyTorch float32's own distance from float64 autograd where that is larger (the gradients sum over
+every row of the grid, and how far float32 lands depends on the BLAS kernels' order: at --large on an
+AVX-512 machine, wq's gradient is 1.2e-6 from float64 in vcc and in PyTorch float32 alike). With
 --cuda the forward and trainer .cu build with nvcc, no warnings allowed.
 
     check_mvit_rel_pos.py --vcc BUILD/vcc --work DIR [--large] [--cuda]
@@ -56,6 +59,14 @@ def loss64(model, x, targets):
     return ((model(torch.tensor(x, dtype=torch.float64)) - torch.tensor(targets, dtype=torch.float64)) ** 2).mean()
 
 
+def grads32(model, x, targets):
+    """PyTorch float32's gradients of the same loss, per parameter name."""
+    model.zero_grad()
+    y = model(torch.tensor(x, dtype=torch.float32))
+    ((y - torch.tensor(targets, dtype=torch.float32)) ** 2).mean().backward()
+    return {name: p.grad.numpy().astype(np.float64) for name, p in model.named_parameters()}
+
+
 def main():
     ap = argparse.ArgumentParser(description="MViT v2's relative-position block against PyTorch float64")
     ap.add_argument("--vcc", required=True)
@@ -98,10 +109,13 @@ def main():
     oc._run([train, "--data", "data.npy", "--targets", "targets.npy", "--lr", "0", "--save-grads", "grads.safetensors"],
             d)
     got = load_file(os.path.join(d, "grads.safetensors"))
+    g32 = grads32(model, x, targets)
     m64.zero_grad()
     loss64(m64, x, targets).backward()
     for name, p in m64.named_parameters():
         auto = p.grad.numpy()
+        d32 = oc._err(g32[name], auto)
+        tol = max(TOL, 2 * d32)
         idx = rng.choice(p.numel(), size=min(8, p.numel()), replace=False)
         fd = []
         with torch.no_grad():
@@ -119,9 +133,9 @@ def main():
             rows.append(("grad " + name, float("inf"), False, "vcc computed no gradient"))
             continue
         e_auto, e_fd = oc._err(g, auto), oc._err(g.reshape(-1)[idx], np.array(fd))
-        rows.append(("grad " + name, max(e_auto, e_fd), max(e_auto, e_fd) <= TOL,
-                     "autograd %.1e, finite differences %.1e (autograd vs fd %.1e)" % (
-                         e_auto, e_fd, oc._err(auto.reshape(-1)[idx], np.array(fd)))))
+        rows.append(("grad " + name, max(e_auto, e_fd), max(e_auto, e_fd) <= tol,
+                     "autograd %.1e, finite differences %.1e (autograd vs fd %.1e); PyTorch float32 %.1e, "
+                     "allowed %.1e" % (e_auto, e_fd, oc._err(auto.reshape(-1)[idx], np.array(fd)), d32, tol)))
     if args.cuda:
         for name, out, extra in (("fwd", "fwd.cu", ["--forward-only"]), ("train", "train.cu", ["--loss", "mse"])):
             try:
