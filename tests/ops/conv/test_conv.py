@@ -214,6 +214,13 @@ def dnnl_chunk_limit(case):
     return 4 * floats + 4 * 64 + 65536
 
 
+def run_verbose(d):
+    """One step of the trainer built in d (lr 0), at one thread, with oneDNN's verbose log on stdout."""
+    env = dict(os.environ, DNNL_VERBOSE="1", OMP_NUM_THREADS="1")
+    return subprocess.run([os.path.join(d, "train"), "--data", "data.npy", "--targets", "targets.npy", "--lr", "0",
+                           "--steps", "1", "--threads", "1"], cwd=d, capture_output=True, text=True, env=env)
+
+
 def check_batch_chunks(cases, work, refused=False):
     """--dnnl-batch-chunks: each case's trainer, run once more with oneDNN's verbose log at one thread,
     computes its weight gradient with oneDNN one sample per execution: N backward_weights executions,
@@ -224,9 +231,7 @@ def check_batch_chunks(cases, work, refused=False):
     bad = []
     for c in cases:
         d, n = os.path.join(work, c.name), c.inputs["X"][0]
-        env = dict(os.environ, DNNL_VERBOSE="1", OMP_NUM_THREADS="1")
-        r = subprocess.run([os.path.join(d, "train"), "--data", "data.npy", "--targets", "targets.npy", "--lr", "0",
-                            "--steps", "1", "--threads", "1"], cwd=d, capture_output=True, text=True, env=env)
+        r = run_verbose(d)
         mbs = [int(m) for m in re.findall(r"(?:onednn|dnnl)_verbose,exec,cpu,convolution,[^,]*,backward_weights,"
                                           r".*?,mb(\d+)", r.stdout)]
         ok = r.returncode == 0 and mbs in (([],) if refused else ([1] * n, []))
@@ -304,9 +309,7 @@ def check_dnnl_ran(cases, work):
         table = table[:table.index("};")]
         descs = [re.findall(r"\{([-0-9, ]+)\}", ln) for ln in table.splitlines()[1:]]
         takes = any(all(int(v) >= 0 for g in ds[5:7] for v in g.split(",")) for ds in descs if len(ds) >= 7)
-        env = dict(os.environ, DNNL_VERBOSE="1", OMP_NUM_THREADS="1")
-        r = subprocess.run([os.path.join(d, "train"), "--data", "data.npy", "--targets", "targets.npy", "--lr", "0",
-                            "--steps", "1"], cwd=d, capture_output=True, text=True, env=env)
+        r = run_verbose(d)
         n = sum(1 for ln in r.stdout.splitlines() if re.match(r"(onednn|dnnl)_verbose,exec,cpu,convolution,", ln))
         ok = r.returncode == 0 and (n > 0) == takes
         print("%-40s %-22s %9d %s" % (c.name, "oneDNN conv executions", n, "ok  " if ok else "FAIL"))
