@@ -2,7 +2,7 @@
 # profile_step.sh - where a vcc C trainer's training step spends its time.
 #
 #   bench/profile_step.sh [--model r3d_18] [--shape 2x3x8x112x112] [--threads 2] [--steps 2]
-#                         [--work build/bench] [--top 15]
+#                         [--work build/bench] [--top 15] [--vcc-args "--cpu-conv dnnl ..."]
 #
 # 1. Exports and builds the trainer like bench/train_step.py (same work folder, same cache).
 # 2. perf record (event cpu-clock, 999 Hz, all threads of the trainer) over --steps training
@@ -26,6 +26,7 @@ SMALL_SHAPE=1x3x4x56x56
 THREADS=2
 STEPS=2
 TOP=15
+VCC_ARGS=
 FORCE_CALLGRIND=0
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 WORK=$ROOT/build/bench
@@ -43,6 +44,7 @@ while [ $# -gt 0 ]; do
     --steps) STEPS=$2; shift 2 ;;
     --work) WORK=$2; shift 2 ;;
     --top) TOP=$2; shift 2 ;;
+    --vcc-args) VCC_ARGS=$2; shift 2 ;;
     --callgrind) FORCE_CALLGRIND=1; shift ;;
     -h|--help) usage; exit 0 ;;
     *) usage >&2; echo "profile_step.sh: unknown option $1" >&2; exit 2 ;;
@@ -51,9 +53,12 @@ done
 case $WORK in /*) ;; *) WORK=$(pwd)/$WORK ;; esac
 export OPENBLAS_NUM_THREADS=$THREADS OMP_NUM_THREADS=$THREADS MKL_NUM_THREADS=$THREADS
 
+# The project's venv (scripts/setup.sh) has onnx for the export; Debian's python3 otherwise.
+PY=/usr/bin/python3
+[ -x "$ROOT/.venv/bin/python" ] && PY=$ROOT/.venv/bin/python
 prepare() { # prepare SHAPE DIR
-    /usr/bin/python3 "$ROOT/bench/train_step.py" --prepare-only --models "$MODEL" --shape "$1" \
-        --threads "$THREADS" --work "$2"
+    "$PY" "$ROOT/bench/train_step.py" --prepare-only --models "$MODEL" --shape "$1" \
+        --threads "$THREADS" --work "$2" --vcc-args "$VCC_ARGS"
 }
 
 perf_works() {

@@ -27,7 +27,8 @@ bool vcc_uses_dnnl(const VccCtx *ctx, const VccGraph *g, VccTarget target);
 
 /* The shell command that builds the trainer written to out_path into buf (len bytes), e.g.
  * "cc -O2 -march=native -std=c11 -fopenmp 'my dir/train.c' -o 'my dir/train' -lopenblas -lm" (with dnnl, a
- * program for which vcc_uses_dnnl holds: "... -ldnnl -lopenblas -lm"): file names as seen from `from`,
+ * program for which vcc_uses_dnnl holds: "... -ldnnl -lopenblas -lm"; where CMake found OpenBLAS's OpenMP
+ * build, "-L<dir> -Wl,-rpath,<dir>" before -lopenblas, CMakeLists.txt's VCC_OPENBLAS_OPENMP_DIR): file names as seen from `from`,
  * each one shell word (single-quoted with ' escaped when it holds anything but [A-Za-z0-9_./+-:=@%,]).
  * Returns 0, or 1 when the command does not fit in len bytes. */
 int vcc_build_command(VccTarget target, const char *out_path, VccBuildFrom from, bool dnnl, char *buf, size_t len);

@@ -21,15 +21,15 @@
 #include <string.h>
 
 /* Append s to buf (cap bytes, used *n) as one shell word: unchanged when it has only characters no shell
- * treats specially, else in single quotes with each ' written as '\''; a relative path starting with '-'
- * gets "./" so no compiler reads it as an option. Returns 1 when buf is full. */
-static int put_shell_word(char *buf, size_t cap, size_t *n, const char *s) {
+ * treats specially, else in single quotes with each ' written as '\''; a file name (path true) starting
+ * with '-' gets "./" so no compiler reads it as an option. Returns 1 when buf is full. */
+static int put_shell_word(char *buf, size_t cap, size_t *n, const char *s, bool path) {
     bool plain = *s != 0;
     for (const char *c = s; *c; c++)
         plain &= (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || strchr("_./+-:=@%,", *c);
     char word[16384];
     size_t w = 0;
-    if (s[0] == '-') w += (size_t)snprintf(word, sizeof word, "./");
+    if (path && s[0] == '-') w += (size_t)snprintf(word, sizeof word, "./");
     if (!plain) word[w++] = '\'';
     for (const char *c = s; *c && w + 8 < sizeof word; c++) {
         if (*c == '\'' && !plain) w += (size_t)snprintf(word + w, sizeof word - w, "'\\''");
@@ -71,12 +71,26 @@ int vcc_build_command(VccTarget target, const char *out_path, VccBuildFrom from,
         snprintf(exe, sizeof exe, "%.*s/%s", (int)(base - out_path), out_path, vcc_program_name(target, out_path, prog, sizeof prog));
     }
     size_t n = (size_t)snprintf(buf, len, "%s ", target == VCC_TARGET_CUDA ? "nvcc -O2" : "cc -O2 -march=native -std=c11 -fopenmp");
-    if (n >= len || put_shell_word(buf, len, &n, src)) return 1;
+    if (n >= len || put_shell_word(buf, len, &n, src, true)) return 1;
     n += (size_t)snprintf(buf + n, len - n, " -o ");
-    if (n >= len || put_shell_word(buf, len, &n, exe)) return 1;
-    n += (size_t)snprintf(buf + n, len - n, "%s", target == VCC_TARGET_CUDA ? " -lcudnn -lcublas"
-                                                  : dnnl                      ? " -ldnnl -lopenblas -lm"
-                                                                              : " -lopenblas -lm");
+    if (n >= len || put_shell_word(buf, len, &n, exe, true)) return 1;
+    if (n >= len) return 1;
+    if (target == VCC_TARGET_CUDA) {
+        n += (size_t)snprintf(buf + n, len - n, " -lcudnn -lcublas");
+        return n >= len;
+    }
+    if (dnnl) n += (size_t)snprintf(buf + n, len - n, " -ldnnl");
+#ifdef VCC_OPENBLAS_DIR
+    /* OpenBLAS's OpenMP build (CMakeLists.txt: VCC_OPENBLAS_OPENMP_DIR): found at link time by -L, at run
+     * time by the rpath, as its soname is the same as the system default's */
+    if (n >= len) return 1;
+    n += (size_t)snprintf(buf + n, len - n, " ");
+    if (n >= len || put_shell_word(buf, len, &n, "-L" VCC_OPENBLAS_DIR, false)) return 1;
+    n += (size_t)snprintf(buf + n, len - n, " ");
+    if (n >= len || put_shell_word(buf, len, &n, "-Wl,-rpath," VCC_OPENBLAS_DIR, false)) return 1;
+#endif
+    if (n >= len) return 1;
+    n += (size_t)snprintf(buf + n, len - n, " -lopenblas -lm");
     return n >= len;
 }
 

@@ -39,12 +39,13 @@ venv_ok() {
 if [ "${VCC_SKIP_INSTALL:-0}" != 1 ]; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
-    # build: cmake, C compiler, protobuf-c, flex/bison; CPU trainer: OpenBLAS and oneDNN (libdnnl 2.6,
+    # build: cmake, C compiler, protobuf-c, flex/bison; CPU trainer: OpenBLAS (and its OpenMP build,
+    # which the trainers link where it is there: README, --threads) and oneDNN (libdnnl 2.6,
     # the C trainer's convolutions with vcc --cpu-conv dnnl; the default im2col builds without it);
     # reference stack for tests and models/: Debian's PyTorch and torchvision (CPU), numpy, venv, pip
     apt-get install -y -qq --no-install-recommends \
         cmake make gcc libc6-dev pkg-config protobuf-c-compiler libprotobuf-c-dev flex bison \
-        libopenblas-dev libdnnl-dev python3 python3-venv python3-pip python3-numpy python3-torch python3-torchvision \
+        libopenblas-dev libopenblas-openmp-dev libdnnl-dev python3 python3-venv python3-pip python3-numpy python3-torch python3-torchvision \
         valgrind >/dev/null
     if ! venv_ok; then
         [ -e "$VENV" ] && echo "setup: $VENV is not a usable environment; making it anew"

@@ -5,9 +5,11 @@
  * generated .c program inlines this file and the families its schedule uses, after elem/base.h and
  * vcc_io.h; link with -lopenblas -lm. Compiled with -fopenmp (vcc's build command has it), OpenMP
  * runs im2col/col2im and the per-channel/elementwise loops (sgemm is threaded by OpenBLAS either way);
- * without it every loop here runs on one thread. With a pthreads OpenBLAS the two thread pools
- * alternate; spinning OpenMP workers would steal cores from sgemm, so the programs run with
- * OMP_WAIT_POLICY=passive unless it is set (vcc_omp_passive, vcc_state.h).
+ * without it every loop here runs on one thread. vcc's build command links OpenBLAS's OpenMP build where
+ * CMake found one, and then sgemm runs on the same OpenMP workers. With a pthreads OpenBLAS the two
+ * thread pools alternate, and its workers spin in sched_yield for a while after each sgemm. Spinning
+ * OpenMP workers would steal cores from sgemm, so the programs run with OMP_WAIT_POLICY=passive unless
+ * it is set (vcc_omp_passive, vcc_state.h).
  *
  * Shape legend:
  *   N  batch               C  input channels        K  output channels / classes

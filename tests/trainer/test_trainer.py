@@ -97,6 +97,9 @@ from tiny_models import Builder  # noqa: E402
 # a checkpoint's temporary file while it is written: step<k>.safetensors.tmp.<6 random characters>
 TMP_NAME = re.compile(r"step[0-9]+\.safetensors\.tmp(\.[A-Za-z0-9]{6})?$")
 FIRST_LINE = "// build (from this file's folder): "
+# How the printed command links OpenBLAS: plain, or its OpenMP build's folder by -L and rpath where CMake
+# found one (CMakeLists.txt, VCC_OPENBLAS_OPENMP_DIR).
+BLAS_LINK = r"(?: -L(\S+) -Wl,-rpath,\1)? -lopenblas -lm"
 FAILURES = []
 
 
@@ -164,12 +167,19 @@ def case_build_command(a):
     check(p.returncode == 0 and p.stdout.startswith("step 1 loss "),
           "the trainer runs from there, its default weights found beside it", p.stderr)
     first = open(os.path.join(w, sub, "t.c")).readline().rstrip("\n")
-    check(first == FIRST_LINE + "cc -O2 -march=native -std=c11 -fopenmp t.c -o t -lopenblas -lm",
+    check(re.fullmatch(re.escape(FIRST_LINE + "cc -O2 -march=native -std=c11 -fopenmp t.c -o t") + BLAS_LINK, first),
           "the first line is the build command from the file's folder, and says so", first)
     os.remove(os.path.join(w, sub, "t"))
     p = run(first[len(FIRST_LINE):], os.path.join(w, sub), rc=None, shell=True)
     check(p.returncode == 0 and os.path.exists(os.path.join(w, sub, "t")), "the first line builds in the file's folder",
           p.stderr)
+    m = re.search(BLAS_LINK + "$", first)
+    if m and m.group(1) and shutil.which("ldd"):
+        # the rpath wins over the system's libopenblas.so.0 (the same soname, another build)
+        libs = run(["ldd", os.path.join(w, sub, "t")], w).stdout
+        blas = [ln.strip() for ln in libs.splitlines() if "libopenblas" in ln]
+        check(len(blas) == 1 and os.path.join(m.group(1), "libopenblas.so.0") in blas[0],
+              f"the trainer loads OpenBLAS from {m.group(1)}", "\n".join(blas))
     printed = run([a.vcc, model, "-o", os.path.join(sub, "t.cu")], w).stdout.strip()
     want = "nvcc -O2 'sub dir/it'\\''s here/t.cu' -o 'sub dir/it'\\''s here/t_cuda' -lcudnn -lcublas"
     check(printed == want, "a .cu output prints the command that builds t_cuda", printed)
@@ -813,7 +823,7 @@ def case_install(a):
     shutil.copy(os.path.join(t, "model.onnx"), os.path.join(elsewhere, "m.onnx"))
     os.makedirs(os.path.join(elsewhere, "out"))
     p = run([vcc, "m.onnx", "-o", "out/train.c"], elsewhere, rc=None)
-    check(p.returncode == 0 and p.stdout.strip().endswith("out/train.c -o out/train -lopenblas -lm"),
+    check(p.returncode == 0 and re.search(re.escape("out/train.c -o out/train") + BLAS_LINK + "$", p.stdout.strip()),
           "P/bin/vcc compiles a model in another folder", p.stderr)
     b = run(p.stdout.strip(), elsewhere, rc=None, shell=True)
     r = run(["out/train", "--data", os.path.join(t, "data.npy"), "--labels", os.path.join(t, "labels.npy")], elsewhere,
