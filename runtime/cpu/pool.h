@@ -213,10 +213,40 @@ VCC_CPU_FN void vcc__pool_reach(const VccPoolDesc *d, int dim, int64_t i, int64_
     if (*hi < *lo) *hi = *lo;
 }
 
+/* vcc__pool_dx_hits: max pooling's vcc__pool_dx_rows for the elements q0 + [0, nq) (nq <= 256) of one
+ * input row, dxr[0, nq): the windows reaching the row along dims 0 and 1 are [a0, a1) x [b0, b1); for
+ * each of them in order, the outputs along dim 2 that can reach the elements, in order, each adding its
+ * dy (in double) to the element that is its argmax (ap, plane offsets; i_row the row's first flat
+ * index) when that is one of them. Every element so receives the dy of exactly the windows with a tap
+ * at it and their argmax there, in vcc_pool_dx's order (oc ascending, dim 0 first): the generic loop's
+ * sum, bit for bit, from one pass over the outputs instead of one per element and window. */
+VCC_CPU_FN void vcc__pool_dx_hits(const VccPoolDesc *d, const int32_t *ap, const float *dyp, int64_t a0, int64_t a1,
+                                  int64_t b0, int64_t b1, int64_t i_row, int64_t q0, int64_t nq, float *dxr)
+{
+    const int64_t O1 = d->out[1], O2 = d->out[2];
+    const int32_t first = (int32_t)(i_row + q0);
+    double acc[256];
+    int64_t j, a, b, c0, c1, e0, e1, o2;
+    vcc__pool_reach(d, 2, q0, &c0, &e0);          /* the outputs along dim 2 reaching q0 ... */
+    vcc__pool_reach(d, 2, q0 + nq - 1, &e1, &c1); /* ... through q0 + nq - 1 */
+    for (j = 0; j < nq; j++) acc[j] = 0.0;
+    for (a = a0; a < a1; a++)
+        for (b = b0; b < b1; b++) {
+            const int32_t *arow = ap + (a * O1 + b) * O2;
+            const float *drow = dyp + (a * O1 + b) * O2;
+            for (o2 = c0; o2 < c1; o2++) {
+                const uint32_t k = (uint32_t)(arow[o2] - first);
+                if (k < (uint32_t)nq) acc[k] += (double)drow[o2];
+            }
+        }
+    for (j = 0; j < nq; j++) dxr[j] = (float)acc[j];
+}
+
 /* vcc__pool_dx_rows: vcc__pool_dx for a geometry without dilation, one input row (plane, i0, i1) at a
- * time: the windows reaching it along dims 0 and 1 found once per row, along dim 2 once per element.
- * The windows are visited in vcc_pool_dx's order (oc ascending, dim 0 first) and summed the same way
- * in double, so every element is the generic loop's. */
+ * time: the windows reaching it along dims 0 and 1 found once per row, along dim 2 once per element
+ * (max pooling: 256 elements at a time from one pass over the outputs, vcc__pool_dx_hits). The windows are visited in
+ * vcc_pool_dx's order (oc ascending, dim 0 first) and summed the same way in double, so every element
+ * is the generic loop's. */
 VCC_CPU_FN void vcc__pool_dx_rows(const VccPoolDesc *d, const int32_t *arg, const float *dy, float *dx)
 {
     const int64_t I1 = d->in[1], I2 = d->in[2], O1 = d->out[1], O2 = d->out[2];
@@ -234,6 +264,13 @@ VCC_CPU_FN void vcc__pool_dx_rows(const VccPoolDesc *d, const int32_t *arg, cons
         int64_t a0, a1, b0, b1, i2;
         vcc__pool_reach(d, 0, i0, &a0, &a1);
         vcc__pool_reach(d, 1, i1, &b0, &b1);
+        if (ap) {
+            int64_t q0;
+            for (q0 = 0; q0 < I2; q0 += 256)
+                vcc__pool_dx_hits(d, ap, dyp, a0, a1, b0, b1, (i0 * I1 + i1) * I2, q0, I2 - q0 < 256 ? I2 - q0 : 256,
+                                   dxr + q0);
+            continue;
+        }
         for (i2 = 0; i2 < I2; i2++) {
             const int64_t i = (i0 * I1 + i1) * I2 + i2;
             int64_t c0, c1, oc[3];
