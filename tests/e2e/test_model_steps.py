@@ -3,6 +3,7 @@
     test_model_steps.py --vcc BUILD/vcc --model NAME --work DIR [--shape NxCxTxHxW] [--steps 5]
                         [--target c|cu] [--optimizer sgd|adamw] [--no-fuse-attention]
                         [--workspace-limit BYTES] [--remat] [--cpu-conv dnnl|im2col] [--loss-report-only]
+                        [--update-factor F]
 
 models/export_video_nets.py exports the model (dropout 0: vcc's masks are not PyTorch's; the Dropout
 nodes stay in the graph), vcc compiles it (--loss graph for unet3d_block, whose graph computes its own
@@ -22,7 +23,8 @@ used (samples (k-1)*N + i mod S). Checked per step:
                 float64 at 2 threads (2.9e-6 at 1); with --loss-report-only the figures are printed, not
                 asserted
   each tensor   parameters and BN running statistics after the step:
-                max|vcc - ref64| <= max(2 * max|ref32 - ref64| + 4 ulp(max|ref64|), 1e-4 * max|update64|)
+                max|vcc - ref64| <= max(F * max|ref32 - ref64| + 4 ulp(max|ref64|), 1e-4 * max|update64|)
+                (F: --update-factor, 2 unless a test gives its measured reason for more)
                 i.e. within PyTorch float32's own distance from float64 on the same step (the larger of
                 its two paths; a step of a badly conditioned net, s3d's for one, moves float32 far from
                 float64 in PyTorch too; for AdamW plus twice the change of the float64 step when the
@@ -282,6 +284,8 @@ def main():
                     help="compile the model's attention as written (vcc --no-fuse-attention)")
     ap.add_argument("--cpu-conv", choices=("dnnl", "im2col"), default=None,
                     help="vcc --cpu-conv: the C trainer's convolution backend (default: vcc's)")
+    ap.add_argument("--update-factor", type=float, default=2.0,
+                    help="each tensor's allowance in units of PyTorch float32's own distance from float64 (default 2)")
     ap.add_argument("--loss-report-only", action="store_true",
                     help="print the loss check's figures without asserting them (every tensor is still checked)")
     ap.add_argument("--workspace-limit", default=None,
@@ -368,7 +372,7 @@ def main():
                 failed.append("step %d: checkpoint lacks %s" % (k, t))
                 continue
             d32 = max(float(np.abs(r32[t] - ref).max()) for r32 in s32)
-            allowed[t] = max(2 * d32 + 4 * ulp(float(np.abs(ref).max())) + 2 * sens.get(t, 0.0),
+            allowed[t] = max(args.update_factor * d32 + 4 * ulp(float(np.abs(ref).max())) + 2 * sens.get(t, 0.0),
                              1e-4 * float(np.abs(ref - before).max()), 1e-30)
             resid[t] = (got[t].astype(np.float64) - ref) / allowed[t]
         for _, moved in ties:
