@@ -16,7 +16,7 @@ that option) and write OUT/<model>/manifest.json:
     model        how to build the PyTorch model again (the builder, its arguments, the clip shape)
     seed         torch.manual_seed before building it
     programs     per precision: the .cu file, the nvcc command vcc printed, the arena bytes (--plan-json),
-                 whether the trainer takes --cudnn-search (cudnn_search)
+                 whether the trainer takes --cudnn-search (cudnn_search) and --cuda-graph (cuda_graph)
     tensors      (per program) the trainer's weight file: each tensor's name, dtype and shape, in order
     constants    the tensors of that file that are not state_dict entries of the model (none for
                  today's exports), whose values are carried in OUT/<model>/constants.safetensors
@@ -45,7 +45,10 @@ then the table:
     model, precision   the trainer's precision (vcc's) or PyTorch's mode (tf32, bf16 autocast); "fp32
                        heuristic" is the fp32 trainer run again with --cudnn-search heuristic (cuDNN's
                        ranked algorithms instead of its default timed search; PyTorch's rows time theirs,
-                       torch.backends.cudnn.benchmark), where the trainer has that option
+                       torch.backends.cudnn.benchmark), where the trainer has that option; "<p> graph"
+                       is the trainer of precision p run again with --cuda-graph on (every step after
+                       the first one CUDA graph launch), where it has that option and the model allows
+                       it (SGD at a constant rate, no Dropout)
     vcc samples/s      batch / median step seconds of the CUDA trainer
     eager, compile     the same for PyTorch eager and torch.compile at that precision
     vcc/eager          vcc samples/s over PyTorch eager samples/s (above 1: vcc is faster)
@@ -288,7 +291,10 @@ def vcc_compile(vcc, onnx_path, out_dir, precision, plan_path, target="cu"):
         first = f.readline()
         # whether the trainer takes --cudnn-search (a CUDA trainer of a vcc that has it): the run phase's
         # "fp32 heuristic" row
-        search = target == "cu" and '"--cudnn-search"' in f.read()
+        text = f.read()
+        search = target == "cu" and '"--cudnn-search"' in text
+        # whether it takes --cuda-graph (the run phase's "<precision> graph" rows)
+        graph = target == "cu" and '"--cuda-graph"' in text
     prefix = "// build (from this file's folder): "
     if not first.startswith(prefix):
         raise Failure(f"{cu}: no `{prefix.strip()}` first line")
@@ -299,7 +305,7 @@ def vcc_compile(vcc, onnx_path, out_dir, precision, plan_path, target="cu"):
     return {"precision": precision, "source": stem + "." + target, "build": first[len(prefix):].strip(),
             "program": program_name(first[len(prefix):]), "weights": weights,
             "arena_bytes": plan["arena_bytes"], "lower_bound_bytes": plan.get("lower_bound_bytes"),
-            "cudnn_search": search}
+            "cudnn_search": search, "cuda_graph": graph}
 
 
 def prepare_model(args, name, precisions):
@@ -652,7 +658,7 @@ def time_trainer(args, d, prog, wname, label, extra, libdirs, n, last, deadline)
     losses, at, _ = run_trainer([os.path.join(d, prog["program"])] + trainer_args(last, wname) + extra, d, last,
                                 timeout=min(args.trainer_timeout, deadline - time.perf_counter()), libdirs=libdirs)
     st = step_seconds(at, args.warmup, last)
-    r = {"sps": samples_per_s(n, st), "loss1": losses[1], "arena": prog["arena_bytes"]}
+    r = {"sps": samples_per_s(n, st), "loss1": losses[1], "arena": prog["arena_bytes"], "losses": losses}
     log(f"  vcc {label}: {r['sps']:.1f} samples/s (median of {len(st)} steps, "
         f"{statistics.median(st) * 1e3:.1f} ms/step), step 1 loss {losses[1]!r}")
     return r
@@ -692,6 +698,20 @@ def run_model(args, name, rows, deadline, builds):
                                       builds[name, p].libdirs, n, last, deadline)
             except Failure as e:
                 log(f"  vcc {q}: skipped: {e}")
+        if prog["source"].endswith(".cu") and prog.get("cuda_graph"):
+            # the same program with the step captured as one CUDA graph (an extra row, as above)
+            q = f"{p} graph"
+            try:
+                vcc[q] = time_trainer(args, d, prog, wname, q, ["--cuda-graph", "on"], builds[name, p].libdirs, n,
+                                      last, deadline)
+                # a graph launch runs the step's own kernels: every step's loss as printed must be the same
+                same = vcc[q]["losses"] == vcc[p]["losses"]
+                log(f"  vcc {q}: losses {'the same as' if same else 'DIFFER from'} --cuda-graph off at every step")
+                if not same:
+                    bad = vcc.pop(q)["losses"]
+                    raise Failure(f"losses differ from the eager run: {bad} vs {vcc[p]['losses']}")
+            except Failure as e:
+                log(f"  vcc {q}: no row: {e}")
     del state
     data_p, labels_p = os.path.join(d, "data.npy"), os.path.join(d, "labels.npy")
     eager = {}
@@ -718,7 +738,7 @@ def run_model(args, name, rows, deadline, builds):
         log(f"  torch.compile fp32: {why}")
     ref = eager["fp32"]["losses"][0]
     for p, v in vcc.items():
-        e = eager.get(p if p in eager else "fp32")
+        e = eager.get(p.split()[0], eager["fp32"])  # "tf32 graph" against eager tf32, "fp32 heuristic" fp32
         rows.append({"model": name, "precision": p, "vcc": v["sps"], "eager": samples_per_s(n, e["step_s"]),
                      "compile": samples_per_s(n, compiled["step_s"]) if compiled and p == "fp32" else None,
                      "arena": v["arena"], "torch_mem": e["max_alloc"], "diff": abs(v["loss1"] - ref) / abs(ref)})

@@ -70,7 +70,8 @@ int vcc_build_command(VccTarget target, const char *out_path, VccBuildFrom from,
         snprintf(src, sizeof src, "%s", out_path);
         snprintf(exe, sizeof exe, "%.*s/%s", (int)(base - out_path), out_path, vcc_program_name(target, out_path, prog, sizeof prog));
     }
-    size_t n = (size_t)snprintf(buf, len, "%s ", target == VCC_TARGET_CUDA ? "nvcc -O2" : "cc -O2 -march=native -std=c11 -fopenmp");
+    size_t n = (size_t)snprintf(buf, len, "%s ", target == VCC_TARGET_CUDA ? "nvcc -O2 --default-stream per-thread"
+                                                                             : "cc -O2 -march=native -std=c11 -fopenmp");
     if (n >= len || put_shell_word(buf, len, &n, src, true)) return 1;
     n += (size_t)snprintf(buf + n, len - n, " -o ");
     if (n >= len || put_shell_word(buf, len, &n, exe, true)) return 1;
@@ -541,8 +542,15 @@ VccStatus vcc_emit_trainer(VccCtx *ctx, const VccGraph *g, VccTarget target, con
     for (int i = 0; tg && i < tg->shape.rank; i++) fprintf(f, i ? ", %" PRId64 : "%" PRId64, tg->shape.dims[i]);
     bool kept = false; /* vcc --keep-grads: the gradients outlive the step, a GradNormClip reads them */
     for (int k = 0; k < g->nnodes && !kept; k++) kept = g->nodes[k].op == VCC_OP_GRAD_NORM;
-    fprintf(f, "%s}, %" PRId64 ", \"%s\", %d, %d};\n", tg && tg->shape.rank ? "" : "0", tg ? tg->offset : (int64_t)0,
-            what, graph_adamw(g) ? 1 : 0, kept ? 1 : 0);
+    /* the step draws new random numbers each step (Dropout, Random*Like, attention's dropout): its kernels
+     * take the step number, so one CUDA graph cannot replay it (the trainer's --cuda-graph) */
+    bool draws = false;
+    for (int k = 0; k < g->nnodes && !draws; k++) {
+        const char *fam = vcc_op_family(g->nodes[k].op);
+        draws = !strcmp(fam, "dropout") || (!strcmp(fam, "attention") && vcc_attr_float(&g->nodes[k], "ratio", 0.0f) > 0.0f);
+    }
+    fprintf(f, "%s}, %" PRId64 ", \"%s\", %d, %d, %d};\n", tg && tg->shape.rank ? "" : "0", tg ? tg->offset : (int64_t)0,
+            what, graph_adamw(g) ? 1 : 0, kept ? 1 : 0, draws ? 1 : 0);
     fputs("    return vcc_trainer_main(argc, argv, &m);\n}\n", f);
     free(e.convs);
     return VCC_OK;

@@ -10,7 +10,7 @@
  *           [--clip-grad-norm MAX] [--lr-schedule constant|cosine] [--warmup-steps W]
  *           [--weights W.safetensors] [--out trained.safetensors] [--save-grads grads.safetensors]
  *           [--checkpoint-dir DIR] [--checkpoint-every K] [--keep-last N] [--resume DIR|FILE] [--seed S]
- *           [--cudnn-search time|heuristic] (CUDA)
+ *           [--cudnn-search time|heuristic] [--cuda-graph on|off] (CUDA)
  *
  * (The binary of train.cu is train_cuda; every message starts with the binary's own name.)
  * X is float32 (S, C, T, H, W) with (C, T, H, W) as compiled, Y int64 (S,) with values in [0, K) (the
@@ -45,7 +45,9 @@
  * CUDA (a runtime that defines VCC_RT_CUDA): --cudnn-search time (the default) chooses each convolution
  * direction's cuDNN algorithm at its first call by timing the candidates on that call's tensors
  * (cudnnFind*AlgorithmEx, cuda/conv.cuh), heuristic by cuDNN's heuristic ranking without running any; --help
- * names the precision compiled in (vcc --precision: fp32 or tf32, VCC_PRECISION_NAME).
+ * names the precision compiled in (vcc --precision: fp32 or tf32, VCC_PRECISION_NAME). --cuda-graph on
+ * replays the step as one CUDA graph from the second step on (vcc_graph_step), refused where a kernel
+ * argument changes from step to step (AdamW, a scheduled learning rate, Dropout).
  *
  * Seed: --seed S (a decimal integer, default 0) keys the draws of the model's Dropout masks: the mask of
  * a Dropout node at step k is a pure function of (S, the node, k) (runtime/elem/dropout.h), the same on
@@ -138,6 +140,8 @@ typedef struct {
     int keeps_grads;                         /* compiled with vcc --keep-grads: the gradients outlive the step's
                                                 updates (--save-grads, --clip-grad-norm); 0: each parameter is
                                                 updated as soon as its gradient is final */
+    int draws_random;                        /* the step draws random numbers keyed by the step number (Dropout,
+                                                Random*Like, attention dropout): no --cuda-graph */
 } VccModel;
 
 enum { VCC_OPTIMIZER_SGD = 0, VCC_OPTIMIZER_ADAMW = 1 };
@@ -154,6 +158,7 @@ typedef struct {
     long warmup;                             /* --warmup-steps */
     const char *threads;                     /* --threads' text, NULL: the physical cores (C programs) */
     int conv_heuristic;                      /* --cudnn-search heuristic (CUDA only; 0: time, the default) */
+    int cuda_graph;                          /* --cuda-graph on (CUDA only; 0: off, the default) */
     int cosine;                              /* --lr-schedule cosine */
     float lr, momentum, wd, beta1, beta2, eps, clip; /* as given, rounded to float32 (clip 0: none) */
     double lr64, wd64, beta1_64, beta2_64, eps64, clip64; /* the same decimals read as doubles (AdamW, clip) */
@@ -258,7 +263,10 @@ static void vcc_usage(FILE *f, const VccModel *m) {
     fputs("  --cudnn-search time|heuristic\n"
           "                          how each convolution's cuDNN algorithm is chosen at its first call: time\n"
           "                          (the default) runs the candidates on the step's own tensors and keeps the\n"
-          "                          fastest that fits the planned workspace; heuristic takes cuDNN's ranking\n",
+          "                          fastest that fits the planned workspace; heuristic takes cuDNN's ranking\n"
+          "  --cuda-graph on|off     on: steps after the first replay one CUDA graph of the step's kernels and\n"
+          "                          library calls, captured at the second step (default off); for SGD at a\n"
+          "                          constant learning rate, without Dropout: the same numbers as off\n",
           f);
 #endif
     fputs("  -h, --help              this text\n", f);
@@ -296,7 +304,7 @@ static void vcc_train_args(int argc, char **argv, const VccModel *m, VccTrainArg
     a->eps = 1e-8f, a->eps64 = 1e-8;
     const char *steps = NULL, *every = NULL, *keep = NULL, *lr = NULL, *mom = NULL, *wd = NULL, *seed = NULL;
     const char *opt = NULL, *b1 = NULL, *b2 = NULL, *eps = NULL, *clip = NULL, *sched = NULL, *warm = NULL;
-    const char *search = NULL;
+    const char *search = NULL, *graph = NULL;
     for (int i = 1; i < argc; i++) {
         const char *x = argv[i];
         if (!strcmp(x, "-h") || !strcmp(x, "--help")) {
@@ -321,7 +329,9 @@ static void vcc_train_args(int argc, char **argv, const VccModel *m, VccTrainArg
             vcc_threads_match(argc, argv, &i, &a->threads))
             continue;
 #ifdef VCC_RT_CUDA
-        if (vcc_opt_match(argc, argv, &i, "--cudnn-search", &search)) continue;
+        if (vcc_opt_match(argc, argv, &i, "--cudnn-search", &search) ||
+            vcc_opt_match(argc, argv, &i, "--cuda-graph", &graph))
+            continue;
 #endif
         if (x[0] == '-') vcc_usage_error("unknown option '%s'", x);
         vcc_usage_error("unexpected argument '%s' (files are given with --data, --labels, ...)", x);
@@ -329,6 +339,9 @@ static void vcc_train_args(int argc, char **argv, const VccModel *m, VccTrainArg
     if (search && strcmp(search, "time") != 0 && strcmp(search, "heuristic") != 0)
         vcc_usage_error("--cudnn-search needs time or heuristic, got '%s'", search);
     a->conv_heuristic = search && !strcmp(search, "heuristic");
+    if (graph && strcmp(graph, "on") != 0 && strcmp(graph, "off") != 0)
+        vcc_usage_error("--cuda-graph needs on or off, got '%s'", graph);
+    a->cuda_graph = graph && !strcmp(graph, "on");
     if (opt && strcmp(opt, "sgd") != 0 && strcmp(opt, "adamw") != 0)
         vcc_usage_error("--optimizer needs sgd or adamw, got '%s'", opt);
     if (opt && strcmp(opt, vcc_optimizer_names[m->optimizer]) != 0)
@@ -374,6 +387,19 @@ static void vcc_train_args(int argc, char **argv, const VccModel *m, VccTrainArg
     a->cosine = sched && !strcmp(sched, "cosine");
     if (warm) vcc_option_count("--warmup-steps", warm, &a->warmup);
     if (seed) vcc_option_count("--seed", seed, &a->seed);
+    /* a CUDA graph replays its kernels with the arguments they were captured with: every one must be the
+     * same at every step */
+    if (a->cuda_graph && m->optimizer == VCC_OPTIMIZER_ADAMW)
+        vcc_usage_error("--cuda-graph on: AdamW's bias correction changes every step; use --cuda-graph off");
+    if (a->cuda_graph && (a->cosine || a->warmup > 0))
+        vcc_usage_error("--cuda-graph on needs a constant learning rate (--lr-schedule constant, no --warmup-steps)");
+    if (a->cuda_graph && m->draws_random)
+        vcc_usage_error("--cuda-graph on: this model draws new Dropout masks every step; use --cuda-graph off");
+#if defined(VCC_RT_CUDA) && !defined(CUDA_API_PER_THREAD_DEFAULT_STREAM)
+    if (a->cuda_graph)
+        vcc_usage_error("--cuda-graph on: built without nvcc --default-stream per-thread (vcc's printed command "
+                        "has it), so there is no stream to capture");
+#endif
     if (a->resume && a->weights)
         vcc_usage_error("--weights and --resume exclude each other (a resumed run takes its weights from the checkpoint)");
     if (!a->weights) a->weights = vcc_beside_program(argv[0], m->default_weights, a->weights_buf, sizeof a->weights_buf);
@@ -575,6 +601,31 @@ static void vcc_load_data(const VccModel *m, const VccTrainArgs *a, VccNpy *x, V
     if (m->target_rank) vcc_load_samples(a->targets, "targets", m->target_rank, m->target_dims, x->dims[0], t);
 }
 
+
+#ifdef VCC_RT_CUDA
+/* vcc_graph_step: one training step as a CUDA graph (the trainer's --cuda-graph on): the first call
+ * captures m->step's kernels and cuDNN/cuBLAS calls on the per-thread default stream (nvcc
+ * --default-stream per-thread; vcc_rt_init puts the library handles on it) into a graph and
+ * instantiates it in *exec; every call launches *exec. The graph's addresses are the arena's, fixed for
+ * the run, and the parser refuses the options under which a kernel argument changes from step to step
+ * (AdamW's step count, a scheduled learning rate, Dropout's step number), so a launch computes what
+ * m->step would. The first step of a run must have run m->step itself: it chooses the cuDNN algorithms
+ * (cudnnFind*, which cannot be captured). A failed capture call exits with the call's error
+ * (VCC_CUDA_CHECK). */
+static void vcc_graph_step(VccRt *rt, const VccModel *m, unsigned char *arena, const VccOptim *o, cudaGraphExec_t *exec)
+{
+    if (!*exec) {
+        cudaGraph_t g = NULL;
+        VCC_CUDA_CHECK(cudaStreamBeginCapture(cudaStreamPerThread, cudaStreamCaptureModeRelaxed));
+        m->step(rt, arena, o);
+        VCC_CUDA_CHECK(cudaStreamEndCapture(cudaStreamPerThread, &g));
+        VCC_CUDA_CHECK(cudaGraphInstantiateWithFlags(exec, g, 0));
+        VCC_CUDA_CHECK(cudaGraphDestroy(g));
+    }
+    VCC_CUDA_CHECK(cudaGraphLaunch(*exec, cudaStreamPerThread));
+}
+#endif
+
 static int vcc_trainer_main(int argc, char **argv, const VccModel *m) {
     VccTrainArgs a;
     char err[1024], path[4200];
@@ -697,6 +748,9 @@ static int vcc_trainer_main(int argc, char **argv, const VccModel *m) {
     if (!batch_labels) vcc_die("out of memory");
     int progress = VCC_ISATTY(2);
     struct timespec t0, t1;
+#ifdef VCC_RT_CUDA
+    cudaGraphExec_t graph_exec = NULL; /* --cuda-graph on: the step's graph, captured at the run's second step */
+#endif
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (long k = start + 1; k <= a.steps; k++) {
         for (int64_t i = 0; i < N; i++) {
@@ -715,7 +769,11 @@ static int vcc_trainer_main(int argc, char **argv, const VccModel *m) {
         VccOptim o = {m->optimizer == VCC_OPTIMIZER_ADAMW ? a.lr64 * f : (double)(float)((double)a.lr * f), a.momentum,
                       m->optimizer == VCC_OPTIMIZER_ADAMW ? a.wd64 : (double)a.wd, a.beta1_64, a.beta2_64, a.eps64,
                       (int64_t)k, a.clip > 0 ? a.clip64 : 0.0};
-        m->step(&rt, arena, &o);
+#ifdef VCC_RT_CUDA
+        if (a.cuda_graph && k > start + 1) vcc_graph_step(&rt, m, arena, &o, &graph_exec);
+        else
+#endif
+            m->step(&rt, arena, &o);
         float loss = vcc_read_scalar(&rt, (const float *)(arena + m->loss_offset));
         pos = (pos + N) % S;
         int stop = vcc_stop_signal != 0;
@@ -746,6 +804,9 @@ static int vcc_trainer_main(int argc, char **argv, const VccModel *m) {
         }
     }
     vcc_rt_sync(&rt);
+#ifdef VCC_RT_CUDA
+    if (graph_exec) VCC_CUDA_CHECK(cudaGraphExecDestroy(graph_exec));
+#endif
     if (a.grads && vcc_save_state(&rt, m->state, m->nstate, arena, a.grads, 1 << VCC_ROLE_GRAD, err, sizeof err)) vcc_die(err);
     if (a.out && vcc_save_state(&rt, m->state, m->nstate, arena, a.out, (1 << VCC_ROLE_PARAM) | (1 << VCC_ROLE_BUFFER) | (1 << VCC_ROLE_CONST), err,
                                 sizeof err))

@@ -262,7 +262,8 @@ static inline void vcc_download(VccRt *rt, void *dst, const void *src, size_t by
     if (bytes) VCC_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
 }
 
-/* vcc_rt_init: the handles on the current device, cuBLAS in the math mode of VCC_PRECISION_TF32, and
+/* vcc_rt_init: the handles on the current device (on the per-thread default stream when compiled with
+ * nvcc --default-stream per-thread), cuBLAS in the math mode of VCC_PRECISION_TF32, and
  * conv_search VCC_CONV_SEARCH_TIME. No device, or no driver, is one sentence on stderr,
  * "<program>: no CUDA device found (cudaGetDeviceCount: <reason>)", and exit status 1; a failed handle
  * call exits 1 with the library's message. */
@@ -290,6 +291,13 @@ static inline void vcc_rt_init(VccRt *rt)
 #endif
     rt->conv_search = VCC_CONV_SEARCH_TIME;
     VCC_CUBLAS_CHECK(cublasSetPointerMode(rt->cublas, CUBLAS_POINTER_MODE_HOST));
+#ifdef CUDA_API_PER_THREAD_DEFAULT_STREAM
+    /* nvcc --default-stream per-thread (vcc's printed command): the kernels run on this thread's default
+     * stream, and the libraries' calls join them there, so one stream holds the whole step in order and
+     * can be captured as a CUDA graph (the trainer's --cuda-graph) */
+    VCC_CUDNN_CHECK(cudnnSetStream(rt->cudnn, cudaStreamPerThread));
+    VCC_CUBLAS_CHECK(cublasSetStream(rt->cublas, cudaStreamPerThread));
+#endif
 }
 
 static inline void vcc_rt_sync(VccRt *rt)

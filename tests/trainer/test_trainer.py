@@ -79,6 +79,7 @@ write lasts long enough to be interrupted. Prints one line per check; exits 0 wh
 """
 
 import argparse
+import filecmp
 import os
 import re
 import shutil
@@ -181,10 +182,12 @@ def case_build_command(a):
         check(len(blas) == 1 and os.path.join(m.group(1), "libopenblas.so.0") in blas[0],
               f"the trainer loads OpenBLAS from {m.group(1)}", "\n".join(blas))
     printed = run([a.vcc, model, "-o", os.path.join(sub, "t.cu")], w).stdout.strip()
-    want = "nvcc -O2 'sub dir/it'\\''s here/t.cu' -o 'sub dir/it'\\''s here/t_cuda' -lcudnn -lcublas"
+    want = ("nvcc -O2 --default-stream per-thread 'sub dir/it'\\''s here/t.cu' -o 'sub dir/it'\\''s here/t_cuda' "
+            "-lcudnn -lcublas")
     check(printed == want, "a .cu output prints the command that builds t_cuda", printed)
     first = open(os.path.join(w, sub, "t.cu")).readline().rstrip("\n")
-    check(first == FIRST_LINE + "nvcc -O2 t.cu -o t_cuda -lcudnn -lcublas", "the .cu's first line builds t_cuda", first)
+    check(first == FIRST_LINE + "nvcc -O2 --default-stream per-thread t.cu -o t_cuda -lcudnn -lcublas",
+          "the .cu's first line builds t_cuda", first)
     usage = run([a.vcc, "--help"], w).stdout
     check("X_cuda" in usage and "builds the binary X" in usage, "vcc --help names the binaries of X.c and X.cu")
 
@@ -216,11 +219,33 @@ def case_cuda(a):
     args = ["--data", data, "--labels", labels, "--steps", "2"]
     c = run([os.path.join("side by side", "train")] + args, w)
     g = run([os.path.join("side by side", "train_cuda")] + args, w, rc=None)
+    # --cuda-graph: refused where a kernel argument changes from step to step, before any device is needed
+    for extra, what in ((["--cuda-graph", "yes"], "--cuda-graph needs on or off"),
+                        (["--cuda-graph", "on", "--lr-schedule", "cosine"], "constant learning rate"),
+                        (["--cuda-graph", "on", "--warmup-steps", "1"], "constant learning rate")):
+        r = run([os.path.join("side by side", "train_cuda")] + args + extra, w, rc=None)
+        check(r.returncode == 2 and what in r.stderr, "train_cuda %s is refused: %s" % (" ".join(extra), what),
+              r.stderr)
+    printed = run([a.vcc, model, "-o", "adamw.cu", "--optimizer", "adamw"], w).stdout.strip()
+    run(printed, w, shell=True)
+    r = run(["./adamw_cuda"] + args + ["--cuda-graph", "on"], w, rc=None)
+    check(r.returncode == 2 and "AdamW's bias correction changes every step" in r.stderr,
+          "an AdamW trainer refuses --cuda-graph on", r.stderr)
     if g.returncode == 0:
         lc = [float(x.split()[3]) for x in steps_of(c.stdout)]
         lg = [float(x.split()[3]) for x in steps_of(g.stdout)]
         check(len(lg) == 2 and all(abs(x - y) <= 1e-4 * abs(x) for x, y in zip(lc, lg)),
               "train_cuda (a GPU is present) prints the C trainer's losses within 1e-4", "%s vs %s" % (lc, lg))
+        # a CUDA graph replays the step's own kernels: the same losses and weights, bit for bit
+        many = ["--data", data, "--labels", labels, "--steps", "4"]
+        e = run([os.path.join("side by side", "train_cuda")] + many + ["--out", "eager.safetensors"], w)
+        q = run([os.path.join("side by side", "train_cuda")] + many + ["--cuda-graph", "on", "--out", "graph.safetensors"],
+                w, rc=None)
+        same = q.returncode == 0 and filecmp.cmp(os.path.join(w, "eager.safetensors"),
+                                                 os.path.join(w, "graph.safetensors"), shallow=False)
+        check(same and steps_of(q.stdout) == steps_of(e.stdout),
+              "--cuda-graph on: 4 steps print the eager run's losses and save its weights byte for byte",
+              q.stderr[-2000:] + "\n" + q.stdout + "\nvs\n" + e.stdout)
     else:
         err = g.stderr.strip()
         print("     train_cuda without a GPU: %s" % err)
