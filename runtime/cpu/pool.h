@@ -100,80 +100,173 @@ VCC_CPU_FN void vcc__pool_max_lanes(const VccPoolDesc *d, const float *xp, int64
         }
 }
 
-/* vcc__pool_windows_rows: vcc__pool_windows for a geometry without dilation, one output row (plane,
- * o0, o1) at a time: the window's taps along dims 0 and 1 found once per row, along dim 2 once per
- * output, so no tap is bounds-checked. The taps are visited in vcc_pool_window's order (a, b, c
+/* vcc__pool_row: output row r (plane, o0, o1 flattened) of vcc__pool_windows for a geometry without
+ * dilation: the window's taps along dims 0 and 1 found once, along dim 2 once per output, so no tap is
+ * bounds-checked; max pooling's windows whose taps along dim 2 all lie inside run in SIMD lanes
+ * (vcc__pool_max_lanes) unless edges_only, which computes only the other outputs of the row (the ones
+ * vcc__pool_same_planes' flat lanes get wrong). The taps are visited in vcc_pool_window's order (a, b, c
  * ascending) and combined the same way, so every output, argmax and average is the generic loop's. */
-VCC_CPU_FN void vcc__pool_windows_rows(const VccPoolDesc *d, int is_max, const float *x, float *y, int32_t *arg,
-                                       int64_t *indices, int storage_order)
+VCC_CPU_FN void vcc__pool_row(const VccPoolDesc *d, int is_max, const float *x, float *y, int32_t *arg,
+                              int64_t *indices, int storage_order, int64_t r, int edges_only)
 {
     const int64_t I1 = d->in[1], I2 = d->in[2], O1 = d->out[1], O2 = d->out[2];
     const int64_t Si = d->in[0] * I1 * I2, So = d->out[0] * O1 * O2;
-    const int64_t rows = d->NC * d->out[0] * O1;
-    int64_t r;
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static)
-#endif
-    for (r = 0; r < rows; r++) {
-        const int64_t p = r / (d->out[0] * O1), o0 = r / O1 % d->out[0], o1 = r % O1;
-        const int64_t s0 = o0 * d->stride[0] - d->pad_begin[0], s1 = o1 * d->stride[1] - d->pad_begin[1];
-        const float *xp = x + p * Si;
-        int64_t a0, a1, b0, b1, o2;
-        int64_t lo = 0, hi = 0;
-        vcc__pool_span(s0, d->kernel[0], d->in[0], &a0, &a1);
-        vcc__pool_span(s1, d->kernel[1], I1, &b0, &b1);
-        if (is_max && !indices && a1 > a0 && b1 > b0) { /* the interior along dim 2, in lanes */
-            const int64_t st = d->stride[2], pb = d->pad_begin[2], last = I2 - d->kernel[2] + pb;
-            const int64_t k0 = p * So + (o0 * O1 + o1) * O2;
-            int64_t q0, j;
-            lo = (pb + st - 1) / st;
-            hi = last >= 0 ? last / st + 1 : 0;
-            if (hi > O2) hi = O2;
-            if (lo > hi) lo = hi;
-            for (q0 = lo; q0 < hi; q0 += 256) {
-                const int64_t q1 = hi - q0 < 256 ? hi : q0 + 256;
-                float mb[256];
-                int32_t ab[256];
-                vcc__pool_max_lanes(d, xp, s0, s1, a0, a1, b0, b1, q0, q1, arg != NULL, mb, ab);
-                for (j = 0; j < q1 - q0; j++) {
-                    if (y) y[k0 + q0 + j] = mb[j];
-                    if (arg) arg[k0 + q0 + j] = ab[j];
-                }
-            }
-        }
-        for (o2 = 0; o2 < O2; o2++) {
-            const int64_t s2 = o2 * d->stride[2] - d->pad_begin[2], k = p * So + (o0 * O1 + o1) * O2 + o2;
-            int64_t c0, c1, a, b, c, am = -1;
-            float m = -INFINITY;
-            double acc = 0.0;
-            if (o2 >= lo && o2 < hi) continue; /* done in lanes */
-            vcc__pool_span(s2, d->kernel[2], I2, &c0, &c1);
-            for (a = a0; a < a1; a++)
-                for (b = b0; b < b1; b++) {
-                    const int64_t base = ((s0 + a) * I1 + s1 + b) * I2 + s2;
-                    const float *row = xp + base;
-                    if (!is_max) {
-                        for (c = c0; c < c1; c++) acc += (double)row[c];
-                        continue;
-                    }
-                    for (c = c0; c < c1; c++) {
-                        const float v = row[c];
-                        if (am < 0 || v > m || v != v) {
-                            m = v;
-                            am = base + c;
-                        }
-                    }
-                }
-            if (is_max) {
-                if (y) y[k] = m;
-                if (arg) arg[k] = (int32_t)am;
-                if (indices) indices[k] = am < 0 ? -1 : vcc_maxpool_onnx_index(d, p, am, storage_order);
-            } else if (y) {
-                const int64_t oc[3] = {o0, o1, o2}, cnt = vcc_avgpool_count(d, oc);
-                y[k] = cnt > 0 ? (float)(acc / (double)cnt) : 0.0f;
+    const int64_t p = r / (d->out[0] * O1), o0 = r / O1 % d->out[0], o1 = r % O1;
+    const int64_t s0 = o0 * d->stride[0] - d->pad_begin[0], s1 = o1 * d->stride[1] - d->pad_begin[1];
+    const float *xp = x + p * Si;
+    int64_t a0, a1, b0, b1, o2;
+    int64_t lo = 0, hi = 0;
+    vcc__pool_span(s0, d->kernel[0], d->in[0], &a0, &a1);
+    vcc__pool_span(s1, d->kernel[1], I1, &b0, &b1);
+    if (is_max && !indices && a1 > a0 && b1 > b0) { /* the interior along dim 2, in lanes */
+        const int64_t st = d->stride[2], pb = d->pad_begin[2], last = I2 - d->kernel[2] + pb;
+        const int64_t k0 = p * So + (o0 * O1 + o1) * O2;
+        int64_t q0, j;
+        lo = (pb + st - 1) / st;
+        hi = last >= 0 ? last / st + 1 : 0;
+        if (hi > O2) hi = O2;
+        if (lo > hi) lo = hi;
+        for (q0 = lo; q0 < hi && !edges_only; q0 += 256) {
+            const int64_t q1 = hi - q0 < 256 ? hi : q0 + 256;
+            float mb[256];
+            int32_t ab[256];
+            vcc__pool_max_lanes(d, xp, s0, s1, a0, a1, b0, b1, q0, q1, arg != NULL, mb, ab);
+            for (j = 0; j < q1 - q0; j++) {
+                if (y) y[k0 + q0 + j] = mb[j];
+                if (arg) arg[k0 + q0 + j] = ab[j];
             }
         }
     }
+    for (o2 = 0; o2 < O2; o2++) {
+        const int64_t s2 = o2 * d->stride[2] - d->pad_begin[2], k = p * So + (o0 * O1 + o1) * O2 + o2;
+        int64_t c0, c1, a, b, c, am = -1;
+        float m = -INFINITY;
+        double acc = 0.0;
+        if (o2 >= lo && o2 < hi) continue; /* done in lanes */
+        vcc__pool_span(s2, d->kernel[2], I2, &c0, &c1);
+        for (a = a0; a < a1; a++)
+            for (b = b0; b < b1; b++) {
+                const int64_t base = ((s0 + a) * I1 + s1 + b) * I2 + s2;
+                const float *row = xp + base;
+                if (!is_max) {
+                    for (c = c0; c < c1; c++) acc += (double)row[c];
+                    continue;
+                }
+                for (c = c0; c < c1; c++) {
+                    const float v = row[c];
+                    if (am < 0 || v > m || v != v) {
+                        m = v;
+                        am = base + c;
+                    }
+                }
+            }
+        if (is_max) {
+            if (y) y[k] = m;
+            if (arg) arg[k] = (int32_t)am;
+            if (indices) indices[k] = am < 0 ? -1 : vcc_maxpool_onnx_index(d, p, am, storage_order);
+        } else if (y) {
+            const int64_t oc[3] = {o0, o1, o2}, cnt = vcc_avgpool_count(d, oc);
+            y[k] = cnt > 0 ? (float)(acc / (double)cnt) : 0.0f;
+        }
+    }
+}
+
+/* vcc__pool_same: whether d is max pooling's "same" geometry along dims 1 and 2 (stride 1, no dilation,
+ * out = in there, the padding splitting kernel - 1), as the 3x3x3 pools of S3D's and Inception's branches:
+ * then an output's taps sit at a fixed offset from its own flat index within the plane, the same for
+ * every output whose window lies inside along dims 1 and 2. */
+VCC_CPU_FN int vcc__pool_same(const VccPoolDesc *d)
+{
+    return d->stride[1] == 1 && d->stride[2] == 1 && d->dilation[0] == 1 && d->dilation[1] == 1 &&
+           d->dilation[2] == 1 && d->out[1] == d->in[1] && d->out[2] == d->in[2] && d->kernel[1] <= d->in[1] &&
+           d->kernel[2] <= d->in[2] && d->pad_begin[1] < d->kernel[1] && d->pad_begin[2] < d->kernel[2];
+}
+
+/* vcc__pool_same_planes: max pooling (y and/or arg, no ONNX indices) for a vcc__pool_same geometry, one
+ * output plane (plane, o0) at a time: its rows whose windows lie inside along dim 1, taken as one flat
+ * run of outputs (from the first output inside along dim 2 to the last), 256 SIMD lanes at a time, each lane running vcc_pool_window's scan (a, b, c ascending,
+ * the first tap taken and a later one where larger or NaN) over taps at flat offsets; then the outputs of
+ * those rows whose windows cross the edge along dim 2 (which the flat run wrapped to the neighbouring
+ * row), and the other rows, again by vcc__pool_row. Every output and argmax is the generic loop's. */
+VCC_CPU_FN void vcc__pool_same_planes(const VccPoolDesc *d, const float *x, float *y, int32_t *arg)
+{
+    const int64_t I1 = d->in[1], I2 = d->in[2], O0 = d->out[0];
+    const int64_t Si = d->in[0] * I1 * I2, So = O0 * I1 * I2;
+    const int64_t pb1 = d->pad_begin[1], pb2 = d->pad_begin[2], k1 = d->kernel[1], k2 = d->kernel[2];
+    const int64_t r0 = pb1, r1 = I1 - k1 + pb1 + 1; /* rows whose windows lie inside along dim 1 */
+    /* the flat run: from the first inside output of row r0 to the last of row r1 - 1, so every tap it
+     * reads lies in the plane (the edge outputs between wrap to the neighbouring rows, and are redone) */
+    const int64_t f_lo = r0 * I2 + pb2, f_hi = (r1 - 1) * I2 + (I2 - k2 + pb2 + 1);
+    const int64_t planes = d->NC * O0;
+    int64_t t;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+    for (t = 0; t < planes; t++) {
+        const int64_t p = t / O0, o0 = t % O0, s0 = o0 * d->stride[0] - d->pad_begin[0];
+        const float *xp = x + p * Si;
+        const int64_t kp = p * So + o0 * I1 * I2; /* the output plane's first flat index */
+        int64_t a0, a1, o1, f0;
+        vcc__pool_span(s0, d->kernel[0], d->in[0], &a0, &a1);
+        for (o1 = 0; o1 < I1; o1++) /* the rows along the edges of dim 1, and all of a plane without taps */
+            if (o1 < r0 || o1 >= r1 || a1 <= a0) vcc__pool_row(d, 1, x, y, arg, NULL, 0, t * I1 + o1, 0);
+        if (a1 <= a0) continue;
+        for (f0 = f_lo; f0 < f_hi; f0 += 256) {
+            const int64_t nq = f_hi - f0 < 256 ? f_hi - f0 : 256;
+            float mb[256];
+            int32_t ab[256];
+            int first = 1;
+            int64_t a, b, c, j;
+            for (a = a0; a < a1; a++)
+                for (b = 0; b < k1; b++)
+                    for (c = 0; c < k2; c++) {
+                        /* tap (a, b, c) of the window of flat output f sits at input flat f + off */
+                        const int64_t off = (s0 + a) * I1 * I2 + (b - pb1) * I2 + (c - pb2);
+                        const float *src = xp + f0 + off;
+                        const int32_t i0 = (int32_t)(f0 + off);
+                        if (first) {
+                            VCC_CPU_SIMD
+                            for (j = 0; j < nq; j++) {
+                                mb[j] = src[j];
+                                ab[j] = i0 + (int32_t)j;
+                            }
+                            first = 0;
+                        } else {
+                            VCC_CPU_SIMD
+                            for (j = 0; j < nq; j++) {
+                                const float v = src[j];
+                                const int take = v > mb[j] || v != v;
+                                mb[j] = take ? v : mb[j];
+                                ab[j] = take ? i0 + (int32_t)j : ab[j];
+                            }
+                        }
+                    }
+            for (j = 0; j < nq; j++) {
+                if (y) y[kp + f0 + j] = mb[j];
+                if (arg) arg[kp + f0 + j] = ab[j];
+            }
+        }
+        if (pb2 > 0 || k2 - 1 - pb2 > 0) /* the outputs of those rows whose windows cross dim 2's edges */
+            for (o1 = r0; o1 < r1; o1++) vcc__pool_row(d, 1, x, y, arg, NULL, 0, t * I1 + o1, 1);
+    }
+}
+
+/* vcc__pool_windows_rows: vcc__pool_windows for a geometry without dilation, one output row (plane,
+ * o0, o1) at a time (vcc__pool_row), or for max pooling's "same" geometry one output plane at a time
+ * (vcc__pool_same_planes). */
+VCC_CPU_FN void vcc__pool_windows_rows(const VccPoolDesc *d, int is_max, const float *x, float *y, int32_t *arg,
+                                       int64_t *indices, int storage_order)
+{
+    const int64_t rows = d->NC * d->out[0] * d->out[1];
+    int64_t r;
+    if (is_max && !indices && vcc__pool_same(d)) {
+        vcc__pool_same_planes(d, x, y, arg);
+        return;
+    }
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+    for (r = 0; r < rows; r++) vcc__pool_row(d, is_max, x, y, arg, indices, storage_order, r, 0);
 }
 
 /* The windows of d over every plane: y (NC, out) from x (NC, in) by vcc_pool_window (max or average);

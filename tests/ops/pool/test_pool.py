@@ -164,6 +164,14 @@ CASES = [
     oc.Case("maxpool3d_wide_rows_strided_ties", "MaxPool", inputs={"X": (1, 2, 2, 3, 601)}, init={"X": ties},
             fd_points=0, attrs={"kernel_shape": [1, 3, 3], "strides": [1, 2, 2], "pads": [0, 1, 1, 0, 1, 1]},
             ref=lambda X: F.max_pool3d(X, (1, 3, 3), (1, 2, 2), (0, 1, 1))),
+    # the "same" geometry (stride 1, out = in along H and W): the C runtime runs each output plane's
+    # inside rows as one flat run of lanes (cpu/pool.h, vcc__pool_same_planes), 256 at a time across row
+    # ends, and redoes the edge windows; equal maxima, and asymmetric padding with a kernel of 2 and 4
+    oc.Case("maxpool3d_same_planes_ties", "MaxPool", inputs={"X": (2, 2, 3, 20, 30)}, init={"X": ties}, fd_points=0,
+            attrs={"kernel_shape": [3, 3, 3], "strides": [1, 1, 1], "pads": [1, 1, 1, 1, 1, 1]},
+            ref=lambda X: F.max_pool3d(X, 3, 1, 1)),
+    mp("maxpool3d_same_asymmetric_pads", (1, 2, 4, 9, 11), kernel_shape=[2, 2, 4], strides=[1, 1, 1],
+       pads=[1, 0, 1, 1, 1, 2]),
     # ---- MaxPool forms PyTorch has no function for: explicit -inf padding, then max_pool
     mp("maxpool2d_asymmetric_pads", (2, 3, 7, 6), kernel_shape=[3, 2], strides=[2, 1], pads=[0, 1, 2, 0]),
     mp("maxpool2d_asymmetric_pads_ceil", (2, 2, 5, 7), kernel_shape=[2, 3], strides=[3, 2], pads=[0, 1, 2, 1],
