@@ -57,7 +57,8 @@ VCC_CPU_FN void vcc__pool_span(int64_t s, int64_t k, int64_t in, int64_t *lo, in
 
 /* vcc__pool_max_lanes: the max (and its flat tap index) of the windows o2 in [q0, q1) (q1 - q0 <= 256) of
  * one output row whose taps along dim 2 all lie inside the input: the taps along dims 0 and 1 are
- * [a0, a1) x [b0, b1) (not empty) of a window starting at (s0, s1). Every window runs vcc_pool_window's
+ * [a0, a1) x [b0, b1) (not empty) of a window starting at (s0, s1). (vcc__pool_same_planes passes a
+ * plane's flat output indices as o2, with stride 1: tap (a, b, c) is then read at a fixed flat offset.) Every window runs vcc_pool_window's
  * scan, a, b, c ascending, the first tap taken and a later one where it is larger or NaN, in its own
  * SIMD lane (`omp simd` under -fopenmp): the same comparisons in the same order as the scalar loop,
  * so the same bits. mb (and ab when want_arg) receive q1 - q0 values. */
@@ -184,10 +185,10 @@ VCC_CPU_FN int vcc__pool_same(const VccPoolDesc *d)
 
 /* vcc__pool_same_planes: max pooling (y and/or arg, no ONNX indices) for a vcc__pool_same geometry, one
  * output plane (plane, o0) at a time: its rows whose windows lie inside along dim 1, taken as one flat
- * run of outputs (from the first output inside along dim 2 to the last), 256 SIMD lanes at a time, each lane running vcc_pool_window's scan (a, b, c ascending,
- * the first tap taken and a later one where larger or NaN) over taps at flat offsets; then the outputs of
- * those rows whose windows cross the edge along dim 2 (which the flat run wrapped to the neighbouring
- * row), and the other rows, again by vcc__pool_row. Every output and argmax is the generic loop's. */
+ * run of outputs (from the first output inside along dim 2 to the last), 256 SIMD lanes at a time by
+ * vcc__pool_max_lanes (vcc_pool_window's scan per lane, over taps at fixed flat offsets); then the
+ * outputs of those rows whose windows cross the edge along dim 2 (which the flat run wrapped to the
+ * neighbouring row), and the other rows, by vcc__pool_row. Every output and argmax is the generic loop's. */
 VCC_CPU_FN void vcc__pool_same_planes(const VccPoolDesc *d, const float *x, float *y, int32_t *arg)
 {
     const int64_t I1 = d->in[1], I2 = d->in[2], O0 = d->out[0];
@@ -212,35 +213,13 @@ VCC_CPU_FN void vcc__pool_same_planes(const VccPoolDesc *d, const float *x, floa
             if (o1 < r0 || o1 >= r1 || a1 <= a0) vcc__pool_row(d, 1, x, y, arg, NULL, 0, t * I1 + o1, 0);
         if (a1 <= a0) continue;
         for (f0 = f_lo; f0 < f_hi; f0 += 256) {
+            /* flat output f of the plane is "row" -pb1's window f0.., whose taps along dims 1 and 2 lie
+             * at flat offsets (b - pb1) * I2 + (c - pb2) from f */
             const int64_t nq = f_hi - f0 < 256 ? f_hi - f0 : 256;
             float mb[256];
             int32_t ab[256];
-            int first = 1;
-            int64_t a, b, c, j;
-            for (a = a0; a < a1; a++)
-                for (b = 0; b < k1; b++)
-                    for (c = 0; c < k2; c++) {
-                        /* tap (a, b, c) of the window of flat output f sits at input flat f + off */
-                        const int64_t off = (s0 + a) * I1 * I2 + (b - pb1) * I2 + (c - pb2);
-                        const float *src = xp + f0 + off;
-                        const int32_t i0 = (int32_t)(f0 + off);
-                        if (first) {
-                            VCC_CPU_SIMD
-                            for (j = 0; j < nq; j++) {
-                                mb[j] = src[j];
-                                ab[j] = i0 + (int32_t)j;
-                            }
-                            first = 0;
-                        } else {
-                            VCC_CPU_SIMD
-                            for (j = 0; j < nq; j++) {
-                                const float v = src[j];
-                                const int take = v > mb[j] || v != v;
-                                mb[j] = take ? v : mb[j];
-                                ab[j] = take ? i0 + (int32_t)j : ab[j];
-                            }
-                        }
-                    }
+            int64_t j;
+            vcc__pool_max_lanes(d, xp, s0, -pb1, a0, a1, 0, k1, f0, f0 + nq, arg != NULL, mb, ab);
             for (j = 0; j < nq; j++) {
                 if (y) y[kp + f0 + j] = mb[j];
                 if (arg) arg[kp + f0 + j] = ab[j];
