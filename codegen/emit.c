@@ -20,6 +20,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Append s to buf (cap bytes, used *n) as it is. Returns 1 when it does not fit (buf then holds what did). */
+static int put_text(char *buf, size_t cap, size_t *n, const char *s) {
+    size_t w = strlen(s);
+    if (*n + w >= cap) return 1;
+    memcpy(buf + *n, s, w + 1);
+    *n += w;
+    return 0;
+}
+
 /* Append s to buf (cap bytes, used *n) as one shell word: unchanged when it has only characters no shell
  * treats specially, else in single quotes with each ' written as '\''; a file name (path true) starting
  * with '-' gets "./" so no compiler reads it as an option. Returns 1 when buf is full. */
@@ -70,29 +79,22 @@ int vcc_build_command(VccTarget target, const char *out_path, VccBuildFrom from,
         snprintf(src, sizeof src, "%s", out_path);
         snprintf(exe, sizeof exe, "%.*s/%s", (int)(base - out_path), out_path, vcc_program_name(target, out_path, prog, sizeof prog));
     }
-    size_t n = (size_t)snprintf(buf, len, "%s ", target == VCC_TARGET_CUDA ? "nvcc -O2 --default-stream per-thread"
-                                                                             : "cc -O2 -march=native -std=c11 -fopenmp");
-    if (n >= len || put_shell_word(buf, len, &n, src, true)) return 1;
-    n += (size_t)snprintf(buf + n, len - n, " -o ");
-    if (n >= len || put_shell_word(buf, len, &n, exe, true)) return 1;
-    if (n >= len) return 1;
-    if (target == VCC_TARGET_CUDA) {
-        n += (size_t)snprintf(buf + n, len - n, " -lcudnn -lcublas");
-        return n >= len;
-    }
-    if (dnnl) n += (size_t)snprintf(buf + n, len - n, " -ldnnl");
+    size_t n = 0;
+    if (put_text(buf, len, &n, target == VCC_TARGET_CUDA ? "nvcc -O2 --default-stream per-thread "
+                                                        : "cc -O2 -march=native -std=c11 -fopenmp ") ||
+        put_shell_word(buf, len, &n, src, true) || put_text(buf, len, &n, " -o ") ||
+        put_shell_word(buf, len, &n, exe, true))
+        return 1;
+    if (target == VCC_TARGET_CUDA) return put_text(buf, len, &n, " -lcudnn -lcublas");
+    if (dnnl && put_text(buf, len, &n, " -ldnnl")) return 1;
 #ifdef VCC_OPENBLAS_DIR
     /* OpenBLAS's OpenMP build (CMakeLists.txt: VCC_OPENBLAS_OPENMP_DIR): found at link time by -L, at run
      * time by the rpath, as its soname is the same as the system default's */
-    if (n >= len) return 1;
-    n += (size_t)snprintf(buf + n, len - n, " ");
-    if (n >= len || put_shell_word(buf, len, &n, "-L" VCC_OPENBLAS_DIR, false)) return 1;
-    n += (size_t)snprintf(buf + n, len - n, " ");
-    if (n >= len || put_shell_word(buf, len, &n, "-Wl,-rpath," VCC_OPENBLAS_DIR, false)) return 1;
+    if (put_text(buf, len, &n, " ") || put_shell_word(buf, len, &n, "-L" VCC_OPENBLAS_DIR, false) ||
+        put_text(buf, len, &n, " ") || put_shell_word(buf, len, &n, "-Wl,-rpath," VCC_OPENBLAS_DIR, false))
+        return 1;
 #endif
-    if (n >= len) return 1;
-    n += (size_t)snprintf(buf + n, len - n, " -lopenblas -lm");
-    return n >= len;
+    return put_text(buf, len, &n, " -lopenblas -lm");
 }
 
 #define VCC_STEP_CHUNK 128 /* scheduled nodes per generated step function */

@@ -601,7 +601,6 @@ static void vcc_load_data(const VccModel *m, const VccTrainArgs *a, VccNpy *x, V
     if (m->target_rank) vcc_load_samples(a->targets, "targets", m->target_rank, m->target_dims, x->dims[0], t);
 }
 
-
 #ifdef VCC_RT_CUDA
 /* vcc_graph_step: one training step as a CUDA graph (the trainer's --cuda-graph on): the first call
  * captures m->step's kernels and cuDNN/cuBLAS calls on the per-thread default stream (nvcc
