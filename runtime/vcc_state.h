@@ -242,16 +242,24 @@ VCC_STATE_FN void vcc_option_count(const char *opt, const char *text, long *out)
 /* --threads N: the C programs' thread count (vcc_rt_set_threads, cpu/base.h); the CUDA programs have no
  * such option (these match nothing and apply nothing there). */
 
-/* vcc_omp_passive: with -fopenmp on Linux, unless the environment sets OMP_WAIT_POLICY, run this program
- * again (execv of /proc/self/exe, same argv and pid) with OMP_WAIT_POLICY=passive, which libgomp reads
- * only when it loads. Between parallel loops the OpenMP workers then sleep instead of spinning, and do
- * not take cores from OpenBLAS's own sgemm threads (a second pool) or from other processes: on a
- * 2-core machine under load, spinning workers made r3d_18's step about twice as slow (bench/README.md).
- * Called first in every C program's main; when the exec fails the program runs on with libgomp's
- * default policy. */
+/* vcc_omp_passive: with -fopenmp on Linux, unless the environment sets OMP_WAIT_POLICY, and only when
+ * sgemm runs on a second thread pool (a C program linked with OpenBLAS's pthreads build:
+ * openblas_get_parallel() == 1), run this program again (execv of /proc/self/exe, same argv and pid)
+ * with OMP_WAIT_POLICY=passive, which libgomp reads only when it loads. Between parallel loops the
+ * OpenMP workers then sleep instead of spinning, and do not take cores from OpenBLAS's own sgemm
+ * threads: on a 2-core machine under load, spinning workers made r3d_18's step about twice as slow
+ * (bench/README.md). With OpenBLAS's OpenMP build (or a sequential one) there is one pool, and
+ * libgomp's default policy stays: its workers spin a little before they sleep, so the many short
+ * loops of a step do not each pay a futex wake-up (s3d's step, 2 threads: passive workers 0.33 s,
+ * the default 0.22 s). Called first in every C program's main; when the exec fails the program runs
+ * on with libgomp's default policy. */
 VCC_STATE_FN void vcc_omp_passive(char **argv) {
 #if defined(_OPENMP) && defined(__linux__)
-    if (getenv("OMP_WAIT_POLICY") || setenv("OMP_WAIT_POLICY", "passive", 1) != 0) return;
+    if (getenv("OMP_WAIT_POLICY")) return;
+#ifdef VCC_RT_THREADS
+    if (openblas_get_parallel() != 1) return;
+#endif
+    if (setenv("OMP_WAIT_POLICY", "passive", 1) != 0) return;
     execv("/proc/self/exe", argv);
 #else
     (void)argv;

@@ -8,8 +8,8 @@
  * without it every loop here runs on one thread. vcc's build command links OpenBLAS's OpenMP build where
  * CMake found one, and then sgemm runs on the same OpenMP workers. With a pthreads OpenBLAS the two
  * thread pools alternate, and its workers spin in sched_yield for a while after each sgemm. Spinning
- * OpenMP workers would steal cores from sgemm, so the programs run with OMP_WAIT_POLICY=passive unless
- * it is set (vcc_omp_passive, vcc_state.h).
+ * OpenMP workers would steal cores from sgemm, so with that build the programs run with
+ * OMP_WAIT_POLICY=passive unless it is set (vcc_omp_passive, vcc_state.h).
  *
  * Shape legend:
  *   N  batch               C  input channels        K  output channels / classes
