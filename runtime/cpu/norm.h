@@ -43,6 +43,34 @@ VCC_CPU_FN void vcc__bn_normalize(int64_t N, int64_t C, int64_t S, const float *
                              gamma[c], beta[c], y);
 }
 
+/* vcc__dot_sums: *su = sum u_i and *suv = sum u_i * v_i over i < S, u_i = (double)p[i] - ps and
+ * v_i = (double)q[i] - qs, in double, with 8 partial sums (lane l takes i = l mod 8, the tail lane 0)
+ * added in a fixed tree at the end: the same order, so the same bits, with and without -fopenmp and at
+ * any SIMD width; the 8 lanes are independent, so the compiler runs them as one vector. The batch
+ * norm reductions: forward p = q = x, ps = qs = shift (sum and sum of squares); backward p = dy,
+ * ps = 0, q = x, qs = mean. */
+VCC_CPU_FN void vcc__dot_sums(const float *p, double ps, const float *q, double qs, int64_t S, double *su,
+                              double *suv)
+{
+    double a[8] = {0}, b[8] = {0};
+    int64_t i, l;
+    for (i = 0; i + 8 <= S; i += 8) {
+        VCC_CPU_SIMD
+        for (l = 0; l < 8; l++) {
+            double u = (double)p[i + l] - ps, v = (double)q[i + l] - qs;
+            a[l] += u;
+            b[l] += u * v;
+        }
+    }
+    for (; i < S; i++) {
+        double u = (double)p[i] - ps, v = (double)q[i] - qs;
+        a[0] += u;
+        b[0] += u * v;
+    }
+    *su = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+    *suv = ((b[0] + b[1]) + (b[2] + b[3])) + ((b[4] + b[5]) + (b[6] + b[7]));
+}
+
 /* batchnorm_forward_train: training-mode batch norm over (N, S) per channel,
  * as torch.nn.functional.batch_norm(training=True) / ONNX
  * BatchNormalization(training_mode=1).
@@ -71,21 +99,13 @@ VCC_CPU_FN void batchnorm_forward_train(VccRt *rt, int64_t N, int64_t C, int64_t
         double shift = m > 0 ? (double)x[c * S] : 0.0;
         double s1 = 0.0, s2 = 0.0, mean, var, invstd;
         float meanf, invstdf, gm = gamma[c], bt = beta[c];
-        int64_t n, i;
+        int64_t n;
         for (n = 0; n < N; n++) {
             const float *r = x + (n * C + c) * S;
-            double a0 = 0.0, a1 = 0.0, q0 = 0.0, q1 = 0.0;
-            for (i = 0; i + 2 <= S; i += 2) {
-                double d0 = (double)r[i] - shift, d1 = (double)r[i + 1] - shift;
-                a0 += d0; q0 += d0 * d0;
-                a1 += d1; q1 += d1 * d1;
-            }
-            for (; i < S; i++) {
-                double d0 = (double)r[i] - shift;
-                a0 += d0; q0 += d0 * d0;
-            }
-            s1 += a0 + a1;
-            s2 += q0 + q1;
+            double a, q;
+            vcc__dot_sums(r, shift, r, shift, S, &a, &q);
+            s1 += a;
+            s2 += q;
         }
         if (m > 0) {
             mean = shift + s1 / (double)m;
@@ -142,22 +162,14 @@ VCC_CPU_FN void vcc__bn_channel_sums(int64_t N, int64_t C, int64_t S, int64_t c,
                                      float mean, double *sdy_out, double *sdyx_out)
 {
     double sdy = 0.0, sdyx = 0.0;
-    int64_t n, i;
+    int64_t n;
     for (n = 0; n < N; n++) {
         const float *xr = x + (n * C + c) * S;
         const float *gr = dy + (n * C + c) * S;
-        double a0 = 0.0, a1 = 0.0, b0 = 0.0, b1 = 0.0;
-        for (i = 0; i + 2 <= S; i += 2) {
-            double g0 = gr[i], g1 = gr[i + 1];
-            a0 += g0; b0 += g0 * ((double)xr[i] - (double)mean);
-            a1 += g1; b1 += g1 * ((double)xr[i + 1] - (double)mean);
-        }
-        for (; i < S; i++) {
-            double g0 = gr[i];
-            a0 += g0; b0 += g0 * ((double)xr[i] - (double)mean);
-        }
-        sdy += a0 + a1;
-        sdyx += b0 + b1;
+        double a, b;
+        vcc__dot_sums(gr, 0.0, xr, (double)mean, S, &a, &b);
+        sdy += a;
+        sdyx += b;
     }
     *sdy_out = sdy;
     *sdyx_out = sdyx;
