@@ -76,7 +76,7 @@ if [ "$FORCE_CALLGRIND" = 0 ] && perf_works; then
     mkfifo perf.ctl perf.ack
     # Sampling starts disabled (-D -1); the reader enables it when `step 1` is printed.
     perf record -q -e cpu-clock -F 999 -D -1 --control fifo:perf.ctl,perf.ack -o perf.data -- \
-        ./train --data data.npy --labels labels.npy --weights train.safetensors \
+        ./train --data data.npy --labels labels.npy --weights train.safetensors --threads "$THREADS" \
         --steps $((STEPS + 1)) --lr 0.01 --momentum 0.9 |
         while IFS= read -r line; do
             echo "  $line"
@@ -114,7 +114,7 @@ else
     echo "  build: $BUILD"
     sh -c "$BUILD"
     OPENBLAS_CORETYPE=Haswell OPENBLAS_NUM_THREADS=1 valgrind --tool=callgrind --toggle-collect=vcc_step \
-        --callgrind-out-file=callgrind.out ./train_cg --data data.npy \
+        --callgrind-out-file=callgrind.out ./train_cg --threads 1 --data data.npy \
         --labels labels.npy --weights train.safetensors --steps 1 2>&1 | grep '^step' || true
     echo "-- top $TOP functions by instructions executed (self cost)"
     callgrind_annotate callgrind.out 2>/dev/null | grep -E '^ *[0-9,]+ +\(' | head -n $((TOP + 1))
@@ -127,9 +127,9 @@ BUILD=$(sed -n "1s|^// build (from this file's folder): ||p" train.c)
 BUILD=$(printf '%s\n' "$BUILD" | sed "s| train.c | train.c $ROOT/bench/sgemm_wrap.c -Wl,--wrap=cblas_sgemm |; s|-o train |-o train_sgemm |")
 echo "  build: $BUILD"
 sh -c "$BUILD"
-./train_sgemm --data data.npy --labels labels.npy --weights train.safetensors --steps 1 \
+./train_sgemm --data data.npy --labels labels.npy --weights train.safetensors --threads "$THREADS" --steps 1 \
     2>sgemm.1 >/dev/null
-./train_sgemm --data data.npy --labels labels.npy --weights train.safetensors --steps $((STEPS + 1)) \
+./train_sgemm --data data.npy --labels labels.npy --weights train.safetensors --threads "$THREADS" --steps $((STEPS + 1)) \
     2>sgemm.n >/dev/null
 awk -v steps="$STEPS" '
     FNR == NR { a[$1 " " $2] = $0; next }
