@@ -223,19 +223,52 @@ VCC_CPU_FN float vcc_read_scalar(VccRt *rt, const float *p)
     return *p;
 }
 
-/* vcc_sum_f64: sum of r[0..n-1] in double with four interleaved accumulators (a fixed order, so the
- * result does not depend on threads). The main loop's bound is precomputed: gcc 12 misreads the
- * `i + 4 <= n` form as overflowing when n is a constant after inlining (-Waggressive-loop-optimizations). */
+/* vcc_dot_sums_f64: *su = sum u_i and *suv = sum u_i * v_i over i < S, u_i = (double)p[i] - ps and
+ * v_i = (double)q[i] - qs, in double, with 8 partial sums (lane l takes i = l mod 8, the tail lane 0)
+ * added in a fixed tree at the end: the same order, so the same bits, with and without -fopenmp and at
+ * any SIMD width; the 8 lanes are independent, so the compiler runs them as one vector. Every double
+ * reduction of the C runtime goes through it: batch norm's forward (p = q = x, ps = qs = shift: sum
+ * and sum of squares) and backward (p = dy, ps = 0, q = x, qs = mean), vcc_sum_f64 and
+ * vcc_sumsq_dev_f64. */
+VCC_CPU_FN void vcc_dot_sums_f64(const float *p, double ps, const float *q, double qs, int64_t S, double *su,
+                                 double *suv)
+{
+    double a[8] = {0}, b[8] = {0};
+    const int64_t S8 = S - S % 8; /* precomputed: gcc 12 misreads the `i + 8 <= S` form as overflowing
+                                   * when S is a constant after inlining (-Waggressive-loop-optimizations) */
+    int64_t i, l;
+    for (i = 0; i < S8; i += 8) {
+        VCC_CPU_SIMD
+        for (l = 0; l < 8; l++) {
+            double u = (double)p[i + l] - ps, v = (double)q[i + l] - qs;
+            a[l] += u;
+            b[l] += u * v;
+        }
+    }
+    for (; i < S; i++) {
+        double u = (double)p[i] - ps, v = (double)q[i] - qs;
+        a[0] += u;
+        b[0] += u * v;
+    }
+    *su = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+    *suv = ((b[0] + b[1]) + (b[2] + b[3])) + ((b[4] + b[5]) + (b[6] + b[7]));
+}
+
+/* vcc_sum_f64: sum of r[0..n-1] in double (vcc_dot_sums_f64's fixed order, so the result does not
+ * depend on threads). */
 VCC_CPU_FN double vcc_sum_f64(const float *r, int64_t n)
 {
-    double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
-    const int64_t n4 = n - n % 4;
-    int64_t i;
-    for (i = 0; i < n4; i += 4) {
-        a0 += r[i]; a1 += r[i + 1]; a2 += r[i + 2]; a3 += r[i + 3];
-    }
-    for (i = n4; i < n; i++) a0 += r[i];
-    return (a0 + a1) + (a2 + a3);
+    double s, unused;
+    vcc_dot_sums_f64(r, 0.0, r, 0.0, n, &s, &unused);
+    return s;
+}
+
+/* vcc_sumsq_dev_f64: sum of (r[i] - mu)^2 over r[0..n-1] in double (vcc_dot_sums_f64's fixed order). */
+VCC_CPU_FN double vcc_sumsq_dev_f64(const float *r, int64_t n, double mu)
+{
+    double unused, s;
+    vcc_dot_sums_f64(r, mu, r, mu, n, &unused, &s);
+    return s;
 }
 
 /* copy_forward: y = x (n elements; Identity / Reshape / Flatten copies).

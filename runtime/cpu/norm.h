@@ -43,34 +43,6 @@ VCC_CPU_FN void vcc__bn_normalize(int64_t N, int64_t C, int64_t S, const float *
                              gamma[c], beta[c], y);
 }
 
-/* vcc__dot_sums: *su = sum u_i and *suv = sum u_i * v_i over i < S, u_i = (double)p[i] - ps and
- * v_i = (double)q[i] - qs, in double, with 8 partial sums (lane l takes i = l mod 8, the tail lane 0)
- * added in a fixed tree at the end: the same order, so the same bits, with and without -fopenmp and at
- * any SIMD width; the 8 lanes are independent, so the compiler runs them as one vector. The batch
- * norm reductions: forward p = q = x, ps = qs = shift (sum and sum of squares); backward p = dy,
- * ps = 0, q = x, qs = mean. */
-VCC_CPU_FN void vcc__dot_sums(const float *p, double ps, const float *q, double qs, int64_t S, double *su,
-                              double *suv)
-{
-    double a[8] = {0}, b[8] = {0};
-    int64_t i, l;
-    for (i = 0; i + 8 <= S; i += 8) {
-        VCC_CPU_SIMD
-        for (l = 0; l < 8; l++) {
-            double u = (double)p[i + l] - ps, v = (double)q[i + l] - qs;
-            a[l] += u;
-            b[l] += u * v;
-        }
-    }
-    for (; i < S; i++) {
-        double u = (double)p[i] - ps, v = (double)q[i] - qs;
-        a[0] += u;
-        b[0] += u * v;
-    }
-    *su = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
-    *suv = ((b[0] + b[1]) + (b[2] + b[3])) + ((b[4] + b[5]) + (b[6] + b[7]));
-}
-
 /* batchnorm_forward_train: training-mode batch norm over (N, S) per channel,
  * as torch.nn.functional.batch_norm(training=True) / ONNX
  * BatchNormalization(training_mode=1).
@@ -103,7 +75,7 @@ VCC_CPU_FN void batchnorm_forward_train(VccRt *rt, int64_t N, int64_t C, int64_t
         for (n = 0; n < N; n++) {
             const float *r = x + (n * C + c) * S;
             double a, q;
-            vcc__dot_sums(r, shift, r, shift, S, &a, &q);
+            vcc_dot_sums_f64(r, shift, r, shift, S, &a, &q);
             s1 += a;
             s2 += q;
         }
@@ -167,7 +139,7 @@ VCC_CPU_FN void vcc__bn_channel_sums(int64_t N, int64_t C, int64_t S, int64_t c,
         const float *xr = x + (n * C + c) * S;
         const float *gr = dy + (n * C + c) * S;
         double a, b;
-        vcc__dot_sums(gr, 0.0, xr, (double)mean, S, &a, &b);
+        vcc_dot_sums_f64(gr, 0.0, xr, (double)mean, S, &a, &b);
         sdy += a;
         sdyx += b;
     }
@@ -253,25 +225,6 @@ VCC_CPU_FN void batchnorm_backward_infer(VccRt *rt, int64_t N, int64_t C, int64_
  * D = (C/G)*S; LayerNormalization: R = prod(X.shape[:axis]), D = prod(X.shape[axis:]).
  * The scale and bias are indexed per element by vcc_norm_pidx(i, m, s) (elem/norm.h). */
 
-/* vcc__sumsq_dev_f64: sum of (r[i] - mu)^2 over n elements in double, four interleaved accumulators
- * (a fixed order). */
-VCC_CPU_FN double vcc__sumsq_dev_f64(const float *r, int64_t n, double mu)
-{
-    double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
-    const int64_t n4 = n - n % 4;
-    int64_t i;
-    for (i = 0; i < n4; i += 4) {
-        double d0 = (double)r[i] - mu, d1 = (double)r[i + 1] - mu, d2 = (double)r[i + 2] - mu,
-               d3 = (double)r[i + 3] - mu;
-        a0 += d0 * d0; a1 += d1 * d1; a2 += d2 * d2; a3 += d3 * d3;
-    }
-    for (i = n4; i < n; i++) {
-        double d0 = (double)r[i] - mu;
-        a0 += d0 * d0;
-    }
-    return (a0 + a1) + (a2 + a3);
-}
-
 /* rownorm_forward: y = scale[p] * (x - mean) * invstd + bias[p] per row, p = vcc_norm_pidx(i, m, s) of
  * the element's flat index i, with the row's mean and invstd = 1/sqrt(var + eps) (biased variance;
  * two passes in double, rounded to float once).
@@ -290,7 +243,7 @@ VCC_CPU_FN void rownorm_forward(VccRt *rt, int64_t R, int64_t D, const float *x,
         const float *xr = x + r * D;
         float *yr = y + r * D;
         const double mu = D > 0 ? vcc_sum_f64(xr, D) / (double)D : 0.0;
-        const double var = D > 0 ? vcc__sumsq_dev_f64(xr, D, mu) / (double)D : 0.0;
+        const double var = D > 0 ? vcc_sumsq_dev_f64(xr, D, mu) / (double)D : 0.0;
         const float mf = (float)mu, sf = vcc_norm_invstd(var, eps);
         int64_t j;
         if (mean) mean[r] = mf;
