@@ -72,10 +72,10 @@ def find_ties(pre64, pre32s):
     return out
 
 
-def explain_by_ties(resid, ties):
+def explain_by_ties(resid, ties, with_index=False):
     """Greedily picks ties whose flip (each {tensor: update change}, divided like resid by its tensor's
     allowed distance) most lowers sum(resid**2), while one does; returns the residual left and the
-    picked ties' descriptions."""
+    picked ties' descriptions (and, with_index, their indices into ties)."""
     cur = dict(resid)
     norm2 = [sum(float(np.dot(v.reshape(-1), v.reshape(-1))) for v in m.values()) for _, m in ties]
     picked = []
@@ -93,4 +93,6 @@ def explain_by_ties(resid, ties):
         picked.append(best)
         for t, v in ties[best][1].items():
             cur[t] = cur[t] - v
+    if with_index:
+        return cur, [ties[i][0] for i in picked], picked
     return cur, [ties[i][0] for i in picked]
