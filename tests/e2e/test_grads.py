@@ -16,7 +16,9 @@ float32 program, and deep in a net one such element moves a whole channel's weig
 first step at (2, 3, 8, 32, 32) has one that a 1e-6 relative change of layer2's first convolution output
 flips, moving a layer4 weight gradient by 6e-2). For each tie the float64 backward is redone with that
 element on its other side; the ties whose gradient changes lower vcc's distance (in units of each
-tensor's allowance) the most are taken, one at a time while one does, and what is left is held to the
+tensor's allowance) the most are taken, one at a time while one does; where several are, the backward is
+redone with all of them on their other side at once (a tie changes the gradient reaching another one
+upstream, which the sum of their single changes leaves out), and what is left is held to the
 allowance. A wrong gradient is not such a combination, so it still fails. The taken ties are printed
 with their ReLU and float64 value, and every tensor's figure, worst first.
 """
@@ -98,14 +100,19 @@ def main():
             del m32
     torch.set_num_threads(threads)
     # the ties: each one's gradient change in float64
-    ties = []
-    for k, i, xi, _ in find_ties(pre64, pre32):
-        TIES["flip"] = {k: torch.tensor([i])}
+    def moved_by(flips):
+        """Every parameter gradient's change in float64 with the ReLU elements flips ({call: [flat
+        indices]}) on their other side in backward."""
+        TIES["flip"] = {k: torch.tensor(v) for k, v in flips.items()}
         m64.zero_grad()
         l64.backward(retain_graph=True)
-        moved = {n: (p.grad - ref[n]).numpy() for n, p in m64.named_parameters() if not torch.equal(p.grad, ref[n])}
-        ties.append(("%s[%d] %.1e" % (relus[k], i, xi), moved))
-    TIES["flip"] = {}
+        TIES["flip"] = {}
+        return {n: (p.grad - ref[n]).numpy() for n, p in m64.named_parameters() if not torch.equal(p.grad, ref[n])}
+
+    ties, tie_at = [], []
+    for k, i, xi, _ in find_ties(pre64, pre32):
+        ties.append(("%s[%d] %.1e" % (relus[k], i, xi), moved_by({k: [i]})))
+        tie_at.append((k, i))
 
     def dist(a, r):
         return float((a - r).abs().max() / max(float(r.abs().max()), 1e-30))
@@ -127,8 +134,16 @@ def main():
     extra = sorted(set(got) - set(ref))
     if extra:
         failed.append("vcc has gradients PyTorch has not: %s" % ", ".join(extra))
-    left, taken = explain_by_ties(resid, [(s, {n: v / scale[n] for n, v in m.items() if n in scale})
-                                          for s, m in ties])
+    left, taken, picked = explain_by_ties(resid, [(s, {n: v / scale[n] for n, v in m.items() if n in scale})
+                                                  for s, m in ties], with_index=True)
+    if len(picked) > 1:
+        # the picked ties redone together in float64: one tie changes the gradient that reaches another
+        # upstream in backward, which the sum of their single changes leaves out
+        flips = {}
+        for j in picked:
+            flips.setdefault(tie_at[j][0], []).append(tie_at[j][1])
+        both = moved_by(flips)
+        left = {n: v - both[n] / scale[n] if n in both else v for n, v in resid.items()}
     final = []
     for e, name, e32, allowed in rows:
         after = float(np.abs(left[name]).max()) * allowed  # the distance the taken ties leave
