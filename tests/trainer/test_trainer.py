@@ -1043,7 +1043,9 @@ def case_threads(a):
                 continue
             env["LD_LIBRARY_PATH"] = libdir
         ldd = subprocess.run(["ldd", "./train"], cwd=w, env=env, stdout=subprocess.PIPE, text=True).stdout
-        blas = [l.split("=>")[1].split()[0] for l in ldd.splitlines() if "libopenblas" in l and "=>" in l]
+        # (the real path: /lib/<arch>/libopenblas.so.0 is an alternatives link to one of the two builds)
+        blas = [os.path.realpath(l.split("=>")[1].split()[0]) for l in ldd.splitlines()
+                if "libopenblas" in l and "=>" in l]
         pthreads = bool(blas) and "openmp" not in blas[0]
         want = [] if not given and not pthreads else [("OMP_WAIT_POLICY=" + (given or "passive")).encode()]
         p = subprocess.Popen(["./train"] + feed[:-6] + ["--steps", "50"], cwd=w, env=env, stdout=subprocess.PIPE, text=True)
