@@ -226,7 +226,7 @@ VCC_CPU_FN float vcc_read_scalar(VccRt *rt, const float *p)
 /* vcc_dot_sums_f64: *su = sum u_i and *suv = sum u_i * v_i over i < S, u_i = (double)p[i] - ps and
  * v_i = (double)q[i] - qs, in double, with 8 partial sums (lane l takes i = l mod 8, the tail lane 0)
  * added in a fixed tree at the end: the same order, so the same bits, with and without -fopenmp and at
- * any SIMD width; the 8 lanes are independent, so the compiler runs them as one vector. Every double
+ * any SIMD width; with GCC or Clang the lanes are one vector (2 or 4 registers below AVX-512). Every double
  * reduction of the C runtime goes through it: batch norm's forward (p = q = x, ps = qs = shift: sum
  * and sum of squares) and backward (p = dy, ps = 0, q = x, qs = mean), vcc_sum_f64 and
  * vcc_sumsq_dev_f64. */
@@ -237,14 +237,36 @@ VCC_CPU_FN void vcc_dot_sums_f64(const float *p, double ps, const float *q, doub
     const int64_t S8 = S - S % 8; /* precomputed: gcc 12 misreads the `i + 8 <= S` form as overflowing
                                    * when S is a constant after inlining (-Waggressive-loop-optimizations) */
     int64_t i, l;
+#if defined(__GNUC__) || defined(__clang__)
+    /* the 8 lanes as one vector type: an `omp simd` loop over them stayed scalar once GCC 12 inlined this
+     * into the OpenMP bodies (its -O2 cost model unrolls the 8-iteration loop first); each lane does the
+     * scalar loop's IEEE operations, so the bits are the same */
+    typedef double vcc_v8d __attribute__((vector_size(64)));
+    typedef float vcc_v8f __attribute__((vector_size(32)));
+    vcc_v8d va = {0}, vb = {0};
     for (i = 0; i < S8; i += 8) {
-        VCC_CPU_SIMD
+        vcc_v8f pf, qf;
+        vcc_v8d u, v;
+        memcpy(&pf, p + i, sizeof pf);
+        memcpy(&qf, q + i, sizeof qf);
+        u = __builtin_convertvector(pf, vcc_v8d) - ps;
+        v = __builtin_convertvector(qf, vcc_v8d) - qs;
+        va += u;
+        vb += u * v;
+    }
+    for (l = 0; l < 8; l++) {
+        a[l] = va[l];
+        b[l] = vb[l];
+    }
+#else
+    for (i = 0; i < S8; i += 8) {
         for (l = 0; l < 8; l++) {
             double u = (double)p[i + l] - ps, v = (double)q[i + l] - qs;
             a[l] += u;
             b[l] += u * v;
         }
     }
+#endif
     for (; i < S; i++) {
         double u = (double)p[i] - ps, v = (double)q[i] - qs;
         a[0] += u;
