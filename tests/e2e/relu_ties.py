@@ -16,7 +16,8 @@ through _ReLU:
   TIES["flip"]   {call index: flat indices}: those elements take the other side in backward
   TIES["gout"]   None, or a dict the backward fills with each call's output gradient dloss/dy (flat)
 
-explain_by_ties(resid, ties) picks the ties that account for a residual (see its doc comment).
+explain_by_ties(resid, ties) picks the ties that account for a residual (see its doc comment); tie_flips
+gives the picked ones' flips, to redo them together.
 """
 
 import numpy as np
@@ -72,10 +73,10 @@ def find_ties(pre64, pre32s):
     return out
 
 
-def explain_by_ties(resid, ties, with_index=False):
+def explain_by_ties(resid, ties):
     """Greedily picks ties whose flip (each {tensor: update change}, divided like resid by its tensor's
-    allowed distance) most lowers sum(resid**2), while one does; returns the residual left and the
-    picked ties' descriptions (and, with_index, their indices into ties)."""
+    allowed distance) most lowers sum(resid**2), while one does; returns the residual left (the single
+    changes summed), the picked ties' descriptions and their indices into ties."""
     cur = dict(resid)
     norm2 = [sum(float(np.dot(v.reshape(-1), v.reshape(-1))) for v in m.values()) for _, m in ties]
     picked = []
@@ -93,6 +94,13 @@ def explain_by_ties(resid, ties, with_index=False):
         picked.append(best)
         for t, v in ties[best][1].items():
             cur[t] = cur[t] - v
-    if with_index:
-        return cur, [ties[i][0] for i in picked], picked
-    return cur, [ties[i][0] for i in picked]
+    return cur, [ties[i][0] for i in picked], picked
+
+
+def tie_flips(at, picked):
+    """TIES["flip"]'s form, {call: [flat indices]}, for the ties picked (indices into at, whose entries are
+    each tie's (call, flat index)): those ties on their other side at once."""
+    flips = {}
+    for j in picked:
+        flips.setdefault(at[j][0], []).append(at[j][1])
+    return flips

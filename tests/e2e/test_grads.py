@@ -36,7 +36,7 @@ from safetensors.numpy import load_file
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "models"))
 import reference_sgd  # noqa: E402
-from relu_ties import TIES, explain_by_ties, find_ties  # noqa: E402  (patches torch.nn.ReLU)
+from relu_ties import TIES, explain_by_ties, find_ties, tie_flips  # noqa: E402  (patches torch.nn.ReLU)
 
 
 def pass_(name, state, x, y, dtype, mkldnn=True, masks=None):
@@ -135,14 +135,11 @@ def main():
     if extra:
         failed.append("vcc has gradients PyTorch has not: %s" % ", ".join(extra))
     left, taken, picked = explain_by_ties(resid, [(s, {n: v / scale[n] for n, v in m.items() if n in scale})
-                                                  for s, m in ties], with_index=True)
+                                                  for s, m in ties])
     if len(picked) > 1:
         # the picked ties redone together in float64: one tie changes the gradient that reaches another
         # upstream in backward, which the sum of their single changes leaves out
-        flips = {}
-        for j in picked:
-            flips.setdefault(tie_at[j][0], []).append(tie_at[j][1])
-        both = moved_by(flips)
+        both = moved_by(tie_flips(tie_at, picked))
         left = {n: v - both[n] / scale[n] if n in both else v for n, v in resid.items()}
     final = []
     for e, name, e32, allowed in rows:

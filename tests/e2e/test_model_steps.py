@@ -87,7 +87,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 MODELS_DIR = os.path.join(HERE, "..", "..", "models")
 sys.path.insert(0, MODELS_DIR)
 import video_nets  # noqa: E402
-from relu_ties import TIES, explain_by_ties, find_ties  # noqa: E402  (patches torch.nn.ReLU)
+from relu_ties import TIES, explain_by_ties, find_ties, tie_flips  # noqa: E402  (patches torch.nn.ReLU)
 
 LR, MOMENTUM, WD = 0.01, 0.9, 1e-4
 ADAMW = {"lr": 1e-3, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 1e-2}
@@ -275,10 +275,7 @@ def ref_step(name, clip, num_classes, state, momenta, x, y):
         """moved_by for the ties picked (indices into ties) all on their other side at once: a tie's
         change of the gradients reaching another tie upstream in backward is in it, which the sum of
         their single changes leaves out."""
-        flips = {}
-        for j in picked:
-            flips.setdefault(tie_at[j][0], []).append(tie_at[j][1])
-        return moved_by(flips)
+        return moved_by(tie_flips(tie_at, picked))
 
     # the step runs on a copy, so that together() can still run backward through m64's graph (a
     # Parameter's deepcopy leaves its .grad behind: the gradients are set on the copy)
@@ -401,9 +398,9 @@ def main():
         for _, moved in ties:
             for t in moved:
                 moved[t] /= np.float32(allowed[t])
-        left, taken, picked = explain_by_ties(resid, ties, with_index=True)
+        left, taken, picked = explain_by_ties(resid, ties)
         if len(picked) > 1:
-            # the picked ties redone together in float64 (exact where their single changes only add up)
+            # the picked ties redone together in float64 (their single changes only add up to first order)
             both = together(picked)
             left = {t: v - both[t] / np.float32(allowed[t]) if t in both else v for t, v in resid.items()}
         resid = left
