@@ -27,6 +27,13 @@
  *   recomputed, the one freeing the most bytes per extra FLOP (ties: the earliest value); a chain reads
  *   only parameters not yet updated at that step and values live there, so recomputing adds no saved
  *   bytes of its own. It stops when nothing recomputable is live at the peak step.
+ *   Second copies: when no saved value at the peak step is left to recompute, not even by convolutions,
+ *   a value this pass already recomputes (a cheap clone's output: BatchNormApply, RowNormApply,
+ *   elementwise) that is live across the peak step without being read there is made again, by clones of
+ *   its clone chain ("<node>.recompute.recompute"), right before its first reader after the peak; the
+ *   readers before keep the first copy, which then dies before the peak (a ReLU output read by a weight
+ *   gradient and, after the ConvGradData at the peak, by the ReLU's gradient). A second copy is not
+ *   copied again (copies of copies could chase a peak they do not lower, step by step).
  *   With ctx->recompute_flops_max >= 0 (--recompute-flops P), a value whose chain would take the extra
  *   FLOPs past P percent of the step is not taken.
  *   Sets g->remat_values (recomputed values), g->remat_flops (their FLOPs), g->step_flops (an estimate of
@@ -84,8 +91,30 @@ double vcc_step_flops(const VccGraph *g) {
     return total;
 }
 
+/* Whether node n is a cheap clone this pass made ("<node>.recompute" in the backward phase: a
+ * BatchNormApply, a RowNormApply or an elementwise op), which may run a second time for the readers of
+ * its output after the peak. */
+static bool cheap_clone(const VccNode *n) {
+    size_t len = n->name ? strlen(n->name) : 0;
+    if (n->phase != VCC_PHASE_BACKWARD || len < 10 || strcmp(n->name + len - 10, ".recompute") || n->nout != 1)
+        return false;
+    if (n->op == VCC_OP_BATCHNORM_APPLY || n->op == VCC_OP_ROWNORM_APPLY) return true;
+    if (!vcc_op_is_onnx(n->op) || n->op == VCC_OP_DROPOUT || n->op == VCC_OP_RANDOM_UNIFORM_LIKE ||
+        n->op == VCC_OP_RANDOM_NORMAL_LIKE)
+        return false;
+    return (vcc_op_def(n->op)->flags & VCC_OPF_INPLACE) || strcmp(vcc_op_family(n->op), "unary") == 0;
+}
+
+/* Whether node n is a second copy ("<node>.recompute.recompute"), which is not copied again: copies of
+ * copies could chase a peak step they do not lower, one step at a time, without end. */
+static bool second_copy(const VccNode *n) {
+    size_t len = n->name ? strlen(n->name) : 0;
+    return len >= 20 && strcmp(n->name + len - 20, ".recompute.recompute") == 0;
+}
+
 /* Whether node n is one remat may run twice: cheap, deterministic, a single output. */
 static bool cheap(const VccNode *n) {
+    if (cheap_clone(n)) return true;
     if (n->phase != VCC_PHASE_FORWARD || n->op == VCC_OP_DROPOUT || n->op == VCC_OP_RANDOM_UNIFORM_LIKE ||
         n->op == VCC_OP_RANDOM_NORMAL_LIKE)
         return false;
@@ -330,10 +359,39 @@ static VccStatus replan(VccCtx *ctx, VccGraph *g) {
     return st;
 }
 
+/* The chain that makes value t again before step p (s: the peak step), scored by bytes per FLOP against
+ * *best_score; takes it into *pick_t, *best, *best_p when better. Returns whether it was feasible. */
+static bool try_chain(const VccGraph *g, int t, int s, int p, bool convs, double budget, double *best_score,
+                      int *pick_t, Chain *best, int *best_p) {
+    (void)s;
+    const VccTensor *x = &g->tensors[t];
+    {
+        Chain c = {{0}, 0, 0};
+        /* the value itself is recomputed, whatever its liveness says */
+        const VccNode *n = &g->nodes[x->producer];
+        int in[8], nin = clone_inputs(n, in);
+        bool ok = true;
+        for (int i = 0; i < nin && ok; i++) ok = in[i] < 0 || need(g, in[i], p, &c, 1, convs);
+        if (!ok || c.n == REMAT_MAX_CHAIN) return false;
+        bool mm;
+        c.nodes[c.n++] = x->producer;
+        c.flops += node_flops(g, n, &mm);
+        if (budget >= 0 && c.flops > budget) return false;
+        double score = (double)vcc_tensor_bytes(x) / (c.flops > 1 ? c.flops : 1);
+        if (score > *best_score) {
+            *best_score = score;
+            *pick_t = t;
+            *best = c;
+            *best_p = p;
+        }
+    }
+    return true;
+}
+
 /* Pick the value to recompute: live across step s, recomputable (with convs, by convolutions too) with at
- * most budget FLOPs (negative: any), the most bytes per FLOP. Returns it (-1: none) with its chain and
- * the step its clone goes before. */
-static int pick(const VccGraph *g, int s, Chain *best, int *best_p, bool convs, double budget) {
+ * most budget FLOPs (negative: any), the most bytes per FLOP; with copies, when there is none, a second
+ * copy. Returns it (-1: none) with its chain and the step its clone goes before. */
+static int pick(const VccGraph *g, int s, Chain *best, int *best_p, bool convs, bool copies, double budget) {
     int pick_t = -1;
     double best_score = 0;
     for (int t = 0; t < g->ntensors; t++) {
@@ -345,24 +403,28 @@ static int pick(const VccGraph *g, int s, Chain *best, int *best_p, bool convs, 
         int p, lf;
         uses(g, t, &p, &lf);
         if (p < 0 || !(lf < s && s < p)) continue;
-        Chain c = {{0}, 0, 0};
-        /* the value itself is recomputed, whatever its liveness says */
-        const VccNode *n = &g->nodes[x->producer];
-        int in[8], nin = clone_inputs(n, in);
-        bool ok = true;
-        for (int i = 0; i < nin && ok; i++) ok = in[i] < 0 || need(g, in[i], p, &c, 1, convs);
-        if (!ok || c.n == REMAT_MAX_CHAIN) continue;
-        bool mm;
-        c.nodes[c.n++] = x->producer;
-        c.flops += node_flops(g, n, &mm);
-        if (budget >= 0 && c.flops > budget) continue;
-        double score = (double)vcc_tensor_bytes(x) / (c.flops > 1 ? c.flops : 1);
-        if (score > best_score) {
-            best_score = score;
-            pick_t = t;
-            *best = c;
-            *best_p = p;
-        }
+        try_chain(g, t, s, p, convs, budget, &best_score, &pick_t, best, best_p);
+    }
+    /* With copies, only when no saved value is left: a first copy live across the peak without a reader
+     * there, made a second time for its readers after the peak (its readers before keep the first copy). */
+    for (int t = 0; copies && pick_t < 0 && t < g->ntensors; t++) {
+        const VccTensor *x = &g->tensors[t];
+        if (x->alias_of >= 0 || x->start < 0 || x->producer < 0 || x->kind != VCC_T_ACT ||
+            !(x->start < s && s < x->end) || !cheap_clone(&g->nodes[x->producer]) ||
+            second_copy(&g->nodes[x->producer]) || g->nodes[x->producer].out[0] != t)
+            continue;
+        int p = -1;
+        bool read_at_s = false;
+        for (int k = x->producer + 1; k < g->nnodes && !read_at_s; k++)
+            for (int i = 0; i < g->nodes[k].nin; i++) {
+                int y = g->nodes[k].in[i];
+                if (y < 0 || base_of(g, y) != t) continue;
+                if (y != t) p = -2; /* read through a view: left as it is */
+                if (k == s) read_at_s = true;
+                if (k > s && p == -1) p = k;
+            }
+        if (read_at_s || p < 0) continue;
+        try_chain(g, t, s, p, convs, budget, &best_score, &pick_t, best, best_p);
     }
     return pick_t;
 }
@@ -378,7 +440,8 @@ VccStatus vcc_remat(VccCtx *ctx, VccGraph *g) {
     int64_t smallest = g->arena_bytes;
     int n_at_smallest = 0;
     double flops_at_smallest = 0;
-    bool convs = false; /* cheap values first; convolutions once no cheap value is left at the peak */
+    /* cheap values first; convolutions once no cheap value is left at the peak; second copies last */
+    bool convs = false, copies = false;
     while (g->arena_bytes > ctx->memory_limit) {
         Chain c;
         double budget = -1; /* the FLOPs --recompute-flops leaves (negative: no bound) */
@@ -386,8 +449,9 @@ VccStatus vcc_remat(VccCtx *ctx, VccGraph *g) {
             budget = ctx->recompute_flops_max / 100.0 * g->step_flops - g->remat_flops;
             if (budget < 0) budget = 0;
         }
-        int p = -1, y = pick(g, peak_step(g), &c, &p, convs, budget);
-        if (y < 0 && !convs) {
+        int p = -1, y = pick(g, peak_step(g), &c, &p, convs, copies, budget);
+        if (y < 0 && !copies) {
+            copies = convs;
             convs = true;
             continue;
         }

@@ -5,13 +5,15 @@
     test_remat.py --vcc BUILD/vcc --model r3d_18 --work DIR --double-batch 2x3x8x56x56 [--workspace-limit 2MiB]
                   [--max-flops 15]
 
-models/export_video_nets.py exports the model (dropout 0), and vcc compiles it:
+models/export_video_nets.py exports the model (dropout 0; torchvision's r3d_18, mc3_18 and r2plus1d_18:
+models/export_torchvision.py at (2, 3, 8, 56, 56)), and vcc compiles it:
   refused       with --memory-limit 1 (no arena is that small) vcc exits non-zero, writes neither the
                 trainer nor its weights, and its message names the smallest arena reachable, S bytes
   limited       with --memory-limit S it compiles: the plan's arena is at most S and below the unlimited
                 one, the plan JSON counts the recomputed values (> 0, with extra FLOPs > 0) and names the
                 arena without recomputation as the unlimited plan's arena, and the IR after remat has
-                backward clones "<node>.recompute"
+                backward clones "<node>.recompute" (with --expect-second-copies, some of a clone too:
+                "<node>.recompute.recompute", a recomputed value made again after the peak)
   same numbers  both trainers (the limited one built with -DVCC_POISON -Wall -Wextra -Werror: every dead
                 tensor poisoned, so a recomputed value read after its bytes were reused would show) run
                 --steps steps from the same weights: the "step <k> loss <value>" lines are the same text
@@ -155,6 +157,8 @@ def main():
     ap.add_argument("--work", required=True)
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--cuda", action="store_true")
+    ap.add_argument("--expect-second-copies", action="store_true",
+                    help="fail unless some recomputed value is made a second time after the peak")
     ap.add_argument("--fit", action="store_true")
     ap.add_argument("--fit-only", type=int, metavar="BYTES",
                     help="only the --fit check, at this limit (a torchvision model: clip 8x56x56)")
@@ -183,8 +187,12 @@ def main():
     for f in os.listdir(d):
         if f.startswith(("train_", "out_", "plan_", "refused")):
             os.remove(os.path.join(d, f))
-    run([sys.executable, os.path.join(MODELS_DIR, "export_video_nets.py"), "--model", a.model, "--out", d,
-         "--dropout", "0", "--num-classes", "5"], d)
+    if a.model in TORCHVISION:
+        run([sys.executable, os.path.join(MODELS_DIR, "export_torchvision.py"), "--model", a.model, "--shape",
+             "2x3x8x56x56", "--samples", "2", "--seed", "0", "--out", d], d)
+    else:
+        run([sys.executable, os.path.join(MODELS_DIR, "export_video_nets.py"), "--model", a.model, "--out", d,
+             "--dropout", "0", "--num-classes", "5"], d)
     fails = []
 
     # refused: the smallest reachable arena is named, nothing is written
@@ -212,8 +220,13 @@ def main():
     nodes = [ln for ln in dump.splitlines() if ln.startswith("node ") and ".recompute\"" in ln.split("(")[0]]
     if not clones or not nodes or any(" backward " not in ln for ln in nodes):
         fails.append("no recomputed values in the plan or no backward clones in the IR")
-    print("recomputed %d values (%d clone nodes), +%.3f%% FLOPs; arena %d -> %d"
-          % (rem["recomputed_values"], len(nodes), rem["recompute_flops_percent"], plain["arena_bytes"], rem["arena_bytes"]))
+    # second copies: a recomputed value made again for its readers after the peak (a clone of a clone)
+    again = [ln for ln in nodes if ".recompute.recompute\"" in ln.split("(")[0]]
+    print("recomputed %d values (%d clone nodes, %d of them second copies), +%.3f%% FLOPs; arena %d -> %d"
+          % (rem["recomputed_values"], len(nodes), len(again), rem["recompute_flops_percent"], plain["arena_bytes"],
+             rem["arena_bytes"]))
+    if a.expect_second_copies and not again:
+        fails.append("no recomputed value was made a second time")
 
     if a.cuda:
         p = run(["sh", os.path.join(HERE, "cuda_build.sh"), vcc, os.path.join(d, onnx), os.path.join(d, "cuda"),
