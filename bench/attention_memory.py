@@ -19,13 +19,11 @@ For each model vcc compiles the training step (SGD, cross-entropy) twice, as the
 with --no-fuse-attention, and prints from the plan (--plan-json): the arena, its lower bound, the bytes
 of the saved activations (forward values kept for backward) and how many planned tensors end in
 (L, L) for an attention's L (the scores, probabilities and their gradients). PyTorch's peak is
-measured on the CPU in a separate process: torch.profiler with profile_memory=True, on from before the
-model is built, one warm-up step, then the running sum of the allocator's records (the live bytes:
-parameters, gradients, momentum, the input and every activation) at its largest during the measured
-step (forward, backward, optimizer.step(); zero_grad(set_to_none=True) before it). The records are
-summed at the granularity of the innermost op that made them (the profiler gives each op its own
-allocations, net), so a temporary an op allocates and frees inside itself is not seen: the figure is
-a lower bound of PyTorch's peak by at most one op's scratch.
+measured on the CPU in a separate process (bench/torch_peak.py's cpu_peak): torch.profiler with
+profile_memory=True, on from before the model is built, one warm-up step, then the running sum of every
+allocator record (the live bytes: parameters, gradients, momentum, the input, every activation and the
+scratch an op holds while it runs) at its largest during the measured step (forward, backward,
+optimizer.step(); zero_grad(set_to_none=True) before it).
 """
 
 import argparse
