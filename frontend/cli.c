@@ -171,11 +171,6 @@ static int parse_bytes(const char *arg, int64_t min, int64_t *bytes) {
     return *bytes < min;
 }
 
-static bool has_suffix(const char *s, const char *suf) {
-    size_t n = strlen(s), m = strlen(suf);
-    return n >= m && strcmp(s + n - m, suf) == 0;
-}
-
 /* The process umask (read and restored: POSIX has no query-only call). */
 static mode_t current_umask(void) {
     mode_t m = umask(0);
@@ -569,7 +564,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     if (fit_text && (out || plan_json || plan_trace || plan_svg || dump || plan_cmd || limit_text || forward_only ||
-                     eval || has_suffix(model, ".vir"))) {
+                     eval || vcc_has_suffix(model, ".vir"))) {
         fprintf(stderr, "vcc: --fit searches over compilations of an ONNX trainer and writes nothing: give it without "
                         "-o, --plan-*, --dump-ir, plan, --memory-limit, --forward-only and --eval\n");
         return 2;
@@ -587,8 +582,8 @@ int main(int argc, char **argv) {
     }
     VccTarget target = VCC_TARGET_C;
     if (out) {
-        if (has_suffix(out, ".cu")) target = VCC_TARGET_CUDA;
-        else if (!has_suffix(out, ".c")) {
+        if (vcc_has_suffix(out, ".cu")) target = VCC_TARGET_CUDA;
+        else if (!vcc_has_suffix(out, ".c")) {
             fprintf(stderr, "vcc: output '%s' must end in .c (CPU program) or .cu (CUDA program)\n", out);
             return 2;
         }
@@ -610,7 +605,7 @@ int main(int argc, char **argv) {
                         "trainer '%s' computes in plain float32: give -o FILE.cu, or leave out --precision\n", out);
         return 2;
     }
-    bool vir = has_suffix(model, ".vir");
+    bool vir = vcc_has_suffix(model, ".vir");
     int stage = 0;
     if (vir) {
         stage = vir_stage(model);

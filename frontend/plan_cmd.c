@@ -14,8 +14,7 @@
 bool vcc_plan_subcommand(int argc, char **argv) { return argc > 1 && !strcmp(argv[1], "plan"); }
 
 VccGraph *vcc_plan_unfused(const VccCtx *ctx, const char *model, const VccGraph *g) {
-    size_t n = strlen(model);
-    if (ctx->no_fuse_attention || (n >= 4 && !strcmp(model + n - 4, ".vir"))) return NULL;
+    if (ctx->no_fuse_attention || vcc_has_suffix(model, ".vir")) return NULL;
     int nattn = 0;
     for (int k = 0; k < g->nnodes; k++) nattn += g->nodes[k].op == VCC_OP_ATTENTION;
     if (!nattn) return NULL;

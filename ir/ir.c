@@ -39,6 +39,11 @@ char *vcc_strdup(const char *s) {
     return d;
 }
 
+bool vcc_has_suffix(const char *s, const char *suf) {
+    size_t n = s ? strlen(s) : 0, m = strlen(suf);
+    return s && n >= m && strcmp(s + n - m, suf) == 0;
+}
+
 /* ------------------------------------------------------------------ op table */
 
 static const char *const op_names[] = {

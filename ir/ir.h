@@ -190,6 +190,8 @@ void *vcc_malloc(size_t n);
 void *vcc_calloc(size_t n, size_t size);
 void *vcc_realloc(void *p, size_t n);
 char *vcc_strdup(const char *s);
+/* Whether string s ends with suffix suf (s may be NULL: false). */
+bool vcc_has_suffix(const char *s, const char *suf);
 
 /* ======================================================================== tensors, nodes, graph (ir/ir.c) */
 

@@ -219,11 +219,9 @@ void vcc_plan_report(FILE *f, const VccGraph *g, const char *model, const VccGra
                 arena, arena / MIB, g->arena_unlimited_bytes - arena, (g->arena_unlimited_bytes - arena) / MIB);
         fprintf(f, "  recomputed nodes, in schedule order (step, op, node):\n");
         int listed = 0, total = 0;
-        static const char suffix[] = ".recompute";
         for (int k = 0; k < g->nnodes; k++) {
             const char *name = g->nodes[k].name;
-            size_t n = name ? strlen(name) : 0;
-            if (n < sizeof suffix - 1 || strcmp(name + n - (sizeof suffix - 1), suffix) != 0) continue;
+            if (!vcc_has_suffix(name, ".recompute")) continue;
             if (total++ < REPORT_TOP) {
                 fprintf(f, "    %5d  %-24s \"%s\"\n", k, vcc_op_name(g->nodes[k].op), name);
                 listed++;

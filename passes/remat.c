@@ -95,9 +95,7 @@ double vcc_step_flops(const VccGraph *g) {
  * BatchNormApply, a RowNormApply or an elementwise op), which may run a second time for the readers of
  * its output after the peak. */
 static bool cheap_clone(const VccNode *n) {
-    size_t len = n->name ? strlen(n->name) : 0;
-    if (n->phase != VCC_PHASE_BACKWARD || len < 10 || strcmp(n->name + len - 10, ".recompute") || n->nout != 1)
-        return false;
+    if (n->phase != VCC_PHASE_BACKWARD || !vcc_has_suffix(n->name, ".recompute") || n->nout != 1) return false;
     if (n->op == VCC_OP_BATCHNORM_APPLY || n->op == VCC_OP_ROWNORM_APPLY) return true;
     if (!vcc_op_is_onnx(n->op) || n->op == VCC_OP_DROPOUT || n->op == VCC_OP_RANDOM_UNIFORM_LIKE ||
         n->op == VCC_OP_RANDOM_NORMAL_LIKE)
@@ -107,10 +105,7 @@ static bool cheap_clone(const VccNode *n) {
 
 /* Whether node n is a second copy ("<node>.recompute.recompute"), which is not copied again: copies of
  * copies could chase a peak step they do not lower, one step at a time, without end. */
-static bool second_copy(const VccNode *n) {
-    size_t len = n->name ? strlen(n->name) : 0;
-    return len >= 20 && strcmp(n->name + len - 20, ".recompute.recompute") == 0;
-}
+static bool second_copy(const VccNode *n) { return vcc_has_suffix(n->name, ".recompute.recompute"); }
 
 /* Whether node n is one remat may run twice: cheap, deterministic, a single output. */
 static bool cheap(const VccNode *n) {
@@ -359,33 +354,30 @@ static VccStatus replan(VccCtx *ctx, VccGraph *g) {
     return st;
 }
 
-/* The chain that makes value t again before step p (s: the peak step), scored by bytes per FLOP against
- * *best_score; takes it into *pick_t, *best, *best_p when better. Returns whether it was feasible. */
-static bool try_chain(const VccGraph *g, int t, int s, int p, bool convs, double budget, double *best_score,
+/* The chain that makes value t again before step p, scored by bytes per FLOP: taken into *pick_t,
+ * *best and *best_p when feasible (at most REMAT_MAX_CHAIN nodes, at most budget FLOPs when budget >= 0)
+ * and better than *best_score. */
+static void try_chain(const VccGraph *g, int t, int p, bool convs, double budget, double *best_score,
                       int *pick_t, Chain *best, int *best_p) {
-    (void)s;
     const VccTensor *x = &g->tensors[t];
-    {
-        Chain c = {{0}, 0, 0};
-        /* the value itself is recomputed, whatever its liveness says */
-        const VccNode *n = &g->nodes[x->producer];
-        int in[8], nin = clone_inputs(n, in);
-        bool ok = true;
-        for (int i = 0; i < nin && ok; i++) ok = in[i] < 0 || need(g, in[i], p, &c, 1, convs);
-        if (!ok || c.n == REMAT_MAX_CHAIN) return false;
-        bool mm;
-        c.nodes[c.n++] = x->producer;
-        c.flops += node_flops(g, n, &mm);
-        if (budget >= 0 && c.flops > budget) return false;
-        double score = (double)vcc_tensor_bytes(x) / (c.flops > 1 ? c.flops : 1);
-        if (score > *best_score) {
-            *best_score = score;
-            *pick_t = t;
-            *best = c;
-            *best_p = p;
-        }
+    Chain c = {{0}, 0, 0};
+    /* the value itself is recomputed, whatever its liveness says */
+    const VccNode *n = &g->nodes[x->producer];
+    int in[8], nin = clone_inputs(n, in);
+    bool ok = true;
+    for (int i = 0; i < nin && ok; i++) ok = in[i] < 0 || need(g, in[i], p, &c, 1, convs);
+    if (!ok || c.n == REMAT_MAX_CHAIN) return;
+    bool mm;
+    c.nodes[c.n++] = x->producer;
+    c.flops += node_flops(g, n, &mm);
+    if (budget >= 0 && c.flops > budget) return;
+    double score = (double)vcc_tensor_bytes(x) / (c.flops > 1 ? c.flops : 1);
+    if (score > *best_score) {
+        *best_score = score;
+        *pick_t = t;
+        *best = c;
+        *best_p = p;
     }
-    return true;
 }
 
 /* Pick the value to recompute: live across step s, recomputable (with convs, by convolutions too) with at
@@ -403,7 +395,7 @@ static int pick(const VccGraph *g, int s, Chain *best, int *best_p, bool convs, 
         int p, lf;
         uses(g, t, &p, &lf);
         if (p < 0 || !(lf < s && s < p)) continue;
-        try_chain(g, t, s, p, convs, budget, &best_score, &pick_t, best, best_p);
+        try_chain(g, t, p, convs, budget, &best_score, &pick_t, best, best_p);
     }
     /* With copies, only when no saved value is left: a first copy live across the peak without a reader
      * there, made a second time for its readers after the peak (its readers before keep the first copy). */
@@ -424,7 +416,7 @@ static int pick(const VccGraph *g, int s, Chain *best, int *best_p, bool convs, 
                 if (k > s && p == -1) p = k;
             }
         if (read_at_s || p < 0) continue;
-        try_chain(g, t, s, p, convs, budget, &best_score, &pick_t, best, best_p);
+        try_chain(g, t, p, convs, budget, &best_score, &pick_t, best, best_p);
     }
     return pick_t;
 }
