@@ -23,7 +23,9 @@
  *
  * The pass also makes one Gelu (ir/ops/unary.c) of GELU as torch exports it below opset 20, Div by
  * sqrt(2) (or Mul by 1/sqrt(2)), Erf, Add 1, Mul by x, Mul by 0.5 (gelu_at): the gradient then reads x
- * alone where the graph as written saves three intermediates of the MLP's width.
+ * alone where the graph as written saves three intermediates of the MLP's width. Likewise one Swish of
+ * each x * Sigmoid(x) (SiLU, the activation of video diffusion UNets and X3D), whose gradient reads x
+ * alone instead of x and the Sigmoid's output.
  *
  * Sources: the patterns of torch.nn.MultiheadAttention's export (q scaled before the first bmm, so no
  * scale node), of Hugging Face attention (matmul(q, k.transpose(-1, -2)) / sqrt(d), + mask, softmax,
@@ -285,6 +287,17 @@ static void count_readers(const VccGraph *g, int *nreaders, int *reader) {
         }
 }
 
+/* Node n becomes op(x), an op of one input, with no attributes (the nodes it replaces, left without
+ * readers, go at the pass's sweep). */
+static void become_unary(VccNode *n, VccOp op, int x) {
+    n->op = op;
+    free(n->onnx_op);
+    n->onnx_op = NULL;
+    while (n->nattrs) vcc_attr_drop(n, n->attrs[0].name);
+    n->in[0] = x;
+    n->nin = 1;
+}
+
 /* Rewrite each GELU written out with Erf into one Gelu node; returns how many. */
 static int fuse_gelu(VccGraph *g) {
     int fused = 0, nt = g->ntensors;
@@ -294,12 +307,7 @@ static int fuse_gelu(VccGraph *g) {
         int x, last;
         if (!gelu_at(g, e, nreaders, reader, &x, &last)) continue;
         VccNode *n = &g->nodes[last];
-        n->op = VCC_OP_GELU;
-        free(n->onnx_op);
-        n->onnx_op = NULL;
-        while (n->nattrs) vcc_attr_drop(n, n->attrs[0].name);
-        n->in[0] = x;
-        n->nin = 1;
+        become_unary(n, VCC_OP_GELU, x);
         vcc_attr_set_string(n, "approximate", "none");
         fused++;
     }
@@ -308,8 +316,34 @@ static int fuse_gelu(VccGraph *g) {
     return fused;
 }
 
+/* Rewrite each x * Sigmoid(x) (SiLU as torch exports F.silu / nn.SiLU below opset 24, either operand
+ * order) whose Sigmoid output is read by that Mul alone into one Swish(x) (alpha 1); returns how many.
+ * The gradient then reads x alone, where the graph as written saves x and the Sigmoid's output. */
+static int fuse_swish(VccGraph *g) {
+    int fused = 0, nt = g->ntensors;
+    int *nreaders = vcc_calloc((size_t)(nt ? nt : 1), sizeof(int)), *reader = vcc_calloc((size_t)(nt ? nt : 1), sizeof(int));
+    count_readers(g, nreaders, reader);
+    for (int m = 0; m < g->nnodes; m++) {
+        VccNode *n = &g->nodes[m];
+        if (n->op != VCC_OP_MUL || n->nin != 2 || n->nout != 1) continue;
+        for (int i = 0; i < 2; i++) {
+            int sig = n->in[i], x = n->in[1 - i], p = sig >= 0 ? g->tensors[sig].producer : -1;
+            if (p < 0 || x < 0 || g->nodes[p].op != VCC_OP_SIGMOID || g->nodes[p].nin != 1 ||
+                g->nodes[p].in[0] != x || sole_reader(g, sig, nreaders, reader) != m ||
+                g->tensors[x].dtype != VCC_F32 || !vcc_same_shape(&g->tensors[x].shape, &g->tensors[n->out[0]].shape))
+                continue;
+            become_unary(n, VCC_OP_SWISH, x);
+            fused++;
+            break;
+        }
+    }
+    free(nreaders);
+    free(reader);
+    return fused;
+}
+
 VccStatus vcc_fuse_attention(VccCtx *ctx, VccGraph *g) {
-    int fused = fuse_gelu(g);
+    int fused = fuse_gelu(g) + fuse_swish(g);
     if (ctx->no_fuse_attention) {
         if (fused) vcc_fold_sweep(g);
         return VCC_OK;

@@ -68,7 +68,8 @@ VccStatus vcc_check_types(VccCtx *ctx, VccGraph *g);
  * scale, an optional additive mask no parameter reaches, Softmax along the last axis, an optional
  * Dropout, MatMul with V) by one FusedAttention node, which saves O and a log-sum-exp per query row
  * instead of the L x L scores and probabilities (ir/ops/attention.c); nothing of it with
- * ctx->no_fuse_attention. Also makes one Gelu of each GELU torch writes out with Erf (below opset 20).
+ * ctx->no_fuse_attention. Also makes one Gelu of each GELU torch writes out with Erf (below opset 20), and
+ * one Swish of each x * Sigmoid(x) (SiLU below opset 24).
  * Requires: shape. Never fails: what does not match stays as it is. */
 VccStatus vcc_fuse_attention(VccCtx *ctx, VccGraph *g);
 

@@ -1,6 +1,6 @@
 /*
  * unary.c — the unary family: elementwise ops of one input. Relu, Sigmoid, HardSigmoid, HardSwish, Tanh,
- * LeakyRelu, Clip, Softplus, Elu, Neg, Exp, Log, Sqrt, Sin, Cos, Abs, Floor, Reciprocal, Erf, Gelu, and the
+ * LeakyRelu, Clip, Softplus, Elu, Neg, Exp, Log, Sqrt, Sin, Cos, Abs, Floor, Reciprocal, Erf, Gelu, Swish, and the
  * backward op of each (<Op>Grad(v, dY) -> dX; Neg's gradient is a Neg of dY; Floor has none, its
  * gradient being zero).
  *
@@ -11,14 +11,15 @@
  * consumed_inputs (an in-place hint without meaning: canonical drops it); Relu 1, 6, 13, 14; Sigmoid,
  * Tanh, Neg, Exp, Log, Sqrt, Abs, Floor, Reciprocal 1, 6, 13; HardSigmoid (alpha 0.2, beta 0.5) 1, 6, 22;
  * HardSwish 14, 22 (alpha 1/6, beta 1/2 fixed); LeakyRelu (alpha 0.01) 1, 6, 16; Elu (alpha 1) 1, 6, 22;
- * Softplus 1, 22; Sin, Cos 7, 22; Erf 9, 13; Gelu 20 (approximate "none" or "tanh"); Clip 1 and 6 (min,
- * max attributes, defaults the lowest and highest float), 11, 12, 13 (optional min and max inputs, no bound when absent).
+ * Softplus 1, 22; Sin, Cos 7, 22; Erf 9, 13; Gelu 20 (approximate "none" or "tanh"); Swish 24 (alpha,
+ * default 1); Clip 1 and 6 (min, max attributes, defaults the lowest and highest float), 11, 12, 13
+ * (optional min and max inputs, no bound when absent).
  * Canonical form of Clip: attributes min and max, always both (from the opset 11+ inputs, which must be
  * constants: vcc reads them at compile time). Gradients follow PyTorch autograd (derivatives.yaml and
  * the ATen backward kernels), each written with the value it reads: the forward OUTPUT where the formula
  * allows (Relu, Sigmoid, HardSigmoid, Tanh, Softplus, Exp, Sqrt, Reciprocal, LeakyRelu with alpha >= 0),
  * so that those ops may overwrite their input (VCC_OPF_INPLACE) and keep nothing else alive for backward;
- * the INPUT otherwise (HardSwish, Clip, Elu, Log, Sin, Cos, Abs, Erf, Gelu, LeakyRelu with alpha < 0).
+ * the INPUT otherwise (HardSwish, Clip, Elu, Log, Sin, Cos, Abs, Erf, Gelu, Swish, LeakyRelu with alpha < 0).
  */
 #include "ops.h"
 
@@ -118,6 +119,7 @@ static const UnaryOp unary_ops[] = {
     {VCC_OP_ERF, VCC_OP_ERF_GRAD, "erf", NULL, NULL, 0.0f, 0.0f, READS_X},
     /* a: approximate (a string attribute, read by unary_args) */
     {VCC_OP_GELU, VCC_OP_GELU_GRAD, "gelu", NULL, NULL, 0.0f, 0.0f, READS_X},
+    {VCC_OP_SWISH, VCC_OP_SWISH_GRAD, "swish", "alpha", NULL, 1.0f, 0.0f, READS_X},
 };
 
 /* The entry of a forward op or of its backward op. */
@@ -223,6 +225,10 @@ static void gelu_check_attrs(VccCtx *ctx, const VccGraph *g, const VccNode *n) {
 }
 
 UNARY_DEF(GELU, 0, gelu_attrs, gelu_check_attrs, NULL)
+
+/* Swish (opset 24): x * sigmoid(alpha x); passes/fuse.c also makes one of x * Sigmoid(x) (alpha 1). */
+static const VccAttrSpec swish_attrs[] = {{"alpha", 24, VCC_OPSET_NOW, VCC_A_FLOAT}, {NULL, 0, 0, 0}};
+UNARY_DEF(SWISH, 0, swish_attrs, finite_attrs, NULL)
 
 const VccOpDef vcc_def_NEG = {VCC_OPF_INPLACE, 0, consumed_attrs, NULL, NULL, same_as_input, unary_grad, unary_emit};
 

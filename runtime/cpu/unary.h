@@ -77,6 +77,7 @@ VCC_CPU_UNARY_FORWARD(floor) /* no gradient */
 VCC_CPU_UNARY(reciprocal)
 VCC_CPU_UNARY(erf)
 VCC_CPU_UNARY(gelu)
+VCC_CPU_UNARY(swish)
 
 #define VCC_KERNEL VCC_KERNEL_CHECK
 #include "../proto/unary.h"

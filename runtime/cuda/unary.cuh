@@ -93,6 +93,7 @@ VCC_CUDA_UNARY_FORWARD(floor) /* no gradient */
 VCC_CUDA_UNARY(reciprocal)
 VCC_CUDA_UNARY(erf)
 VCC_CUDA_UNARY(gelu)
+VCC_CUDA_UNARY(swish)
 
 #define VCC_KERNEL VCC_KERNEL_CHECK
 #include "../proto/unary.h"

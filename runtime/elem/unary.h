@@ -301,4 +301,18 @@ VCC_HD float vcc_gelu_bwd(float x, float dy, float a, float b)
     }
 }
 
+/* Swish(alpha a): x * sigmoid(a x) (ONNX Swish, opset 24; a = 1 is PyTorch's F.silu, and the written-out
+ * x * Sigmoid(x) that passes/fuse.c makes one Swish: the same product, so the same bits). Gradient from
+ * x: dy * s * (1 + a x (1 - s)) with s = sigmoid(a x) (silu_backward: dy * s * (1 + x (1 - s))). */
+VCC_HD float vcc_swish_fwd(float x, float a, float b)
+{
+    return x * vcc_sigmoid_fwd(a * x, 0.0f, b);
+}
+
+VCC_HD float vcc_swish_bwd(float x, float dy, float a, float b)
+{
+    const float s = vcc_sigmoid_fwd(a * x, 0.0f, b);
+    return dy * s * (1.0f + a * x * (1.0f - s));
+}
+
 #endif /* VCC_ELEM_UNARY_H */

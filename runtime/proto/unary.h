@@ -28,6 +28,7 @@ VCC_KERNEL(void, floor_forward, (VccRt *rt, int64_t n, float a, float b, const f
 VCC_KERNEL(void, reciprocal_forward, (VccRt *rt, int64_t n, float a, float b, const float *x, float *y))
 VCC_KERNEL(void, erf_forward, (VccRt *rt, int64_t n, float a, float b, const float *x, float *y))
 VCC_KERNEL(void, gelu_forward, (VccRt *rt, int64_t n, float a, float b, const float *x, float *y))
+VCC_KERNEL(void, swish_forward, (VccRt *rt, int64_t n, float a, float b, const float *x, float *y))
 VCC_KERNEL(void, sigmoid_backward, (VccRt *rt, int64_t n, float a, float b, const float *v, const float *dy, float *dx))
 VCC_KERNEL(void, hardsigmoid_backward, (VccRt *rt, int64_t n, float a, float b, const float *v, const float *dy, float *dx))
 VCC_KERNEL(void, hardswish_backward, (VccRt *rt, int64_t n, float a, float b, const float *v, const float *dy, float *dx))
@@ -45,3 +46,4 @@ VCC_KERNEL(void, abs_backward, (VccRt *rt, int64_t n, float a, float b, const fl
 VCC_KERNEL(void, reciprocal_backward, (VccRt *rt, int64_t n, float a, float b, const float *v, const float *dy, float *dx))
 VCC_KERNEL(void, erf_backward, (VccRt *rt, int64_t n, float a, float b, const float *v, const float *dy, float *dx))
 VCC_KERNEL(void, gelu_backward, (VccRt *rt, int64_t n, float a, float b, const float *v, const float *dy, float *dx))
+VCC_KERNEL(void, swish_backward, (VccRt *rt, int64_t n, float a, float b, const float *v, const float *dy, float *dx))

@@ -20,6 +20,8 @@ Each case is a torch module written the way a family of real models writes atten
                 |g64| |u| (of the largest gradient's, for a gradient that is zero in exact arithmetic)
   gelu_mlp      nn.GELU exported at opset 17 (Div, Erf, Add, Mul, Mul) is one Gelu after the fuse pass
                 (its numbers: tests/ops/softmax/check_attention.py gelu_erf_form)
+  silu          nn.SiLU exported at opset 17 (Sigmoid, Mul) is one Swish after the fuse pass; a Sigmoid
+                with another reader is left (the numbers: e2e_model_steps_x3d_s_tiny and _unet3d_block)
   cuda          (--cuda, --cuda-one) the fused trainer's .cu builds with nvcc with no warnings; where a
                 GPU is present it runs, and its loss and gradients are checked against the C trainer's
                 (1e-5)
@@ -256,23 +258,52 @@ def cuda_check(vcc, d, name, lf, gf):
         "gradients %.2e" % e)
 
 
-def gelu_fusion(vcc, work):
-    """nn.GELU exported at opset 17 (Div, Erf, Add, Mul, Mul) becomes one Gelu node."""
-    d = os.path.join(work, "gelu")
-    os.makedirs(d, exist_ok=True)
+def export_at_17(make, d):
+    """The float32 module make() builds, exported to d/model.onnx at opset 17 in training mode, on a
+    (B, L, E) input."""
     default = torch.get_default_dtype()
     torch.set_default_dtype(torch.float32)
     try:
-        m = torch.nn.Sequential(torch.nn.Linear(E, 2 * E), torch.nn.GELU(), torch.nn.Linear(2 * E, E))
-        torch.onnx.export(m, torch.randn(B, L, E), os.path.join(d, "model.onnx"), opset_version=17,
+        torch.onnx.export(make(), torch.randn(B, L, E), os.path.join(d, "model.onnx"), opset_version=17,
                           training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
                           input_names=["x"], output_names=["y"])
     finally:
         torch.set_default_dtype(default)
+
+
+def gelu_fusion(vcc, work):
+    """nn.GELU exported at opset 17 (Div, Erf, Add, Mul, Mul) becomes one Gelu node."""
+    d = os.path.join(work, "gelu")
+    os.makedirs(d, exist_ok=True)
+    export_at_17(lambda: torch.nn.Sequential(torch.nn.Linear(E, 2 * E), torch.nn.GELU(), torch.nn.Linear(2 * E, E)), d)
     text = dump(vcc, d, "fuse")
     ops = re.findall(r"^node \d+ \w+ (\w+) ", text, re.M)
     row("gelu_mlp", "Gelu nodes after fuse (Erf: %d)" % ops.count("Erf"), ops.count("Gelu"),
         ops.count("Gelu") == 1 and "Erf" not in ops and "Div" not in ops, " ".join(ops))
+
+
+def swish_fusion(vcc, work):
+    """nn.SiLU exported at opset 17 (Sigmoid, Mul) becomes one Swish node; a Sigmoid whose output has
+    another reader stays as written."""
+    d = os.path.join(work, "swish")
+    os.makedirs(d, exist_ok=True)
+
+    class TwoReaders(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = torch.nn.Linear(E, E), torch.nn.Linear(E, E)
+
+        def forward(self, x):
+            h = self.a(x)
+            s = torch.sigmoid(h)
+            return self.b(torch.nn.functional.silu(h) + h * s + s)
+
+    export_at_17(TwoReaders, d)
+    text = dump(vcc, d, "fuse")
+    ops = re.findall(r"^node \d+ \w+ (\w+) ", text, re.M)
+    # silu(h) is one Swish; h * s keeps its Sigmoid, which s itself also feeds
+    row("silu", "Swish nodes after fuse (Sigmoid: %d)" % ops.count("Sigmoid"), ops.count("Swish"),
+        ops.count("Swish") == 1 and ops.count("Sigmoid") == 1, " ".join(ops))
 
 
 def main():
@@ -301,6 +332,11 @@ def main():
                 gelu_fusion(vcc, work)
             except Exception as ex:
                 row("gelu_mlp", "run", float("inf"), False, str(ex)[:600])
+        if not args.only or "silu" in args.only:
+            try:
+                swish_fusion(vcc, work)
+            except Exception as ex:
+                row("silu", "run", float("inf"), False, str(ex)[:600])
         for name in CASES:
             if args.only and args.only not in name:
                 continue

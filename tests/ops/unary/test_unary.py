@@ -107,6 +107,10 @@ CASES = [
     oc.Case("erf", "Erf", X5, lambda X: torch.erf(X), lo=-2.5, hi=2.5),
     oc.Case("erf_opset9", "Erf", X, lambda X: torch.erf(X), opset=9, lo=-2.5, hi=2.5),
     # Gelu 20: approximate "none" (the default, and written out) and "tanh"
+    # Swish 24: alpha 1 (PyTorch's F.silu) and another alpha (the ONNX formula written with torch ops)
+    oc.Case("swish", "Swish", X5, lambda X: F.silu(X), opset=24, lo=-6.0, hi=6.0),
+    oc.Case("swish_alpha", "Swish", X, lambda X: X * torch.sigmoid(1.7 * X), opset=24, attrs={"alpha": 1.7},
+            lo=-4.0, hi=4.0),
     oc.Case("gelu", "Gelu", X5, lambda X: F.gelu(X), opset=20, lo=-4.0, hi=4.0),
     oc.Case("gelu_none", "Gelu", X, lambda X: F.gelu(X, approximate="none"), attrs={"approximate": "none"},
             opset=20, lo=-4.0, hi=4.0),
