@@ -1071,6 +1071,13 @@ static void load_subgraphs(Loader *L, int id, const Onnx__NodeProto *np, const c
     }
 }
 
+/* "2 inputs", "1 to 3 inputs", "at least 1 input" (hi INT32_MAX: variadic) into buf. */
+static void count_range(char *buf, size_t size, int lo, int hi, const char *what) {
+    if (hi == INT32_MAX) snprintf(buf, size, "at least %d %s%s", lo, what, lo == 1 ? "" : "s");
+    else if (lo == hi) snprintf(buf, size, "%d %s%s", lo, what, lo == 1 ? "" : "s");
+    else snprintf(buf, size, "%d to %d %ss", lo, hi, what);
+}
+
 /* Stage 3: one IR node per ONNX node. A node of an op vcc does not have (or of another domain) becomes
  * a VCC_OP_UNSUPPORTED node with its inputs, outputs and attributes, so that passes/support.c can
  * report every problem of the model at once. */
@@ -1085,7 +1092,18 @@ static void load_nodes(Loader *L, const Onnx__GraphProto *gp, char **labels, con
             fail(L, VCC_ERR_UNSUPPORTED, "node '%s' (%s): too many inputs or outputs", labels[i], op);
             continue;
         }
-        int nin = (int)np->n_input, nout = (int)np->n_output;
+        int nin = (int)np->n_input, nout = (int)np->n_output, lo_in, hi_in, lo_out, hi_out;
+        if (vop != VCC_OP_UNSUPPORTED && vcc_onnx_arity(vop, &lo_in, &hi_in, &lo_out, &hi_out) &&
+            (nin < lo_in || nin > hi_in || nout < lo_out || nout > hi_out)) {
+            /* the ONNX checker's arity rule: a node listing more inputs than its op has would otherwise
+             * compile with the extra ones ignored */
+            char has_in[48], has_out[48];
+            count_range(has_in, sizeof has_in, lo_in, hi_in, "input");
+            count_range(has_out, sizeof has_out, lo_out, hi_out, "output");
+            fail(L, VCC_ERR_PARSE, "node '%s' (%s): it lists %d input%s and %d output%s; ONNX %s has %s and %s",
+                 labels[i], op, nin, nin == 1 ? "" : "s", nout, nout == 1 ? "" : "s", op, has_in, has_out);
+            continue;
+        }
         int *in = vcc_malloc(sizeof(int) * (size_t)(nin + nout + 1)), *out = in + nin;
         bool ok = true;
         for (int k = 0; k < nin; k++) {

@@ -65,6 +65,25 @@ bool vcc_op_is_onnx(VccOp op) {
     return op_kinds[op] == 'F';
 }
 
+bool vcc_onnx_arity(VccOp op, int *min_in, int *max_in, int *min_out, int *max_out) {
+    static const struct {
+        const char *name;
+        int min_in, max_in, min_out, max_out;
+    } rows[] = {
+#define A(name, a, b, c, d) {name, a, b, c, d},
+#include "ops/arity.def"
+#undef A
+    };
+    if (!vcc_op_is_onnx(op)) return false;
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        if (!strcmp(rows[i].name, op_names[op])) {
+            *min_in = rows[i].min_in, *max_in = rows[i].max_in;
+            *min_out = rows[i].min_out, *max_out = rows[i].max_out;
+            return true;
+        }
+    return false;
+}
+
 VccOp vcc_op_from_onnx(const char *op_type) {
     for (int i = 0; i < VCC_OP_COUNT; i++)
         if (op_kinds[i] == 'F' && strcmp(op_names[i], op_type) == 0) return (VccOp)i;

@@ -345,6 +345,10 @@ const char *vcc_graph_meta(const VccGraph *g, const char *key);
 const char *vcc_op_name(VccOp op);
 /* True for an ONNX op (a forward op of ops.def, named by its ai.onnx op type). */
 bool vcc_op_is_onnx(VccOp op);
+/* The fewest and most inputs and outputs a node of ONNX op `op` (an F row of ir/ops.def) may list in any
+ * opset version, an omitted optional input ("") counted (ir/ops/arity.def, from ONNX's operator
+ * schemas; variadic: INT32_MAX). Returns false for an op without a row (internal ops). */
+bool vcc_onnx_arity(VccOp op, int *min_in, int *max_in, int *min_out, int *max_out);
 /* Look up an ONNX op type (ai.onnx domain) among the forward ops; returns VCC_OP_COUNT if unknown. */
 VccOp vcc_op_from_onnx(const char *op_type);
 

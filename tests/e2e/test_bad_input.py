@@ -8,7 +8,8 @@ vcc cases (each run with -o train.c in an empty folder; afterwards the folder mu
   in one line), an unbound symbolic batch dim (the message names the input and the dim), an unwritable
   output folder.
   Also: dims whose byte size passes 2^47 (no overflow), a zero batch, an attribute of the wrong type,
-  auto_pad with pads, a cycle; and, as usage errors (status 2), malformed --shape values, a repeated
+  auto_pad with pads, a cycle, nodes listing more inputs or outputs than their op has (an Add with 3
+  inputs, a Conv with 4, a Relu with 2 outputs); and, as usage errors (status 2), malformed --shape values, a repeated
   --shape, --momentum nan, an output name that is not a plain file name, -o without a value.
 trainer cases (train.c built from the good model): data .npy of the wrong shape, of the wrong dtype,
   labels of the wrong dtype, labels out of range, a missing data file, a truncated .npy, a missing
@@ -105,6 +106,20 @@ def main():
     conv = next(n for n in cyc.graph.node if n.op_type == "Conv")
     conv.input[0] = relu.output[0]  # the first conv now reads a value computed after it
     onnx.save(cyc, os.path.join(inputs, "cycle.onnx"))
+    # nodes listing more inputs or outputs than their op has (the ONNX checker's arity rule), which
+    # would otherwise compile with the extras ignored
+    arity = onnx.load(good)
+    add = next(n for n in arity.graph.node if n.op_type == "Add")
+    add.input.append(add.input[0])
+    onnx.save(arity, os.path.join(inputs, "add_3_inputs.onnx"))
+    arity = onnx.load(good)
+    conv = next(n for n in arity.graph.node if n.op_type == "Conv")
+    while len(conv.input) < 4:
+        conv.input.append(conv.input[-1])
+    onnx.save(arity, os.path.join(inputs, "conv_4_inputs.onnx"))
+    arity = onnx.load(good)
+    next(n for n in arity.graph.node if n.op_type == "Relu").output.append("relu_extra")
+    onnx.save(arity, os.path.join(inputs, "relu_2_outputs.onnx"))
 
     # what a new user's trial found: declared outputs the graph does not compute, a future opset, BN
     # attributes out of range, initializer names a safetensors header cannot hold, nothing to train, a NUL
@@ -171,7 +186,11 @@ def main():
              ("zero batch", "zero_batch.onnx", ["zero_batch.onnx", "input", "dim 0"]),
              ("attribute of the wrong type", "attr_type.onnx", ["attr_type.onnx", "kernel_shape", "FLOATS", "INTS"]),
              ("auto_pad with pads", "autopad_pads.onnx", ["autopad_pads.onnx", "auto_pad", "pads"]),
-             ("cycle", "cycle.onnx", ["cycle.onnx", "Conv", "topologically"])]
+             ("cycle", "cycle.onnx", ["cycle.onnx", "Conv", "topologically"]),
+             ("an Add with 3 inputs", "add_3_inputs.onnx", ["add_3_inputs.onnx", "(Add)", "3 inputs", "2 inputs"]),
+             ("a Conv with 4 inputs", "conv_4_inputs.onnx", ["conv_4_inputs.onnx", "(Conv)", "4 inputs", "2 to 3"]),
+             ("a Relu with 2 outputs", "relu_2_outputs.onnx", ["relu_2_outputs.onnx", "(Relu)", "2 outputs",
+                                                                 "1 output"])]
     for label, name, must in cases:
         out = os.path.join(work, "out_" + name.replace(".", "_").replace("/", "_"))
         os.makedirs(out)
