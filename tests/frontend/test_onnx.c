@@ -393,6 +393,19 @@ static void test_bad(void) {
 }
 
 /* ConstantOfShape's value attribute: the node's second input, a CONST holding the value. */
+/* Every ONNX op vcc compiles has its arity row (ir/ops/arity.def, which tools/gen_arity.py writes from
+ * ir/ops.def's F rows): an op without one would have its nodes' input counts go unchecked. */
+static void test_arity_rows(void) {
+    for (int op = 0; op < VCC_OP_COUNT; op++) {
+        if (!vcc_op_is_onnx((VccOp)op)) continue;
+        int lo_in = -1, hi_in = -1, lo_out = -1, hi_out = -1;
+        bool found = vcc_onnx_arity((VccOp)op, &lo_in, &hi_in, &lo_out, &hi_out);
+        CHECK(found && 0 <= lo_in && lo_in <= hi_in && 1 <= lo_out && lo_out <= hi_out,
+              "%s: arity row %s (%d..%d inputs, %d..%d outputs); run tools/gen_arity.py", vcc_op_name((VccOp)op),
+              found ? "found" : "missing", lo_in, hi_in, lo_out, hi_out);
+    }
+}
+
 static void test_constant_of_shape(void) {
     Load l;
     if (load_ok(&l, "constantofshape.onnx", NULL, 0)) {
@@ -514,6 +527,7 @@ int main(int argc, char **argv) {
     }
     gendir = argv[1];
     test_good();
+    test_arity_rows();
     test_constant_of_shape();
     test_symbolic();
     test_bad();
