@@ -91,16 +91,21 @@ double vcc_step_flops(const VccGraph *g) {
     return total;
 }
 
+/* Whether node n is an elementwise ONNX op of one output that draws nothing (not Dropout,
+ * RandomUniformLike, RandomNormalLike): an in-place-able op or one of the unary family. */
+static bool cheap_elementwise(const VccNode *n) {
+    if (!vcc_op_is_onnx(n->op) || n->nout != 1 || n->op == VCC_OP_DROPOUT || n->op == VCC_OP_RANDOM_UNIFORM_LIKE ||
+        n->op == VCC_OP_RANDOM_NORMAL_LIKE)
+        return false;
+    return (vcc_op_def(n->op)->flags & VCC_OPF_INPLACE) || strcmp(vcc_op_family(n->op), "unary") == 0;
+}
+
 /* Whether node n is a cheap clone this pass made ("<node>.recompute" in the backward phase: a
  * BatchNormApply, a RowNormApply or an elementwise op), which may run a second time for the readers of
  * its output after the peak. */
 static bool cheap_clone(const VccNode *n) {
     if (n->phase != VCC_PHASE_BACKWARD || !vcc_has_suffix(n->name, ".recompute") || n->nout != 1) return false;
-    if (n->op == VCC_OP_BATCHNORM_APPLY || n->op == VCC_OP_ROWNORM_APPLY) return true;
-    if (!vcc_op_is_onnx(n->op) || n->op == VCC_OP_DROPOUT || n->op == VCC_OP_RANDOM_UNIFORM_LIKE ||
-        n->op == VCC_OP_RANDOM_NORMAL_LIKE)
-        return false;
-    return (vcc_op_def(n->op)->flags & VCC_OPF_INPLACE) || strcmp(vcc_op_family(n->op), "unary") == 0;
+    return n->op == VCC_OP_BATCHNORM_APPLY || n->op == VCC_OP_ROWNORM_APPLY || cheap_elementwise(n);
 }
 
 /* Whether node n is a second copy ("<node>.recompute.recompute"), which is not copied again: copies of
@@ -110,14 +115,11 @@ static bool second_copy(const VccNode *n) { return vcc_has_suffix(n->name, ".rec
 /* Whether node n is one remat may run twice: cheap, deterministic, a single output. */
 static bool cheap(const VccNode *n) {
     if (cheap_clone(n)) return true;
-    if (n->phase != VCC_PHASE_FORWARD || n->op == VCC_OP_DROPOUT || n->op == VCC_OP_RANDOM_UNIFORM_LIKE ||
-        n->op == VCC_OP_RANDOM_NORMAL_LIKE)
-        return false;
+    if (n->phase != VCC_PHASE_FORWARD) return false;
     bool stats = n->nout >= 3 && n->out[1] >= 0 && n->out[2] >= 0;
     if (n->op == VCC_OP_BATCHNORM) return vcc_attr_int(n, "training_mode", 1) != 0 && stats;
     if (n->op == VCC_OP_LAYERNORM || n->op == VCC_OP_GROUPNORM || n->op == VCC_OP_INSTANCENORM) return stats;
-    if (!vcc_op_is_onnx(n->op) || n->nout != 1) return false;
-    return (vcc_op_def(n->op)->flags & VCC_OPF_INPLACE) || strcmp(vcc_op_family(n->op), "unary") == 0;
+    return cheap_elementwise(n);
 }
 
 /* Whether node n's outputs are a value and its workspace (a convolution's). */
