@@ -21,6 +21,9 @@ Printed per model and batch:
                                   torch.profiler's allocator records, parameters, gradients, momentum,
                                   input and activations), in a separate process
   arena/torch                     the ratio vcc is judged by
+  floor/torch                     the plan's saved floor (saved_floor_bytes: persistent bytes + every
+                                  saved activation, all live when backward starts) over PyTorch's peak:
+                                  no order of the same nodes goes below it without recomputation
   recompute: arena, +FLOPs, /torch  the smallest arena --memory-limit's recomputation reaches within
                                   --recompute-flops PCT (default 5) percent more FLOPs (vcc --memory-limit 1
                                   --recompute-flops PCT names it), its extra FLOPs and its ratio to PyTorch's
@@ -188,9 +191,9 @@ def main():
     models = [m for m in a.models.split(",") if m] if a.models is not None else default_models()
     rc_cols = a.recompute_flops >= 0
     print("| model | N | arena MiB | LB MiB | arena/LB | no-reuse MiB | plan s | torch CPU MiB | arena/torch | "
-          "torch GPU MiB |" + (" recompute <= %g%%: arena MiB | +FLOPs %% | /torch |" % a.recompute_flops
+          "floor/torch | torch GPU MiB |" + (" recompute <= %g%%: arena MiB | +FLOPs %% | /torch |" % a.recompute_flops
                                if rc_cols else ""))
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|---:|" if rc_cols else ""))
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|---:|" if rc_cols else ""))
     for model in models:
         base = base_shape(model)
         for n in (base[0], 2 * base[0]):
@@ -209,11 +212,11 @@ def main():
                 print("| %s | %d | failed: %s |" % (model, n, str(e).splitlines()[0][:200]))
                 continue
             cpu, gpu = peak
-            row = "| %s | %d | %.1f | %.1f | %.4f | %.1f | %.3f | %.1f | %.2f | %s |" % (
+            row = "| %s | %d | %.1f | %.1f | %.4f | %.1f | %.3f | %.1f | %.3f | %.3f | %s |" % (
                 model, n, p["arena_bytes"] / MIB, p["lower_bound_bytes"] / MIB,
                 p["arena_bytes"] / max(p["lower_bound_bytes"], 1), p["no_reuse_bytes"] / MIB,
                 p.get("plan_seconds") or 0.0, cpu / MIB, p["arena_bytes"] / max(cpu, 1),
-                "%.1f" % (gpu / MIB) if gpu is not None else "-")
+                p["saved_floor_bytes"] / max(cpu, 1), "%.1f" % (gpu / MIB) if gpu is not None else "-")
             if rc_cols:
                 row += " %.1f | %.2f | %.2f |" % (rc[0] / MIB, rc[1], rc[0] / max(cpu, 1))
             print(row, flush=True)

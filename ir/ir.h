@@ -313,6 +313,10 @@ typedef struct {
     int64_t schedule_peak_bytes, given_order_peak_bytes;
     /* filled by passes/memplan */
     int64_t arena_bytes, persistent_bytes, planned_bytes, lower_bound_bytes, no_reuse_bytes;
+    /* persistent bytes plus every saved activation's (each rounded up as the arena holds it): a saved
+     * tensor is defined before the loss and read after it, so all of them are live when backward starts
+     * and no order of these nodes needs less; only saving less (recomputation) goes below it */
+    int64_t saved_floor_bytes;
     double plan_seconds; /* CPU seconds of the offset planning (vcc_dsa_plan); -1 when not planned here */
     /* filled by passes/schedule: conv workspaces shrunk where they set the peak, and the bytes that took
      * off them */

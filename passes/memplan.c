@@ -99,13 +99,14 @@ void vcc_plan_totals(VccGraph *g) {
     group_intervals(g, roots, gs, ge);
     VccDsaItem *items = vcc_malloc(sizeof(VccDsaItem) * (size_t)(nt ? nt : 1));
     size_t n = 0;
-    int64_t persistent = 0, no_reuse = 0, end = 0;
+    int64_t persistent = 0, no_reuse = 0, saved = 0, end = 0;
     for (int t = 0; t < nt; t++) {
         const VccTensor *x = &g->tensors[t];
         if (x->alias_of >= 0) continue;
         int64_t bytes = align_up(vcc_tensor_bytes(x), VCC_ARENA_ALIGN);
         no_reuse += bytes;
         if (vcc_tensor_is_persistent(x)) persistent += bytes;
+        else if (!strcmp(vcc_tensor_category(x), "saved_activation")) saved += bytes;
         if (roots[t] == t && x->offset >= 0 && x->offset + vcc_tensor_bytes(x) > end)
             end = x->offset + vcc_tensor_bytes(x);
         if (is_planned_root(g, t, gs))
@@ -113,6 +114,7 @@ void vcc_plan_totals(VccGraph *g) {
     }
     g->no_reuse_bytes = no_reuse;
     g->persistent_bytes = persistent;
+    g->saved_floor_bytes = persistent + saved;
     g->arena_bytes = align_up(end, VCC_ARENA_ALIGN);
     g->planned_bytes = g->arena_bytes > persistent ? g->arena_bytes - persistent : 0;
     g->lower_bound_bytes = persistent + (int64_t)(n ? vcc_dsa_lower_bound(items, n) : 0);
@@ -309,9 +311,10 @@ void vcc_json_str(FILE *f, const char *s) {
 
 void vcc_plan_write_json(FILE *f, const VccGraph *g, VccPrecision precision) {
     fprintf(f, "{\n  \"precision\": \"%s\",\n  \"arena_bytes\": %" PRId64 ",\n  \"lower_bound_bytes\": %" PRId64
-               ",\n  \"no_reuse_bytes\": %" PRId64 ",\n  \"persistent_bytes\": %" PRId64 ",\n  \"steps\": %d",
+               ",\n  \"no_reuse_bytes\": %" PRId64 ",\n  \"persistent_bytes\": %" PRId64
+               ",\n  \"saved_floor_bytes\": %" PRId64 ",\n  \"steps\": %d",
             vcc_precision_name(precision), g->arena_bytes, g->lower_bound_bytes, g->no_reuse_bytes,
-            g->persistent_bytes, g->nnodes);
+            g->persistent_bytes, g->saved_floor_bytes, g->nnodes);
     /* passes/schedule's peaks; unknown (null) for a graph read back after the schedule */
     if (g->schedule_peak_bytes > 0)
         fprintf(f, ",\n  \"schedule_peak_bytes\": %" PRId64 ",\n  \"given_order_peak_bytes\": %" PRId64,

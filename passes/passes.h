@@ -152,11 +152,13 @@ VccStatus vcc_plan_check(VccCtx *ctx, const VccGraph *g);
 
 /* Recompute the arena line from the plan as it is (offsets given, e.g. read from a .vir dump): arena
  * bytes = the end of the last buffer, aligned; persistent = the aligned sizes of the persistent tensors;
- * planned = arena - persistent; lower bound and no-reuse as vcc_memplan computes them. */
+ * planned = arena - persistent; saved floor = persistent + the aligned sizes of the saved activations;
+ * lower bound and no-reuse as vcc_memplan computes them. */
 void vcc_plan_totals(VccGraph *g);
 
 /* Write the plan as JSON: {"arena_bytes", "lower_bound_bytes", "no_reuse_bytes", "persistent_bytes",
- * "steps" (node count; an interval ending there is read by the host after the step),
+ * "saved_floor_bytes" (persistent plus every saved activation: the least any order of these nodes
+ * needs, see VccGraph.saved_floor_bytes), "steps" (node count; an interval ending there is read by the host after the step),
  * "schedule_peak_bytes" and "given_order_peak_bytes" (passes/schedule's peaks; null for a graph read
  * back after the schedule), "arena_unlimited_bytes", "recomputed_values", "recompute_flops", "step_flops",
  * "recompute_flops_percent" (passes/remat; null for a graph read back after the plan), "tensors": [{"name", "bytes", "offset", "start", "end", "category", "inplace_of", "view_of"}]}; start/end

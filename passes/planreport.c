@@ -127,6 +127,10 @@ void vcc_plan_report(FILE *f, const VccGraph *g, const char *model, const VccGra
             g->no_reuse_bytes / MIB, g->no_reuse_bytes > 0 ? (double)arena / (double)g->no_reuse_bytes : 0.0);
     fprintf(f, "  persistent   %14" PRId64 " bytes  %10.1f MiB   planned region %" PRId64 " bytes\n",
             g->persistent_bytes, g->persistent_bytes / MIB, g->planned_bytes);
+    fprintf(f, "  saved floor  %14" PRId64 " bytes  %10.1f MiB   arena/floor %.4f (persistent + saved "
+               "activations: no order needs less without recomputation)\n",
+            g->saved_floor_bytes, g->saved_floor_bytes / MIB,
+            g->saved_floor_bytes > 0 ? (double)arena / (double)g->saved_floor_bytes : 0.0);
 
     /* by category: what the arena holds at the peak step, and what one buffer per tensor would take */
     int64_t at_peak[NCATS] = {0}, no_reuse[NCATS] = {0};

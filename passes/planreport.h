@@ -16,7 +16,8 @@
 
 #include "../ir/ir.h"
 
-/* Write the plan report `vcc plan` prints: arena, lower bound (LB), arena/LB, the no-reuse sum; the
+/* Write the plan report `vcc plan` prints: arena, lower bound (LB), arena/LB, the no-reuse sum, the
+ * persistent bytes and the saved floor (persistent + saved activations, VccGraph.saved_floor_bytes); the
  * bytes by category (parameter, gradient, optimizer_state, saved_activation, activation, workspace) that
  * the arena holds at the peak step (the step whose live bytes make the lower bound; each buffer rounded
  * up to VCC_ARENA_ALIGN as the arena holds it), with % of the arena and the no-reuse bytes per category;

@@ -13,6 +13,9 @@ Runs `vcc MODEL --dump-ir=memplan --plan-json plan.json` and checks:
     reads after the step (interval end == "steps": graph outputs, the loss) — is never written over;
   - lower_bound_bytes equals this script's own sweep (persistent bytes + the largest sum of live planned
     buffer sizes, each rounded up to 256 bytes, at any step) and arena_bytes >= lower_bound_bytes;
+  - saved_floor_bytes (where given) equals persistent bytes + the saved activations' bytes (each rounded
+    up to 256), every saved activation is live at one common step (so the floor is a real lower bound:
+    defined before the loss, read after it) and the lower bound is no less than it;
   - schedule_peak_bytes (where given) equals the same sweep with each tensor its own buffer (before
     in-place reuse), and lies between the lower bound and given_order_peak_bytes, the peak of the order
     the schedule kept from the graph (the memory-aware order replaces it only when lower).
@@ -161,6 +164,18 @@ def check(plan):
         fails.append("lower bound: vcc says %d, this sweep %d" % (plan["lower_bound_bytes"], lb))
     if plan["arena_bytes"] < lb:
         fails.append("arena below the lower bound")
+    # --- the saved floor: every saved activation is live at one step, so no plan of these nodes is below
+    # the persistent bytes plus theirs
+    fl = plan.get("saved_floor_bytes")
+    if fl is not None:
+        saved = [t for t in plan["tensors"] if t["category"] == "saved_activation" and t["view_of"] is None]
+        own = pers + sum(up(t["bytes"]) for t in saved)
+        if fl != own:
+            fails.append("saved floor: vcc says %d, this sum %d" % (fl, own))
+        if saved and max(t["start"] for t in saved) > min(t["end"] for t in saved):
+            fails.append("the saved activations are not all live at one step")
+        if lb < fl:
+            fails.append("lower bound %d below the saved floor %d" % (lb, fl))
     # --- the schedule's peak: the same sweep with every tensor its own buffer (before in-place reuse;
     # views are their base's bytes), which the memory-aware order may only lower
     sp = plan.get("schedule_peak_bytes")
