@@ -25,7 +25,10 @@
  * sqrt(2) (or Mul by 1/sqrt(2)), Erf, Add 1, Mul by x, Mul by 0.5 (gelu_at): the gradient then reads x
  * alone where the graph as written saves three intermediates of the MLP's width. Likewise one Swish of
  * each x * Sigmoid(x) (SiLU, the activation of video diffusion UNets and X3D), whose gradient reads x
- * alone instead of x and the Sigmoid's output.
+ * alone instead of x and the Sigmoid's output. And one GroupNormalization (per_channel=1) of each
+ * GroupNorm as torch exports it below opset 18, Reshape to (N, G, -1), InstanceNormalization with unit
+ * scale and zero bias, Reshape back, Mul by the weight, Add the bias (fuse_groupnorm): the gradient then
+ * reads X alone where the graph as written saves X and the normalized values.
  *
  * Sources: the patterns of torch.nn.MultiheadAttention's export (q scaled before the first bmm, so no
  * scale node), of Hugging Face attention (matmul(q, k.transpose(-1, -2)) / sqrt(d), + mask, softmax,
@@ -342,8 +345,112 @@ static int fuse_swish(VccGraph *g) {
     return fused;
 }
 
+/* t: a float constant whose every element is v. */
+static bool all_const(const VccGraph *g, int t, float v) {
+    const VccTensor *x = &g->tensors[t];
+    if (x->kind != VCC_T_CONST || !x->data || x->dtype != VCC_F32) return false;
+    const float *d = x->data;
+    for (int64_t i = 0; i < vcc_shape_numel(&x->shape); i++)
+        if (d[i] != v) return false;
+    return true;
+}
+
+/* The (C) tensor a per-channel operand p of X (N, C, S...) comes from: p itself when it has shape (C), or
+ * the input of the Unsqueeze / Reshape that made p of shape (C, 1, ...) or (1, C, 1, ...) from a (C)
+ * tensor (how torch exports GroupNorm's weight and bias); -1 otherwise. */
+static int channel_param(const VccGraph *g, int p, int64_t C) {
+    const VccShape *s = &g->tensors[p].shape;
+    if (g->tensors[p].dtype != VCC_F32) return -1;
+    if (s->rank == 1 && s->dims[0] == C) return p;
+    int k = g->tensors[p].producer;
+    if (k < 0 || (g->nodes[k].op != VCC_OP_UNSQUEEZE && g->nodes[k].op != VCC_OP_RESHAPE) || g->nodes[k].nin < 1 ||
+        g->nodes[k].in[0] < 0)
+        return -1;
+    int src = g->nodes[k].in[0], lead = s->rank > 0 && s->dims[0] == 1 && C != 1 ? 1 : 0;
+    const VccShape *ss = &g->tensors[src].shape;
+    if (ss->rank != 1 || ss->dims[0] != C || s->rank < 1 + lead || s->dims[lead] != C) return -1;
+    for (int i = 0; i < s->rank; i++)
+        if (i != lead && s->dims[i] != 1) return -1;
+    return src;
+}
+
+/* Rewrite each GroupNorm as torch exports it below opset 18 (and 21 for a per-channel affine):
+ *     r = Reshape(X, (N, G, -1)); n = InstanceNormalization(r, ones(G), zeros(G)); y = Reshape(n, X's shape);
+ *     z = y * scale' (either order); out = z + B' (either order)
+ * with X (N, C, S...), G dividing C, scale' and B' per channel ((C, 1, ...) from Unsqueeze of a (C)
+ * tensor) and every intermediate read by the next step alone, into one GroupNormalization(X, scale, B)
+ * with num_groups G, the InstanceNormalization's epsilon and statistics, and per_channel=1 (scale and B of
+ * shape (C), as from opset 21). The same function: group g normalizes channels [g C/G, (g+1) C/G) of a
+ * sample with their mean and biased variance. Its gradient reads X alone, where the graph as written
+ * saves X for the InstanceNormalization's gradient and its output for the Mul's; returns how many. */
+static int fuse_groupnorm(VccGraph *g) {
+    int fused = 0, nt = g->ntensors;
+    int *nreaders = vcc_calloc((size_t)(nt ? nt : 1), sizeof(int)), *reader = vcc_calloc((size_t)(nt ? nt : 1), sizeof(int));
+    count_readers(g, nreaders, reader);
+    for (int a = 0; a < g->nnodes; a++) {
+        if (g->nodes[a].op != VCC_OP_ADD || g->nodes[a].nin != 2 || g->nodes[a].nout != 1) continue;
+        for (int i = 0; i < 2; i++) {
+            const VccNode *an = &g->nodes[a];
+            int z = an->in[i], bias = an->in[1 - i], m = z >= 0 ? g->tensors[z].producer : -1;
+            if (m < 0 || bias < 0 || g->nodes[m].op != VCC_OP_MUL || g->nodes[m].nin != 2 ||
+                sole_reader(g, z, nreaders, reader) != a)
+                continue;
+            for (int j = 0; j < 2; j++) {
+                const VccNode *mn = &g->nodes[m];
+                int y = mn->in[j], scale = mn->in[1 - j], r2 = y >= 0 ? g->tensors[y].producer : -1;
+                if (r2 < 0 || scale < 0 || g->nodes[r2].op != VCC_OP_RESHAPE || sole_reader(g, y, nreaders, reader) != m)
+                    continue;
+                int nrm = g->nodes[r2].in[0], in = nrm >= 0 ? g->tensors[nrm].producer : -1;
+                if (in < 0 || g->nodes[in].op != VCC_OP_INSTANCENORM || g->nodes[in].nin != 3 || g->nodes[in].nout != 3 ||
+                    sole_reader(g, nrm, nreaders, reader) != r2 || nreaders[g->nodes[in].out[1]] ||
+                    nreaders[g->nodes[in].out[2]])
+                    continue;
+                int r = g->nodes[in].in[0], r1 = r >= 0 ? g->tensors[r].producer : -1;
+                if (r1 < 0 || g->nodes[r1].op != VCC_OP_RESHAPE || sole_reader(g, r, nreaders, reader) != in) continue;
+                int x = g->nodes[r1].in[0];
+                const VccShape *xs = &g->tensors[x].shape, *rs = &g->tensors[r].shape;
+                if (x < 0 || g->tensors[x].dtype != VCC_F32 || xs->rank < 3 || rs->rank != 3 ||
+                    rs->dims[0] != xs->dims[0] || rs->dims[1] < 1 || xs->dims[1] % rs->dims[1] != 0 ||
+                    !vcc_same_shape(xs, &g->tensors[y].shape) || !vcc_same_shape(xs, &g->tensors[z].shape) ||
+                    !vcc_same_shape(xs, &g->tensors[an->out[0]].shape))
+                    continue;
+                int64_t G = rs->dims[1], C = xs->dims[1];
+                if (!all_const(g, g->nodes[in].in[1], 1.0f) || !all_const(g, g->nodes[in].in[2], 0.0f)) continue;
+                int sc = channel_param(g, scale, C), bc = channel_param(g, bias, C);
+                if (sc < 0 || bc < 0) continue;
+                float eps = vcc_attr_float(&g->nodes[in], "epsilon", 1e-5f);
+                int mean = g->nodes[in].out[1], invstd = g->nodes[in].out[2], out = g->nodes[a].out[0];
+                /* the InstanceNormalization's statistics (N, G) become the GroupNormalization's */
+                g->nodes[in].out[1] = g->nodes[in].out[2] = -1;
+                g->nodes[in].nout = 1;
+                VccNode *n = &g->nodes[a];
+                become_unary(n, VCC_OP_GROUPNORM, x);
+                n->in = vcc_realloc(n->in, 3 * sizeof(int));
+                n->in[1] = sc;
+                n->in[2] = bc;
+                n->nin = 3;
+                n->out = vcc_realloc(n->out, 3 * sizeof(int));
+                n->out[0] = out;
+                n->out[1] = mean;
+                n->out[2] = invstd;
+                n->nout = 3;
+                g->tensors[mean].producer = g->tensors[invstd].producer = a;
+                vcc_attr_set_float(n, "epsilon", eps);
+                vcc_attr_set_int(n, "num_groups", G);
+                vcc_attr_set_int(n, "per_channel", 1);
+                fused++;
+                goto next;
+            }
+        }
+    next:;
+    }
+    free(nreaders);
+    free(reader);
+    return fused;
+}
+
 VccStatus vcc_fuse_attention(VccCtx *ctx, VccGraph *g) {
-    int fused = fuse_gelu(g) + fuse_swish(g);
+    int fused = fuse_gelu(g) + fuse_swish(g) + fuse_groupnorm(g);
     if (ctx->no_fuse_attention) {
         if (fused) vcc_fold_sweep(g);
         return VCC_OK;

@@ -34,7 +34,9 @@
  *   GroupNormalization (opsets 18 and 21; torch.nn.functional.group_norm): X (N, C, S...) of rank >= 2,
  *     num_groups G dividing C; rows N*G of (C/G)*S; statistics (N, G). Opsets 18-20: scale and bias per
  *     group, (G); opset 21: per channel, (C), and stash_type (the precision of the statistics: FLOAT or
- *     DOUBLE accepted, vcc computes them in double).
+ *     DOUBLE accepted, vcc computes them in double). passes/fuse.c makes one of torch's export below
+ *     opset 18 (Reshape, InstanceNormalization, Reshape, Mul, Add) with the internal attribute
+ *     per_channel=1: scale and bias (C) at any opset.
  *   LayerNormalization (opset 17; torch.nn.functional.layer_norm): rows prod(X.shape[:axis]) of
  *     prod(X.shape[axis:]); its optional outputs Mean and InvStdDev are the statistics, of shape
  *     X.shape[:axis] + (1, ...); Scale and the optional B broadcast unidirectionally to X (their dims
@@ -602,8 +604,8 @@ static void gn_check_attrs(VccCtx *ctx, const VccGraph *g, const VccNode *n) {
         vcc_op_attr_problem(ctx, n, "%s attribute '%s'", "num_groups", "must be at least 1");
 }
 
-/* X (N, C, S...), rank >= 2; G = num_groups divides C; scale, B (G) before opset 21, (C) from it: rows N*G
- * of (C/G)*S, statistics (N, G) */
+/* X (N, C, S...), rank >= 2; G = num_groups divides C; scale, B (G) before opset 21, (C) from it or with
+ * the internal attribute per_channel=1: rows N*G of (C/G)*S, statistics (N, G) */
 static VccStatus gn_rows(VccCtx *ctx, const VccGraph *g, const VccNode *n, const VccShape *x, const VccShape *scale,
                          const VccShape *bias, NormRows *r) {
     if (x->rank < 2) {
@@ -616,7 +618,9 @@ static VccStatus gn_rows(VccCtx *ctx, const VccGraph *g, const VccNode *n, const
                   (long long)G, (long long)C);
         return VCC_ERR_SHAPE;
     }
-    int64_t D = C / G * S, P = g->opset < 21 ? G : C; /* scale and bias per group (18-20) or per channel (21) */
+    /* scale and bias per group (18-20) or per channel (21, and the per_channel=1 node passes/fuse.c makes
+     * of torch's GroupNorm export) */
+    int64_t D = C / G * S, P = g->opset < 21 && !vcc_attr_int(n, "per_channel", 0) ? G : C;
     VccShape p = {1, {P}};
     if (!vcc_same_shape(scale, &p)) return param_shape_error(ctx, n, "scale", scale, &p);
     if (bias && !vcc_same_shape(bias, &p)) return param_shape_error(ctx, n, "bias", bias, &p);

@@ -12,10 +12,14 @@ trainer (softmax cross-entropy, --lr 0 --save-grads) against PyTorch float64 aut
                    (Constant scale ones and bias zeros of shape (G)) -> Reshape -> Mul (weight) -> Add
                    (bias): num_groups between 1 and C, ranks 3-5. The Mul/Add/Unsqueeze are other op
                    families'; where this vcc does not have them (its report names only ops outside the
-                   norm family) the case says so and is skipped, never passed.
+                   norm family) the case says so and is skipped, never passed. The chain must become one
+                   GroupNormalization node (vcc --dump-ir=fuse: one GroupNormalization, no
+                   InstanceNormalization left), whose gradient reads X alone.
   bn_frozen        BatchNorm3d in eval mode on the input, before the Conv3d (an eval-mode export folds a
                    BatchNorm after a conv into it), exported in inference form (training_mode=0) and
                    trained with --allow-inference-export: the statistics frozen, weight and bias learning.
+Each case also names the norm ops its graph must hold after the fuse pass (--dump-ir=fuse), so a chain
+fused where it should not be, or left where it should be fused, fails.
 Figure per model: max over parameters of max|vcc - ref| / max|ref|; a parameter whose gradient is zero
 in exact arithmetic (a conv bias before a per-channel normalization: |ref| below 1e-9 of the model's
 largest gradient) is compared against that largest gradient instead. Tolerance 1e-4 (float32 convolutions and sums in the trainer).
@@ -68,7 +72,7 @@ def cases():
         bn.running_var.uniform_(0.5, 2.0)
     return [
         ("instancenorm3d", Net(3, 3, 6, torch.nn.InstanceNorm3d(6, affine=True)), (2, 3, 4, 5, 5), "train"),
-        ("instancenorm1d", Net(1, 3, 4, torch.nn.InstanceNorm1d(4)), (3, 3, 11), "train"),
+        ("instancenorm1d", Net(1, 3, 4, torch.nn.InstanceNorm1d(4)), (3, 3, 11), "train"),  # unit scale, no Reshape
         ("layernorm_last", Net(3, 3, 4, torch.nn.LayerNorm(5)), (2, 3, 3, 4, 5), "train"),
         ("layernorm_chw", Net(2, 2, 3, torch.nn.LayerNorm([3, 4, 6])), (2, 2, 4, 6), "train"),
         ("groupnorm_3d_g4", Net(3, 3, 8, torch.nn.GroupNorm(4, 8)), (2, 3, 4, 5, 5), "train"),
@@ -76,6 +80,24 @@ def cases():
         ("groupnorm_1d_g_eq_c", Net(1, 3, 8, torch.nn.GroupNorm(8, 8)), (3, 3, 9), "train"),
         ("bn_frozen", Net(3, 3, 6, bn, norm_first=True), (2, 3, 4, 5, 5), "frozen"),
     ]
+
+
+# The norm ops each case's graph holds after the fuse pass, with their counts (the others: none).
+FUSED = {"instancenorm3d": {"InstanceNormalization": 1}, "instancenorm1d": {"InstanceNormalization": 1},
+         "layernorm_last": {"LayerNormalization": 1}, "layernorm_chw": {"LayerNormalization": 1},
+         "groupnorm_3d_g4": {"GroupNormalization": 1}, "groupnorm_2d_g1": {"GroupNormalization": 1},
+         "groupnorm_1d_g_eq_c": {"GroupNormalization": 1}, "bn_frozen": {"BatchNormalization": 1}}
+
+
+def norm_ops_after_fuse(vcc, d, flags):
+    """{op: count} of the norm family's nodes in vcc's graph after the fuse pass."""
+    p = run([vcc, "m.onnx", "--dump-ir=fuse"] + flags, d)
+    counts = {}
+    for line in p.stdout.splitlines():
+        f = line.split()
+        if len(f) > 3 and f[0] == "node" and f[3] in NORM_OPS:
+            counts[f[3]] = counts.get(f[3], 0) + 1
+    return counts
 
 
 def run(cmd, cwd, shell=False):
@@ -106,6 +128,9 @@ def check(vcc, work, name, net, shape, mode):
             return None, "skipped: this vcc lacks other families' ops: " + " ".join(
                 l.strip() for l in report.splitlines()[2:6])
         return float("inf"), "vcc refused: " + report.strip()[:400]
+    ops = norm_ops_after_fuse(vcc, d, flags)
+    if ops != FUSED[name]:
+        return float("inf"), "norm nodes after the fuse pass: %s, expected %s" % (ops, FUSED[name])
     b = run(p.stdout.strip(), d, shell=True)
     if b.returncode:
         return float("inf"), "build failed: " + b.stderr[:400]
