@@ -28,7 +28,9 @@
  * alone instead of x and the Sigmoid's output. And one GroupNormalization (per_channel=1) of each
  * GroupNorm as torch exports it below opset 18, Reshape to (N, G, -1), InstanceNormalization with unit
  * scale and zero bias, Reshape back, Mul by the weight, Add the bias (fuse_groupnorm): the gradient then
- * reads X alone where the graph as written saves X and the normalized values.
+ * reads X alone where the graph as written saves X and the normalized values. Last, a Transpose that
+ * swaps the last two dims of a MatMul's B is folded into the MatMul (transB=1, fold_transposed_b), so
+ * backward reads a Linear layer's weight itself, not a saved transposed copy of it.
  *
  * Sources: the patterns of torch.nn.MultiheadAttention's export (q scaled before the first bmm, so no
  * scale node), of Hugging Face attention (matmul(q, k.transpose(-1, -2)) / sqrt(d), + mask, softmax,
@@ -449,10 +451,38 @@ static int fuse_groupnorm(VccGraph *g) {
     return fused;
 }
 
+/* Fold each Transpose that swaps the last two dims of a MatMul's B (rank >= 2; A of rank >= 2), read by
+ * that MatMul alone, into the MatMul as transB=1 (ir/ops/matmul.c): the MatMul reads the Transpose's
+ * input and the copy goes. torch exports nn.Linear on a batched input as MatMul(X, Transpose(W)) and k.transpose(-1, -2)
+ * as a Transpose; as written, backward saves each copy (for dA = dY B^T), a second copy of every such
+ * weight for the whole step. Runs after the attention fusion, which takes its own Transpose. Returns how
+ * many. */
+static int fold_transposed_b(VccGraph *g) {
+    int folded = 0, nt = g->ntensors;
+    int *nreaders = vcc_calloc((size_t)(nt ? nt : 1), sizeof(int)), *reader = vcc_calloc((size_t)(nt ? nt : 1), sizeof(int));
+    count_readers(g, nreaders, reader);
+    for (int k = 0; k < g->nnodes; k++) {
+        VccNode *n = &g->nodes[k];
+        if (n->op != VCC_OP_MATMUL || n->nin != 2 || n->nout != 1 || n->in[0] < 0 || n->in[1] < 0 ||
+            g->tensors[n->in[0]].shape.rank < 2 || vcc_attr_int(n, "transB", 0))
+            continue;
+        int b = n->in[1], tr = g->tensors[b].producer, rank = g->tensors[b].shape.rank;
+        if (tr < 0 || g->nodes[tr].op != VCC_OP_TRANSPOSE || g->nodes[tr].nin != 1 || g->nodes[tr].in[0] < 0 ||
+            rank < 2 || !swaps_last_two(&g->nodes[tr], rank) || sole_reader(g, b, nreaders, reader) != k)
+            continue;
+        n->in[1] = g->nodes[tr].in[0];
+        vcc_attr_set_int(n, "transB", 1);
+        folded++;
+    }
+    free(nreaders);
+    free(reader);
+    return folded;
+}
+
 VccStatus vcc_fuse_attention(VccCtx *ctx, VccGraph *g) {
     int fused = fuse_gelu(g) + fuse_swish(g) + fuse_groupnorm(g);
     if (ctx->no_fuse_attention) {
-        if (fused) vcc_fold_sweep(g);
+        if (fused + fold_transposed_b(g)) vcc_fold_sweep(g);
         return VCC_OK;
     }
     for (int s = 0; s < g->nnodes; s++) {
@@ -470,6 +500,7 @@ VccStatus vcc_fuse_attention(VccCtx *ctx, VccGraph *g) {
         rewrite(g, &m);
         fused++;
     }
+    fused += fold_transposed_b(g);
     if (fused) vcc_fold_sweep(g);
     return VCC_OK;
 }

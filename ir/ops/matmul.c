@@ -202,7 +202,7 @@ static bool matmul_node_geom(VccCtx *ctx, const VccGraph *g, const VccNode *n, M
     if (!a || !(b = vcc_need_input(ctx, g, n, 1, VCC_F32))) return false;
     bool t = n->op == VCC_OP_MATMUL_T;
     return matmul_geom(ctx, n, &a->shape, &b->shape, t && vcc_attr_int(n, "transA", 0) != 0,
-                       t && vcc_attr_int(n, "transB", 0) != 0, t && vcc_attr_int(n, "fold_batch", 0) != 0, t, m);
+                       vcc_attr_int(n, "transB", 0) != 0, t && vcc_attr_int(n, "fold_batch", 0) != 0, t, m);
 }
 
 static VccStatus matmul_shape(VccCtx *ctx, VccGraph *g, int k, bool check) {
@@ -242,19 +242,24 @@ static int matmul_t(VccDiff *d, int fwd, const char *suffix, int a, int b, int t
 
 /* MatMul(A, B) -> Y: dYf = dY viewed as (batch..., M, N) (the dims of 1-D operands back);
  * dA = sum_to(MatMulT(dYf, B, transB), A); dB = sum_to(MatMulT(A, dYf, transA), B), a 1-D B's
- * (..., K, 1) viewed as (..., K) first; a shared B (rank <= 2) against a batched A folds the batch. */
+ * (..., K, 1) viewed as (..., K) first; a shared B (rank <= 2) against a batched A folds the batch.
+ * With transB=1 (passes/fuse.c: Y = A B^T): dA = MatMulT(dYf, B) and dB = sum_to(MatMulT(dYf, A,
+ * transA), B), (A^T dY)^T = dY^T A, folded the same way. */
 static VccStatus matmul_grad(VccDiff *d, int k) {
     VccNode n = d->g->nodes[k]; /* a copy: the node array grows */
-    int a = n.in[0], b = n.in[1], dy = vcc_diff_dy(d, k, 0);
+    int a = n.in[0], b = n.in[1], dy = vcc_diff_dy(d, k, 0), tb = vcc_attr_int(&n, "transB", 0) != 0;
     const VccShape as = d->g->tensors[a].shape, bs = d->g->tensors[b].shape;
     MatmulGeom m;
-    if (!matmul_geom(d->ctx, &n, &as, &bs, 0, 0, false, true, &m)) return VCC_ERR_SHAPE;
+    if (!matmul_geom(d->ctx, &n, &as, &bs, 0, tb, false, true, &m)) return VCC_ERR_SHAPE;
     int dyf = grad_view(d, k, "grad_dy", dy, &m.y);
     if (d->req[a]) {
-        int full = matmul_t(d, k, "grad_a", dyf, b, 0, 1, false, a);
+        int full = matmul_t(d, k, "grad_a", dyf, b, 0, !tb, false, a);
         vcc_diff_accum(d, a, vcc_diff_sum_to(d, k, "grad_a_sum", full, a, -1, 1.0f));
     }
-    if (d->req[b]) {
+    if (d->req[b] && tb) {
+        int full = matmul_t(d, k, "grad_b", dyf, a, 1, 0, as.rank > 2 && bs.rank <= 2, b);
+        vcc_diff_accum(d, b, vcc_diff_sum_to(d, k, "grad_b_sum", full, b, -1, 1.0f));
+    } else if (d->req[b]) {
         int full = matmul_t(d, k, "grad_b", a, dyf, 1, 0, as.rank > 2 && bs.rank <= 2, b);
         if (bs.rank == 1) {
             VccShape s = d->g->tensors[full].shape;
@@ -293,6 +298,8 @@ static VccStatus matmul_emit(VccEmit *e, int k) {
 
 static const VccAttrSpec matmul_attrs[] = {{NULL, 0, 0, 0}};
 
+/* MatMul's internal attribute transB=1 (set by passes/fuse.c, never read from ONNX): Y = A B^T, B of rank
+ * >= 2 with its last two dims swapped. */
 const VccOpDef vcc_def_MATMUL = {0, 0, matmul_attrs, NULL, NULL, matmul_shape, matmul_grad, matmul_emit};
 
 /* MatMulT(A, B) -> Y: op(A) op(B) with attributes transA, transB and fold_batch (backward only). */
