@@ -9,8 +9,9 @@
  * max and min are refused. The indices must be constants: initializers, Constants, or values that fold
  * while compiling (torch exports x[:, :, 1:, 1:] = v as a ScatterND whose index grid is computed from
  * Shape, Range and Expand); they may be negative. A grid too large to fold (reduction none, one Range
- * per indexed dim: torch's x[:, :, 1:, 1:] = v on MViT v2's full-size scores) is read from its parts
- * and the write becomes Slices of data and Concats around the updates (scatternd_canon).
+ * per indexed dim: torch's x[:, :, 1:, 1:] = v on MViT v2's full-size scores) is read from its parts,
+ * a grid that folded is read from its values, and either write at a box becomes Slices of data and
+ * Concats around the updates (scatternd_canon).
  * ScatterElements' int32 indices become int64 (the kernels' type). With reduction none an element
  * named twice makes the result depend on the order of
  * the writes, which ONNX leaves undefined: refused while compiling. Under add, duplicates are summed in
@@ -132,6 +133,36 @@ static bool scatter_box(const VccGraph *g, const VccNode *n, const VccShape *x, 
             if ((v[i] < 0 ? v[i] + len : v[i]) != first + i) return false;
         s[d] = first;
         e[d] = first + b.dims[d];
+    }
+    *k = kk;
+    return true;
+}
+
+/* The same box read from a grid that folded into one constant (indices of node n: int64 (b_0, ..., b_{k-1},
+ * k) with entry (i_0, ..., i_{k-1}, d) = s_d + i_d, negative values counted from the end of data's dim d,
+ * every position in range): true with the box [s[d], e[d]) of each of the k indexed dims. */
+static bool const_box(const VccGraph *g, const VccNode *n, const VccShape *x, int64_t *s, int64_t *e, int *k) {
+    const VccTensor *ix = &g->tensors[n->in[1]];
+    int q = ix->shape.rank;
+    if (ix->kind != VCC_T_CONST || ix->dtype != VCC_I64 || !ix->data || q < 2) return false;
+    int kk = (int)ix->shape.dims[q - 1];
+    if (kk < 1 || kk > x->rank || q - 1 != kk) return false;
+    int64_t nb = vcc_shape_numel(&ix->shape) / kk;
+    if ((int64_t)(ix->data_bytes / 8) != nb * kk) return false;
+    const int64_t *v = ix->data;
+    for (int d = 0; d < kk; d++) {
+        int64_t len = x->dims[d], first = v[d] < 0 ? v[d] + len : v[d];
+        if (first < 0 || first + ix->shape.dims[d] > len) return false;
+        s[d] = first;
+        e[d] = first + ix->shape.dims[d];
+    }
+    for (int64_t i = 0; i < nb; i++) { /* entry i's position in the grid, last grid axis fastest */
+        int64_t r = i;
+        for (int d = kk - 1; d >= 0; d--) {
+            int64_t at = r % ix->shape.dims[d], val = v[i * kk + d];
+            r /= ix->shape.dims[d];
+            if ((val < 0 ? val + x->dims[d] : val) != s[d] + at) return false;
+        }
     }
     *k = kk;
     return true;
@@ -406,8 +437,10 @@ static VccStatus scatter_emit(VccEmit *e, int k) {
 }
 
 /* ScatterND's canonical form (VCC_OPF_LOWER: during shapes, when its inputs are known): constant indices
- * as scatter_canon; reduction none at a computed grid that scatter_box reads as a box: Slices and
- * Concats (lower_box). Anything else stays for scatter_shape, which names what it lacks. */
+ * as scatter_canon; reduction none at a box of data, whether its grid folded into a constant (const_box)
+ * or is computed (scatter_box): Slices and Concats (lower_box), which need no index table in the arena
+ * (a folded grid holds k int64 values per element written). Anything else stays for scatter_shape,
+ * which names what it lacks. */
 static VccStatus scatternd_canon(VccCtx *ctx, VccGraph *g, int k) {
     VccStatus st = scatter_canon(ctx, g, k);
     if (st) return st;
@@ -415,8 +448,9 @@ static VccStatus scatternd_canon(VccCtx *ctx, VccGraph *g, int k) {
     const VccTensor *x = &g->tensors[n->in[0]];
     int64_t s[VCC_MAX_RANK], e[VCC_MAX_RANK];
     int kk;
-    if (g->tensors[n->in[1]].kind == VCC_T_CONST || scatter_reduction(n) != 0 || x->dtype != VCC_F32 ||
-        g->tensors[n->in[2]].dtype != VCC_F32 || !scatter_box(g, n, &x->shape, s, e, &kk))
+    bool folded = g->tensors[n->in[1]].kind == VCC_T_CONST;
+    if (scatter_reduction(n) != 0 || x->dtype != VCC_F32 || g->tensors[n->in[2]].dtype != VCC_F32 ||
+        !(folded ? const_box(g, n, &x->shape, s, e, &kk) : scatter_box(g, n, &x->shape, s, e, &kk)))
         return VCC_OK;
     VccShape us = x->shape;
     for (int d = 0; d < kk; d++) us.dims[d] = e[d] - s[d];

@@ -4,9 +4,11 @@ own _add_rel_pos), exported by torch.onnx at small sizes and compiled by vcc: it
 the relative-position tables, and the ScatterND pair torch writes for attn[:, :, 1:, 1:] += rel_pos (their
 index grids computed by Shape, Range and Expand nodes that fold while compiling). The block's parameters
 are a q and a k projection and the three tables; its input x is (B, heads, 1 + T*H*W, dim).
-With --large, (T, H, W) = (8, 8, 9): the grid of attn[:, :, 1:, 1:] holds 1.3 million index tuples, more
-than vcc evaluates while compiling (as at mvit_v2_s's full size), so vcc reads the box from the grid's
-parts and writes it as Slices and Concats; the check then also asserts that no ScatterND is left.
+Both writes are boxes of attn, which vcc writes as Slices and Concats, with no index table in the arena:
+the check asserts that no ScatterND is left after the shape pass. At the default size the grids fold into
+constants and vcc reads the box from their values; with --large, (T, H, W) = (8, 8, 9), the grid of
+attn[:, :, 1:, 1:] holds 1.3 million index tuples, more than vcc evaluates while compiling (as at
+mvit_v2_s's full size), so vcc reads the box from the grid's parts.
 
 Checked like an op_check case (tests/ops/op_check.py): the forward program against the module in PyTorch
 float64 on the same float32 values, and one trainer step (vcc --loss mse, --lr 0 --save-grads): every
@@ -89,10 +91,9 @@ def main():
     m64 = RelPosBlock().double()
     m64.load_state_dict({k: v.double() for k, v in model.state_dict().items()})
     rows = []
-    if args.large:
-        ir = oc._run([vcc, "relpos.onnx", "--forward-only", "--dump-ir", "shape"], d)
-        left = sum(1 for line in ir.splitlines() if line.startswith("node ") and line.split()[3] == "ScatterND")
-        rows.append(("box lowering", float(left), left == 0, "%d ScatterND left after shapes" % left))
+    ir = oc._run([vcc, "relpos.onnx", "--forward-only", "--dump-ir", "shape"], d)
+    left = sum(1 for line in ir.splitlines() if line.startswith("node ") and line.split()[3] == "ScatterND")
+    rows.append(("box lowering", float(left), left == 0, "%d ScatterND left after shapes" % left))
     # forward
     fwd = oc._build(vcc, "relpos.onnx", "fwd.c", d, ["--forward-only"])
     np.save(os.path.join(d, "input.npy"), x)
