@@ -357,23 +357,22 @@ static bool all_const(const VccGraph *g, int t, float v) {
     return true;
 }
 
-/* The (C) tensor a per-channel operand p of X (N, C, S...) comes from: p itself when it has shape (C), or
- * the input of the Unsqueeze / Reshape that made p of shape (C, 1, ...) or (1, C, 1, ...) from a (C)
- * tensor (how torch exports GroupNorm's weight and bias); -1 otherwise. */
-static int channel_param(const VccGraph *g, int p, int64_t C) {
+/* The (C) tensor a per-channel operand p of X (N, C, S...) of rank xrank comes from: the input of the
+ * Unsqueeze / Reshape that made p from a (C) tensor, where p broadcasts to X along its channels (right-
+ * aligned to X, p's dim at X's dim 1 is C and every other dim is 1: (C, 1, ...) of rank xrank - 1 or (1,
+ * C, 1, ...) of rank xrank, how torch exports GroupNorm's weight and bias); -1 otherwise. */
+static int channel_param(const VccGraph *g, int p, int64_t C, int xrank) {
     const VccShape *s = &g->tensors[p].shape;
-    if (g->tensors[p].dtype != VCC_F32) return -1;
-    if (s->rank == 1 && s->dims[0] == C) return p;
-    int k = g->tensors[p].producer;
-    if (k < 0 || (g->nodes[k].op != VCC_OP_UNSQUEEZE && g->nodes[k].op != VCC_OP_RESHAPE) || g->nodes[k].nin < 1 ||
+    int pos = 1 - (xrank - s->rank), k = g->tensors[p].producer;
+    if (g->tensors[p].dtype != VCC_F32 || pos < 0 || pos >= s->rank || s->dims[pos] != C || k < 0 ||
+        (g->nodes[k].op != VCC_OP_UNSQUEEZE && g->nodes[k].op != VCC_OP_RESHAPE) || g->nodes[k].nin < 1 ||
         g->nodes[k].in[0] < 0)
         return -1;
-    int src = g->nodes[k].in[0], lead = s->rank > 0 && s->dims[0] == 1 && C != 1 ? 1 : 0;
-    const VccShape *ss = &g->tensors[src].shape;
-    if (ss->rank != 1 || ss->dims[0] != C || s->rank < 1 + lead || s->dims[lead] != C) return -1;
     for (int i = 0; i < s->rank; i++)
-        if (i != lead && s->dims[i] != 1) return -1;
-    return src;
+        if (i != pos && s->dims[i] != 1) return -1;
+    int src = g->nodes[k].in[0];
+    const VccShape *ss = &g->tensors[src].shape;
+    return ss->rank == 1 && ss->dims[0] == C && g->tensors[src].dtype == VCC_F32 ? src : -1;
 }
 
 /* Rewrite each GroupNorm as torch exports it below opset 18 (and 21 for a per-channel affine):
@@ -418,7 +417,7 @@ static int fuse_groupnorm(VccGraph *g) {
                     continue;
                 int64_t G = rs->dims[1], C = xs->dims[1];
                 if (!all_const(g, g->nodes[in].in[1], 1.0f) || !all_const(g, g->nodes[in].in[2], 0.0f)) continue;
-                int sc = channel_param(g, scale, C), bc = channel_param(g, bias, C);
+                int sc = channel_param(g, scale, C, xs->rank), bc = channel_param(g, bias, C, xs->rank);
                 if (sc < 0 || bc < 0) continue;
                 float eps = vcc_attr_float(&g->nodes[in], "epsilon", 1e-5f);
                 int mean = g->nodes[in].out[1], invstd = g->nodes[in].out[2], out = g->nodes[a].out[0];

@@ -15,6 +15,8 @@ trainer (softmax cross-entropy, --lr 0 --save-grads) against PyTorch float64 aut
                    norm family) the case says so and is skipped, never passed. The chain must become one
                    GroupNormalization node (vcc --dump-ir=fuse: one GroupNormalization, no
                    InstanceNormalization left), whose gradient reads X alone.
+  groupnorm_like_last_dim  the same chain written out with a weight and bias of shape (C) that broadcast
+                   along W (= C), not the channels: not a GroupNorm, so it must stay as written
   bn_frozen        BatchNorm3d in eval mode on the input, before the Conv3d (an eval-mode export folds a
                    BatchNorm after a conv into it), exported in inference form (training_mode=0) and
                    trained with --allow-inference-export: the statistics frozen, weight and bias learning.
@@ -43,6 +45,21 @@ import vcc_torch  # noqa: E402
 
 NORM_OPS = ("BatchNormalization", "InstanceNormalization", "GroupNormalization", "LayerNormalization")
 TOL = 1e-4
+
+
+class GroupNormLastAffine(torch.nn.Module):
+    """torch's GroupNorm chain written out, but with weight and bias of shape (C) multiplied in as they are:
+    they broadcast along the last dim (W = C here), not along the channels, so this is no GroupNorm and
+    the fuse pass must leave it."""
+
+    def __init__(self, groups, c):
+        super().__init__()
+        self.groups = groups
+        self.weight, self.bias = torch.nn.Parameter(torch.ones(c)), torch.nn.Parameter(torch.zeros(c))
+
+    def forward(self, x):
+        y = F.instance_norm(x.reshape(x.shape[0], self.groups, -1)).reshape(x.shape)
+        return y * self.weight + self.bias
 
 
 class Net(torch.nn.Module):
@@ -78,6 +95,7 @@ def cases():
         ("groupnorm_3d_g4", Net(3, 3, 8, torch.nn.GroupNorm(4, 8)), (2, 3, 4, 5, 5), "train"),
         ("groupnorm_2d_g1", Net(2, 3, 6, torch.nn.GroupNorm(1, 6)), (2, 3, 5, 7), "train"),
         ("groupnorm_1d_g_eq_c", Net(1, 3, 8, torch.nn.GroupNorm(8, 8)), (3, 3, 9), "train"),
+        ("groupnorm_like_last_dim", Net(3, 3, 8, GroupNormLastAffine(4, 8)), (2, 3, 4, 5, 8), "train"),
         ("bn_frozen", Net(3, 3, 6, bn, norm_first=True), (2, 3, 4, 5, 5), "frozen"),
     ]
 
@@ -86,7 +104,8 @@ def cases():
 FUSED = {"instancenorm3d": {"InstanceNormalization": 1}, "instancenorm1d": {"InstanceNormalization": 1},
          "layernorm_last": {"LayerNormalization": 1}, "layernorm_chw": {"LayerNormalization": 1},
          "groupnorm_3d_g4": {"GroupNormalization": 1}, "groupnorm_2d_g1": {"GroupNormalization": 1},
-         "groupnorm_1d_g_eq_c": {"GroupNormalization": 1}, "bn_frozen": {"BatchNormalization": 1}}
+         "groupnorm_1d_g_eq_c": {"GroupNormalization": 1}, "groupnorm_like_last_dim": {"InstanceNormalization": 1},
+         "bn_frozen": {"BatchNormalization": 1}}
 
 
 def norm_ops_after_fuse(vcc, d, flags):
