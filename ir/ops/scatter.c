@@ -148,7 +148,7 @@ static bool const_box(const VccGraph *g, const VccNode *n, const VccShape *x, in
     int kk = (int)ix->shape.dims[q - 1];
     if (kk < 1 || kk > x->rank || q - 1 != kk) return false;
     int64_t nb = vcc_shape_numel(&ix->shape) / kk;
-    if ((int64_t)(ix->data_bytes / 8) != nb * kk) return false;
+    if (nb < 1 || (int64_t)(ix->data_bytes / 8) != nb * kk) return false; /* an empty grid writes nothing */
     const int64_t *v = ix->data;
     for (int d = 0; d < kk; d++) {
         int64_t len = x->dims[d], first = v[d] < 0 ? v[d] + len : v[d];
