@@ -15,8 +15,10 @@
  *   statistics the forward saved (no statistics recomputed, no running statistics updated: InPlace-ABN,
  *   Rota Bulo et al., CVPR 2018, recomputes a BN output from its saved statistics in the same way), the
  *   row normalizations (LayerNormalization, GroupNormalization, InstanceNormalization) likewise by a
- *   RowNormApply from their saved row statistics, and the elementwise ops (the unary family, Add, Sub, Mul, Div, Pow, Where, Not: VCC_OPF_INPLACE), never
- *   Dropout or a random op. Once no cheap value live at the peak step can be recomputed, whole segments:
+ *   RowNormApply from their saved row statistics, the elementwise ops (the unary family, Add, Sub, Mul,
+ *   Div, Pow, Where, Not: VCC_OPF_INPLACE), never Dropout or a random op, and the poolings (MaxPool,
+ *   AveragePool and their global forms, without Indices: a pool's output, read by the next conv's
+ *   weight gradient, made again from its input, which MaxPool's own gradient keeps anyway). Once no cheap value live at the peak step can be recomputed, whole segments:
  *   a forward Conv or ConvTranspose may be cloned too (with a workspace of its own, as large as the
  *   forward's, so it runs the same kernel the same way), from its input live at that step or itself
  *   recomputed (a block's convolutions from its input, saved for the first convolution's weight gradient).
@@ -49,7 +51,8 @@
 #define REMAT_MAX_CHAIN 8 /* nodes recomputed for one value at most */
 
 /* FLOPs of node n: 2 * multiply-adds for the convolutions and matrix products (forward form; their
- * gradients are counted as two more of the same by vcc_step_flops), one per output element otherwise. */
+ * gradients are counted as two more of the same by vcc_step_flops), one per window tap of a pooling
+ * (per input element of a global one), one per output element otherwise. */
 static double node_flops(const VccGraph *g, const VccNode *n, bool *matmul_like) {
     *matmul_like = false;
     double out = 0;
@@ -69,6 +72,16 @@ static double node_flops(const VccGraph *g, const VccNode *n, bool *matmul_like)
             return 2.0 * out * (double)wn / (double)w->shape.dims[0];
         int64_t xn = vcc_shape_numel(&a->shape);
         return 2.0 * (double)(xn > 0 ? xn : 0) * (double)wn / (double)w->shape.dims[0];
+    }
+    if ((n->op == VCC_OP_MAXPOOL || n->op == VCC_OP_AVGPOOL) && a) { /* one per window tap */
+        int64_t k[VCC_MAX_RANK], taps = 1;
+        int nk = vcc_attr_ints(n, "kernel_shape", k, VCC_MAX_RANK);
+        for (int i = 0; i < nk; i++) taps *= k[i] > 0 ? k[i] : 1;
+        return out * (double)taps;
+    }
+    if ((n->op == VCC_OP_GLOBALMAXPOOL || n->op == VCC_OP_GLOBALAVGPOOL) && a) { /* one per input element */
+        int64_t xn = vcc_shape_numel(&a->shape);
+        return (double)(xn > 0 ? xn : 0);
     }
     if ((n->op == VCC_OP_MATMUL || n->op == VCC_OP_GEMM) && a && a->shape.rank >= 1) {
         *matmul_like = true;
@@ -100,12 +113,24 @@ static bool cheap_elementwise(const VccNode *n) {
     return (vcc_op_def(n->op)->flags & VCC_OPF_INPLACE) || strcmp(vcc_op_family(n->op), "unary") == 0;
 }
 
+/* Whether node n is a pooling (MaxPool, AveragePool, GlobalMaxPool, GlobalAveragePool) of one float
+ * output (no Indices): one pass over its windows, deterministic, no workspace. */
+static bool cheap_pool(const VccGraph *g, const VccNode *n) {
+    if (n->op != VCC_OP_MAXPOOL && n->op != VCC_OP_AVGPOOL && n->op != VCC_OP_GLOBALMAXPOOL &&
+        n->op != VCC_OP_GLOBALAVGPOOL)
+        return false;
+    for (int i = 1; i < n->nout; i++)
+        if (n->out[i] >= 0) return false;
+    return n->nout >= 1 && n->out[0] >= 0 && g->tensors[n->out[0]].dtype == VCC_F32;
+}
+
 /* Whether node n is a cheap clone this pass made ("<node>.recompute" in the backward phase: a
  * BatchNormApply, a RowNormApply or an elementwise op), which may run a second time for the readers of
  * its output after the peak. */
-static bool cheap_clone(const VccNode *n) {
+static bool cheap_clone(const VccGraph *g, const VccNode *n) {
     if (n->phase != VCC_PHASE_BACKWARD || !vcc_has_suffix(n->name, ".recompute") || n->nout != 1) return false;
-    return n->op == VCC_OP_BATCHNORM_APPLY || n->op == VCC_OP_ROWNORM_APPLY || cheap_elementwise(n);
+    return n->op == VCC_OP_BATCHNORM_APPLY || n->op == VCC_OP_ROWNORM_APPLY || cheap_elementwise(n) ||
+           cheap_pool(g, n);
 }
 
 /* Whether node n is a second copy ("<node>.recompute.recompute"), which is not copied again: copies of
@@ -113,13 +138,13 @@ static bool cheap_clone(const VccNode *n) {
 static bool second_copy(const VccNode *n) { return vcc_has_suffix(n->name, ".recompute.recompute"); }
 
 /* Whether node n is one remat may run twice: cheap, deterministic, a single output. */
-static bool cheap(const VccNode *n) {
-    if (cheap_clone(n)) return true;
+static bool cheap(const VccGraph *g, const VccNode *n) {
+    if (cheap_clone(g, n)) return true;
     if (n->phase != VCC_PHASE_FORWARD) return false;
     bool stats = n->nout >= 3 && n->out[1] >= 0 && n->out[2] >= 0;
     if (n->op == VCC_OP_BATCHNORM) return vcc_attr_int(n, "training_mode", 1) != 0 && stats;
     if (n->op == VCC_OP_LAYERNORM || n->op == VCC_OP_GROUPNORM || n->op == VCC_OP_INSTANCENORM) return stats;
-    return cheap_elementwise(n);
+    return cheap_elementwise(n) || cheap_pool(g, n);
 }
 
 /* Whether node n's outputs are a value and its workspace (a convolution's). */
@@ -130,7 +155,7 @@ static bool has_workspace(const VccGraph *g, const VccNode *n) {
 /* Whether node n may be run twice: cheap, or with convs a forward Conv or ConvTranspose (its output and
  * its workspace; the clone gets a workspace of the same size, so it runs the same kernel the same way). */
 static bool recomputable(const VccGraph *g, const VccNode *n, bool convs) {
-    if (cheap(n)) return true;
+    if (cheap(g, n)) return true;
     return convs && n->phase == VCC_PHASE_FORWARD && (n->op == VCC_OP_CONV || n->op == VCC_OP_CONV_TRANSPOSE) &&
            has_workspace(g, n);
 }
@@ -404,7 +429,7 @@ static int pick(const VccGraph *g, int s, Chain *best, int *best_p, bool convs, 
     for (int t = 0; copies && pick_t < 0 && t < g->ntensors; t++) {
         const VccTensor *x = &g->tensors[t];
         if (x->alias_of >= 0 || x->start < 0 || x->producer < 0 || x->kind != VCC_T_ACT ||
-            !(x->start < s && s < x->end) || !cheap_clone(&g->nodes[x->producer]) ||
+            !(x->start < s && s < x->end) || !cheap_clone(g, &g->nodes[x->producer]) ||
             second_copy(&g->nodes[x->producer]) || g->nodes[x->producer].out[0] != t)
             continue;
         int p = -1;

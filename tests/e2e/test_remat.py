@@ -13,7 +13,8 @@ models/export_torchvision.py at (2, 3, 8, 56, 56)), and vcc compiles it:
                 one, the plan JSON counts the recomputed values (> 0, with extra FLOPs > 0) and names the
                 arena without recomputation as the unlimited plan's arena, and the IR after remat has
                 backward clones "<node>.recompute" (with --expect-second-copies, some of a clone too:
-                "<node>.recompute.recompute", a recomputed value made again after the peak)
+                "<node>.recompute.recompute", a recomputed value made again after the peak; with
+                --expect-op OP, some clone is of op OP, e.g. MaxPool)
   same numbers  both trainers (the limited one built with -DVCC_POISON -Wall -Wextra -Werror: every dead
                 tensor poisoned, so a recomputed value read after its bytes were reused would show) run
                 --steps steps from the same weights: the "step <k> loss <value>" lines are the same text
@@ -159,6 +160,7 @@ def main():
     ap.add_argument("--cuda", action="store_true")
     ap.add_argument("--expect-second-copies", action="store_true",
                     help="fail unless some recomputed value is made a second time after the peak")
+    ap.add_argument("--expect-op", metavar="OP", help="fail unless some backward clone is of op OP")
     ap.add_argument("--fit", action="store_true")
     ap.add_argument("--fit-only", type=int, metavar="BYTES",
                     help="only the --fit check, at this limit (a torchvision model: clip 8x56x56)")
@@ -227,6 +229,8 @@ def main():
              rem["arena_bytes"]))
     if a.expect_second_copies and not again:
         fails.append("no recomputed value was made a second time")
+    if a.expect_op and not any(ln.split()[3] == a.expect_op for ln in nodes):
+        fails.append("no %s among the recomputed nodes: %s" % (a.expect_op, sorted({ln.split()[3] for ln in nodes})))
 
     if a.cuda:
         p = run(["sh", os.path.join(HERE, "cuda_build.sh"), vcc, os.path.join(d, onnx), os.path.join(d, "cuda"),
