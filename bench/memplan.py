@@ -24,6 +24,11 @@ Printed per model and batch:
   floor/torch                     the plan's saved floor (saved_floor_bytes: persistent bytes + every
                                   saved activation, all live when backward starts) over PyTorch's peak:
                                   no order of the same nodes goes below it without recomputation
+  saved/torch saved               the plan's saved activations (the input left out) over the bytes
+                                  PyTorch's autograd saves for backward in the same forward
+                                  (torch.autograd.graph.saved_tensors_hooks, each storage once, the
+                                  parameters and the input left out): above 1, vcc keeps more than
+                                  PyTorch for backward
   recompute: arena, +FLOPs, /torch  the smallest arena --memory-limit's recomputation reaches within
                                   --recompute-flops PCT (default 5) percent more FLOPs (vcc --memory-limit 1
                                   --recompute-flops PCT names it), its extra FLOPs and its ratio to PyTorch's
@@ -119,13 +124,35 @@ def make_step(model, shape):
     return make, step
 
 
+def torch_saved(make):
+    """Bytes PyTorch's autograd saves for backward in one forward of make()'s model: every tensor packed
+    through torch.autograd.graph.saved_tensors_hooks, each storage once, the parameters and the input
+    left out (vcc's plan keeps those apart from its saved activations too)."""
+    import torch
+    torch.manual_seed(0)
+    m, x, y = make()
+    skip = {p.data_ptr() for p in m.parameters()} | {x.data_ptr()}
+    seen = {}
+
+    def pack(t):
+        st = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
+        if st.data_ptr() not in skip:
+            seen[st.data_ptr()] = max(seen.get(st.data_ptr(), 0), st.nbytes())
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        m(x, y) if isinstance(y, torch.Tensor) and y.is_floating_point() else m(x)
+    return sum(seen.values())
+
+
 def peaks(model, shape):
-    """(CPU peak bytes, GPU peak bytes or None), measured in this process (run with --peak-of)."""
+    """(CPU peak bytes, GPU peak bytes or None, bytes PyTorch saves for backward), measured in this process
+    (run with --peak-of)."""
     from torch_peak import cpu_peak, cuda_peak
     import torch
     torch.set_num_threads(2)
     make, step = make_step(model, shape)
-    return cpu_peak(make, step), cuda_peak(make, step)
+    return cpu_peak(make, step), cuda_peak(make, step), torch_saved(make)
 
 
 def dsa_table(dsa_bench, folder):
@@ -191,9 +218,9 @@ def main():
     models = [m for m in a.models.split(",") if m] if a.models is not None else default_models()
     rc_cols = a.recompute_flops >= 0
     print("| model | N | arena MiB | LB MiB | arena/LB | no-reuse MiB | plan s | torch CPU MiB | arena/torch | "
-          "floor/torch | torch GPU MiB |" + (" recompute <= %g%%: arena MiB | +FLOPs %% | /torch |" % a.recompute_flops
+          "floor/torch | saved/torch saved | torch GPU MiB |" + (" recompute <= %g%%: arena MiB | +FLOPs %% | /torch |" % a.recompute_flops
                                if rc_cols else ""))
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|---:|" if rc_cols else ""))
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|---:|" if rc_cols else ""))
     for model in models:
         base = base_shape(model)
         for n in (base[0], 2 * base[0]):
@@ -211,12 +238,15 @@ def main():
             except RuntimeError as e:
                 print("| %s | %d | failed: %s |" % (model, n, str(e).splitlines()[0][:200]))
                 continue
-            cpu, gpu = peak
-            row = "| %s | %d | %.1f | %.1f | %.4f | %.1f | %.3f | %.1f | %.3f | %.3f | %s |" % (
+            cpu, gpu, tsaved = peak
+            vsaved = sum(t["bytes"] for t in p["tensors"]
+                         if t["category"] == "saved_activation" and t["view_of"] is None and t["name"] != "input")
+            row = "| %s | %d | %.1f | %.1f | %.4f | %.1f | %.3f | %.1f | %.3f | %.3f | %.2f | %s |" % (
                 model, n, p["arena_bytes"] / MIB, p["lower_bound_bytes"] / MIB,
                 p["arena_bytes"] / max(p["lower_bound_bytes"], 1), p["no_reuse_bytes"] / MIB,
                 p.get("plan_seconds") or 0.0, cpu / MIB, p["arena_bytes"] / max(cpu, 1),
-                p["saved_floor_bytes"] / max(cpu, 1), "%.1f" % (gpu / MIB) if gpu is not None else "-")
+                p["saved_floor_bytes"] / max(cpu, 1), vsaved / max(tsaved, 1),
+                "%.1f" % (gpu / MIB) if gpu is not None else "-")
             if rc_cols:
                 row += " %.1f | %.2f | %.2f |" % (rc[0] / MIB, rc[1], rc[0] / max(cpu, 1))
             print(row, flush=True)
