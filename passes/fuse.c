@@ -280,8 +280,12 @@ static bool gelu_at(const VccGraph *g, int erf, const int *nreaders, const int *
     return g->tensors[*x].dtype == VCC_F32 && vcc_same_shape(xs, &g->tensors[g->nodes[*last].out[0]].shape);
 }
 
-/* Readers of every tensor: nreaders[t] and, when one, reader[t]. */
-static void count_readers(const VccGraph *g, int *nreaders, int *reader) {
+/* Readers of every tensor: returns nreaders[t] and sets *reader_out to reader[t] (the reader, when one);
+ * both arrays of g->ntensors entries, the caller frees them. */
+static int *count_readers(const VccGraph *g, int **reader_out) {
+    size_t nt = (size_t)(g->ntensors ? g->ntensors : 1);
+    int *nreaders = vcc_calloc(nt, sizeof(int)), *reader = vcc_calloc(nt, sizeof(int));
+    *reader_out = reader;
     for (int k = 0; k < g->nnodes; k++)
         for (int i = 0; i < g->nodes[k].nin; i++) {
             int t = g->nodes[k].in[i];
@@ -290,6 +294,7 @@ static void count_readers(const VccGraph *g, int *nreaders, int *reader) {
             for (int j = 0; j < i; j++) again |= g->nodes[k].in[j] == t;
             if (!again) nreaders[t]++, reader[t] = k;
         }
+    return nreaders;
 }
 
 /* Node n becomes op(x), an op of one input, with no attributes (the nodes it replaces, left without
@@ -305,9 +310,7 @@ static void become_unary(VccNode *n, VccOp op, int x) {
 
 /* Rewrite each GELU written out with Erf into one Gelu node; returns how many. */
 static int fuse_gelu(VccGraph *g) {
-    int fused = 0, nt = g->ntensors;
-    int *nreaders = vcc_calloc((size_t)(nt ? nt : 1), sizeof(int)), *reader = vcc_calloc((size_t)(nt ? nt : 1), sizeof(int));
-    count_readers(g, nreaders, reader);
+    int fused = 0, *reader, *nreaders = count_readers(g, &reader);
     for (int e = 0; e < g->nnodes; e++) {
         int x, last;
         if (!gelu_at(g, e, nreaders, reader, &x, &last)) continue;
@@ -325,9 +328,7 @@ static int fuse_gelu(VccGraph *g) {
  * order) whose Sigmoid output is read by that Mul alone into one Swish(x) (alpha 1); returns how many.
  * The gradient then reads x alone, where the graph as written saves x and the Sigmoid's output. */
 static int fuse_swish(VccGraph *g) {
-    int fused = 0, nt = g->ntensors;
-    int *nreaders = vcc_calloc((size_t)(nt ? nt : 1), sizeof(int)), *reader = vcc_calloc((size_t)(nt ? nt : 1), sizeof(int));
-    count_readers(g, nreaders, reader);
+    int fused = 0, *reader, *nreaders = count_readers(g, &reader);
     for (int m = 0; m < g->nnodes; m++) {
         VccNode *n = &g->nodes[m];
         if (n->op != VCC_OP_MUL || n->nin != 2 || n->nout != 1) continue;
@@ -385,9 +386,7 @@ static int channel_param(const VccGraph *g, int p, int64_t C, int xrank) {
  * sample with their mean and biased variance. Its gradient reads X alone, where the graph as written
  * saves X for the InstanceNormalization's gradient and its output for the Mul's; returns how many. */
 static int fuse_groupnorm(VccGraph *g) {
-    int fused = 0, nt = g->ntensors;
-    int *nreaders = vcc_calloc((size_t)(nt ? nt : 1), sizeof(int)), *reader = vcc_calloc((size_t)(nt ? nt : 1), sizeof(int));
-    count_readers(g, nreaders, reader);
+    int fused = 0, *reader, *nreaders = count_readers(g, &reader);
     for (int a = 0; a < g->nnodes; a++) {
         if (g->nodes[a].op != VCC_OP_ADD || g->nodes[a].nin != 2 || g->nodes[a].nout != 1) continue;
         for (int i = 0; i < 2; i++) {
@@ -457,9 +456,7 @@ static int fuse_groupnorm(VccGraph *g) {
  * weight for the whole step. Runs after the attention fusion, which takes its own Transpose. Returns how
  * many. */
 static int fold_transposed_b(VccGraph *g) {
-    int folded = 0, nt = g->ntensors;
-    int *nreaders = vcc_calloc((size_t)(nt ? nt : 1), sizeof(int)), *reader = vcc_calloc((size_t)(nt ? nt : 1), sizeof(int));
-    count_readers(g, nreaders, reader);
+    int folded = 0, *reader, *nreaders = count_readers(g, &reader);
     for (int k = 0; k < g->nnodes; k++) {
         VccNode *n = &g->nodes[k];
         if (n->op != VCC_OP_MATMUL || n->nin != 2 || n->nout != 1 || n->in[0] < 0 || n->in[1] < 0 ||
@@ -486,9 +483,7 @@ VccStatus vcc_fuse_attention(VccCtx *ctx, VccGraph *g) {
     }
     for (int s = 0; s < g->nnodes; s++) {
         if (g->nodes[s].op != VCC_OP_SOFTMAX) continue;
-        int nt = g->ntensors;
-        int *nreaders = vcc_calloc((size_t)(nt ? nt : 1), sizeof(int)), *reader = vcc_calloc((size_t)(nt ? nt : 1), sizeof(int));
-        count_readers(g, nreaders, reader);
+        int *reader, *nreaders = count_readers(g, &reader);
         bool *reach = param_reach(g);
         Match m;
         bool ok = reach && match_at(g, s, nreaders, reader, reach, &m);
