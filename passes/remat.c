@@ -18,7 +18,8 @@
  *   RowNormApply from their saved row statistics, the elementwise ops (the unary family, Add, Sub, Mul,
  *   Div, Pow, Where, Not: VCC_OPF_INPLACE), never Dropout or a random op, and the poolings (MaxPool,
  *   AveragePool and their global forms, without Indices: a pool's output, read by the next conv's
- *   weight gradient, made again from its input, which MaxPool's own gradient keeps anyway). Once no cheap value live at the peak step can be recomputed, whole segments:
+ *   weight gradient, made again from its input, which MaxPool's own gradient keeps anyway). Once no
+ *   cheap value live at the peak step can be recomputed, whole segments:
  *   a forward Conv or ConvTranspose may be cloned too (with a workspace of its own, as large as the
  *   forward's, so it runs the same kernel the same way), from its input live at that step or itself
  *   recomputed (a block's convolutions from its input, saved for the first convolution's weight gradient).
@@ -125,8 +126,8 @@ static bool cheap_pool(const VccGraph *g, const VccNode *n) {
 }
 
 /* Whether node n is a cheap clone this pass made ("<node>.recompute" in the backward phase: a
- * BatchNormApply, a RowNormApply or an elementwise op), which may run a second time for the readers of
- * its output after the peak. */
+ * BatchNormApply, a RowNormApply, an elementwise op or a pooling), which may run a second time for the
+ * readers of its output after the peak. */
 static bool cheap_clone(const VccGraph *g, const VccNode *n) {
     if (n->phase != VCC_PHASE_BACKWARD || !vcc_has_suffix(n->name, ".recompute") || n->nout != 1) return false;
     return n->op == VCC_OP_BATCHNORM_APPLY || n->op == VCC_OP_ROWNORM_APPLY || cheap_elementwise(n) ||
