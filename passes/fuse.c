@@ -398,10 +398,12 @@ static int fuse_groupnorm(VccGraph *g) {
             for (int j = 0; j < 2; j++) {
                 const VccNode *mn = &g->nodes[m];
                 int y = mn->in[j], scale = mn->in[1 - j], r2 = y >= 0 ? g->tensors[y].producer : -1;
-                if (r2 < 0 || scale < 0 || g->nodes[r2].op != VCC_OP_RESHAPE || sole_reader(g, y, nreaders, reader) != m)
+                if (r2 < 0 || scale < 0 || g->nodes[r2].op != VCC_OP_RESHAPE ||
+                    sole_reader(g, y, nreaders, reader) != m)
                     continue;
                 int nrm = g->nodes[r2].in[0], in = nrm >= 0 ? g->tensors[nrm].producer : -1;
-                if (in < 0 || g->nodes[in].op != VCC_OP_INSTANCENORM || g->nodes[in].nin != 3 || g->nodes[in].nout != 3 ||
+                if (in < 0 || g->nodes[in].op != VCC_OP_INSTANCENORM || g->nodes[in].nin != 3 ||
+                    g->nodes[in].nout != 3 ||
                     sole_reader(g, nrm, nreaders, reader) != r2 || nreaders[g->nodes[in].out[1]] ||
                     nreaders[g->nodes[in].out[2]])
                     continue;
@@ -451,10 +453,10 @@ static int fuse_groupnorm(VccGraph *g) {
 
 /* Fold each Transpose that swaps the last two dims of a MatMul's B (rank >= 2; A of rank >= 2), read by
  * that MatMul alone, into the MatMul as transB=1 (ir/ops/matmul.c): the MatMul reads the Transpose's
- * input and the copy goes. torch exports nn.Linear on a batched input as MatMul(X, Transpose(W)) and k.transpose(-1, -2)
- * as a Transpose; as written, backward saves each copy (for dA = dY B^T), a second copy of every such
- * weight for the whole step. Runs after the attention fusion, which takes its own Transpose. Returns how
- * many. */
+ * input and the copy goes. torch exports nn.Linear on a batched input as MatMul(X, Transpose(W)) and
+ * k.transpose(-1, -2) as a Transpose; as written, backward saves each copy (for dA = dY B^T), a second
+ * copy of every such weight for the whole step. Runs after the attention fusion, which takes its own
+ * Transpose. Returns how many. */
 static int fold_transposed_b(VccGraph *g) {
     int folded = 0, *reader, *nreaders = count_readers(g, &reader);
     for (int k = 0; k < g->nnodes; k++) {
