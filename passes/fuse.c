@@ -57,10 +57,13 @@ static bool scalar_const(const VccGraph *g, int t, float *v) {
     return true;
 }
 
-/* Whether perm swaps the last two of its dims and keeps the others. */
+/* Whether Transpose n swaps the last two of its dims and keeps the others (without perm, ONNX reverses
+ * the dims: a swap of the last two at rank 2). */
 static bool swaps_last_two(const VccNode *n, int rank) {
     int64_t perm[VCC_MAX_RANK];
-    if (rank < 2 || vcc_attr_ints(n, "perm", perm, VCC_MAX_RANK) != rank) return false;
+    if (rank < 2) return false;
+    if (!vcc_attr_get(n, "perm")) return rank == 2;
+    if (vcc_attr_ints(n, "perm", perm, VCC_MAX_RANK) != rank) return false;
     for (int i = 0; i < rank; i++) {
         int64_t want = i == rank - 2 ? rank - 1 : i == rank - 1 ? rank - 2 : i;
         if (perm[i] != want) return false;

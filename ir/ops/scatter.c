@@ -325,8 +325,14 @@ static const VccTensor *scatter_indices(VccCtx *ctx, const VccGraph *g, const Vc
     for (int64_t i = 0; i < cnt; i++) {
         int64_t len = d->nd ? d->dims[i % d->rank] : d->len;
         if (vcc_scatter_index(v[i], len) < 0) {
-            vcc_error(ctx, "node '%s' (%s): index %lld at position %lld is out of range for a dim of %lld", n->name,
-                      vcc_node_op(n), (long long)v[i], (long long)i, (long long)len);
+            if (d->nd)
+                vcc_error(ctx, "node '%s' (%s): indices '%s': index tuple %lld names %lld for data dim %lld, out of range "
+                          "for its size %lld", n->name, vcc_node_op(n), ix->name, (long long)(i / d->rank),
+                          (long long)v[i], (long long)(i % d->rank), (long long)len);
+            else
+                vcc_error(ctx, "node '%s' (%s): indices '%s': value %lld at flat position %lld is out of range for the "
+                          "axis, of size %lld", n->name, vcc_node_op(n), ix->name, (long long)v[i], (long long)i,
+                          (long long)len);
             return NULL;
         }
     }

@@ -26,6 +26,8 @@ Each case is a torch module written the way a family of real models writes atten
                 h @ g.transpose(-1, -2) of two activations: after the fuse pass no Transpose is left and
                 the three MatMuls read B with transB=1; one --lr 0 step's loss and gradients against
                 PyTorch float64 (loss 1e-6 relative, gradients 1e-5 of their largest)
+  transposed_b_noperm  MatMul(A, Transpose(W)) with no perm attribute (ONNX: the dims reversed, a swap at
+                rank 2) folds too; the forward program against numpy A @ W^T in float64 (1e-6 relative)
   cuda          (--cuda, --cuda-one) the fused trainer's .cu builds with nvcc with no warnings; where a
                 GPU is present it runs, and its loss and gradients are checked against the C trainer's
                 (1e-5)
@@ -353,6 +355,31 @@ def transposed_b(vcc, work):
         abs(lf - l64) <= 1e-6 * abs(l64) and e[worst] <= 1e-5, "gradients %.2e (%s)" % (e[worst], worst))
 
 
+def transposed_b_noperm(vcc, work):
+    """A rank-2 Transpose without perm (ONNX reverses the dims) read by a MatMul folds into it too."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    d = os.path.join(work, "transposed_b_noperm")
+    os.makedirs(d, exist_ok=True)
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((5, 4)).astype(np.float32)
+    a = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    g = helper.make_graph([helper.make_node("Transpose", ["W"], ["Wt"]), helper.make_node("MatMul", ["A", "Wt"], ["Y"])],
+                          "noperm", [helper.make_tensor_value_info("A", TensorProto.FLOAT, [2, 3, 4])],
+                          [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [2, 3, 5])],
+                          [numpy_helper.from_array(w, "W")])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), os.path.join(d, "model.onnx"))
+    text = oc._run([vcc, "model.onnx", "--forward-only", "--dump-ir", "fuse"], d)
+    ops = re.findall(r"^node \d+ \w+ (\w+) ", text, re.M)
+    tb = len(re.findall(r"^node \d+ forward MatMul .*transB=1", text, re.M))
+    fwd = oc._build(vcc, "model.onnx", "fwd.c", d, ["--forward-only"])
+    np.save(os.path.join(d, "a.npy"), a)
+    oc._run([fwd, "a.npy", "-o", "y.npy"], d)
+    e = oc._err(np.load(os.path.join(d, "y.npy")), a.astype(np.float64) @ w.astype(np.float64).T)
+    row("transposed_b_noperm", "transB=1, forward vs numpy", e, tb == 1 and "Transpose" not in ops and e <= 1e-6,
+        " ".join(ops))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--vcc", required=True)
@@ -389,6 +416,10 @@ def main():
                 transposed_b(vcc, work)
             except Exception as ex:
                 row("transposed_b", "run", float("inf"), False, str(ex)[:600])
+            try:
+                transposed_b_noperm(vcc, work)
+            except Exception as ex:
+                row("transposed_b_noperm", "run", float("inf"), False, str(ex)[:600])
         for name in CASES:
             if args.only and args.only not in name:
                 continue
