@@ -71,6 +71,16 @@ static bool swaps_last_two(const VccNode *n, int rank) {
     return true;
 }
 
+/* The tensor a Transpose swapped the last two dims of to make t (rank >= 2), when node k alone reads t
+ * (the Transpose's copy can go); -1 otherwise. */
+static int swapped_from(const VccGraph *g, int t, int k, const int *nreaders, const int *reader) {
+    int tr = g->tensors[t].producer;
+    if (tr < 0 || g->nodes[tr].op != VCC_OP_TRANSPOSE || g->nodes[tr].nin != 1 || g->nodes[tr].in[0] < 0 ||
+        !swaps_last_two(&g->nodes[tr], g->tensors[t].shape.rank) || sole_reader(g, t, nreaders, reader) != k)
+        return -1;
+    return g->nodes[tr].in[0];
+}
+
 /* Equal leading (batch) dims of a and b, both of rank r. */
 static bool same_batch(const VccShape *a, const VccShape *b) {
     if (a->rank != b->rank || a->rank < 2) return false;
@@ -174,11 +184,9 @@ static bool match_at(const VccGraph *g, int s, const int *nreaders, const int *r
     m->kt = 1;
     const VccShape *q = &g->tensors[m->q].shape, *b = &g->tensors[m->k].shape, *v = &g->tensors[m->v].shape;
     if (!same_batch(q, b) || !same_batch(q, v) || !vcc_same_shape(&g->tensors[t].shape, ps)) return false;
-    int tr = g->tensors[m->k].producer;
-    bool drop_transpose = tr >= 0 && g->nodes[tr].op == VCC_OP_TRANSPOSE && g->nodes[tr].nin == 1 &&
-                          swaps_last_two(&g->nodes[tr], b->rank) && sole_reader(g, m->k, nreaders, reader) == p;
-    if (drop_transpose) {
-        m->k = g->nodes[tr].in[0];
+    int tr = g->tensors[m->k].producer, k = swapped_from(g, m->k, p, nreaders, reader);
+    if (k >= 0) { /* K itself, its Transpose dropped */
+        m->k = k;
         m->kt = 0;
         m->nodes[m->nnodes++] = tr;
     }
@@ -467,11 +475,9 @@ static int fold_transposed_b(VccGraph *g) {
         if (n->op != VCC_OP_MATMUL || n->nin != 2 || n->nout != 1 || n->in[0] < 0 || n->in[1] < 0 ||
             g->tensors[n->in[0]].shape.rank < 2 || vcc_attr_int(n, "transB", 0))
             continue;
-        int b = n->in[1], tr = g->tensors[b].producer, rank = g->tensors[b].shape.rank;
-        if (tr < 0 || g->nodes[tr].op != VCC_OP_TRANSPOSE || g->nodes[tr].nin != 1 || g->nodes[tr].in[0] < 0 ||
-            rank < 2 || !swaps_last_two(&g->nodes[tr], rank) || sole_reader(g, b, nreaders, reader) != k)
-            continue;
-        n->in[1] = g->nodes[tr].in[0];
+        int src = swapped_from(g, n->in[1], k, nreaders, reader);
+        if (src < 0) continue;
+        n->in[1] = src;
         vcc_attr_set_int(n, "transB", 1);
         folded++;
     }
