@@ -32,7 +32,10 @@ Printed per model and batch:
   recompute: arena, +FLOPs, /torch  the smallest arena --memory-limit's recomputation reaches within
                                   --recompute-flops PCT (default 5) percent more FLOPs (vcc --memory-limit 1
                                   --recompute-flops PCT names it), its extra FLOPs and its ratio to PyTorch's
-                                  peak; --recompute-flops -1 leaves these columns out
+                                  peak; --recompute-flops -1 leaves these columns out. An arena marked *
+                                  needed conv workspaces at the peak halved too (smaller im2col chunks:
+                                  its numbers round differently from the unlimited plan's); unmarked, the
+                                  limited trainer computes the unlimited one's numbers exactly
   torch GPU                       torch.cuda.max_memory_allocated for the same step, where a GPU is present
 Then, unless --no-dsa, each instance of ../shared/dsa-benchmarks (bench/dsa/dsa_bench, built by CMake as
 the target dsa_bench): vcc's plan height over the lower bound (the greedy portfolio's, or the exact
@@ -187,15 +190,19 @@ def dsa_table(dsa_bench, folder):
 
 
 def smallest(a, path, extra):
-    """(bytes, extra FLOPs percent) of the smallest arena vcc's recomputation reaches within
-    a.recompute_flops percent more FLOPs: vcc --memory-limit 1 refuses and names it."""
+    """(bytes, extra FLOPs percent, workspaces halved) of the smallest arena vcc's recomputation reaches
+    within a.recompute_flops percent more FLOPs: vcc --memory-limit 1 refuses and names it, and after it,
+    where halving conv workspaces at the peak goes lower, that arena too."""
     p = subprocess.run([os.path.abspath(a.vcc), path, "--memory-limit", "1", "--recompute-flops",
                         "%g" % a.recompute_flops] + extra + a.vcc_args.split(), capture_output=True, text=True)
     m = re.search(r"smallest arena reachable by recomputation.*? is (\d+) bytes \(.*?\+([0-9.]+)% FLOPs\)", p.stderr)
     if p.returncode != 1 or not m:
         raise RuntimeError("vcc --memory-limit 1 --recompute-flops %g: exit %d: %s"
                            % (a.recompute_flops, p.returncode, p.stderr.strip()))
-    return int(m.group(1)), float(m.group(2))
+    w = re.search(r"workspaces at the peak shrunk too .*? it is (\d+) bytes \(.*?\+([0-9.]+)% FLOPs\)", p.stderr)
+    if w:
+        return int(w.group(1)), float(w.group(2)), True
+    return int(m.group(1)), float(m.group(2)), False
 
 
 def main():
@@ -248,7 +255,7 @@ def main():
                 p["saved_floor_bytes"] / max(cpu, 1), vsaved / max(tsaved, 1),
                 "%.1f" % (gpu / MIB) if gpu is not None else "-")
             if rc_cols:
-                row += " %.1f | %.2f | %.2f |" % (rc[0] / MIB, rc[1], rc[0] / max(cpu, 1))
+                row += " %.1f%s | %.2f | %.3f |" % (rc[0] / MIB, "*" if rc[2] else "", rc[1], rc[0] / max(cpu, 1))
             print(row, flush=True)
     if a.no_dsa:
         return 0

@@ -95,8 +95,11 @@ static void usage(FILE *f) {
           "  --memory-limit SIZE  keep the arena within SIZE (bytes, or with KiB, MiB, GiB: 24GiB) by recomputing\n"
           "                     saved values in backward: cheap ones first (normalization outputs from their\n"
           "                     saved statistics, elementwise ops), then convolutions, the most bytes per extra\n"
-          "                     FLOP first; the same numbers as without. The summary gives the arena before and after and the extra\n"
-          "                     FLOPs; a limit that cannot be met is an error naming the smallest arena reachable\n"
+          "                     FLOP first; the same numbers as without. Where that is not enough and --workspace-limit\n"
+          "                     is not given, conv workspaces at the peak are halved too (smaller im2col chunks:\n"
+          "                     those sums then round differently). The summary gives the arena before and after\n"
+          "                     and the extra FLOPs; a limit that cannot be met is an error naming the smallest\n"
+          "                     arena reachable with the same numbers and, where lower, with workspaces halved\n"
           "  --recompute-flops PCT  with --memory-limit or --fit: recompute no more than PCT percent of the\n"
           "                     step's FLOPs (default: no bound)\n"
           "  --precision fp32|tf32  the CUDA trainer's float32 arithmetic in cuDNN convolutions and cuBLAS\n"
@@ -697,8 +700,10 @@ int main(int argc, char **argv) {
                (long long)ws_largest, (long long)ws_limit);
     if (memory_limit && !plan_cmd) /* beside the summary, or on stderr when stdout holds a dump or nothing */
         fprintf(out || plan_json || plan_trace || plan_svg || dump ? stderr : stdout, "%s: --memory-limit %lld: arena %lld bytes without recomputation, %lld with %d values recomputed "
-               "(+%.2f%% FLOPs)\n", model, (long long)memory_limit, (long long)g->arena_unlimited_bytes,
-               (long long)g->arena_bytes, g->remat_values, g->step_flops > 0 ? 100.0 * g->remat_flops / g->step_flops : 0.0);
+               "(+%.2f%% FLOPs)%s\n", model, (long long)memory_limit, (long long)g->arena_unlimited_bytes,
+               (long long)g->arena_bytes, g->remat_values, g->step_flops > 0 ? 100.0 * g->remat_flops / g->step_flops : 0.0,
+               g->remat_ws_shrunk ? " and conv workspaces at the peak halved (smaller im2col chunks: the numbers "
+                                    "round differently from the unlimited trainer's)" : "");
     rc = 0;
     if (fflush(stdout) != 0 || ferror(stdout)) { /* a full disk must not pass for a complete dump */
         fprintf(stderr, "vcc: cannot write to standard output: %s\n", strerror(errno));

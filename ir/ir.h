@@ -327,6 +327,10 @@ typedef struct {
     int64_t arena_unlimited_bytes;
     int remat_values;
     double remat_flops, step_flops;
+    /* filled by passes/remat: halvings of gradient-convolution workspaces at the peak once recomputation
+     * alone could not meet the limit, and the bytes they took off */
+    int remat_ws_shrunk;
+    int64_t remat_ws_shrunk_bytes;
 } VccGraph;
 
 /* A subgraph attribute of an If or Loop node (ONNX GraphProto: then_branch, else_branch, body), loaded as

@@ -327,15 +327,17 @@ void vcc_plan_write_json(FILE *f, const VccGraph *g, VccPrecision precision) {
     fprintf(f, ",\n  \"workspaces_shrunk\": %d,\n  \"workspace_shrunk_bytes\": %" PRId64, g->ws_shrunk,
             g->ws_shrunk_bytes);
     /* passes/remat: the arena before recomputation, the values recomputed and their share of the step's
-     * FLOPs (vcc_step_flops); null for a graph read back after the plan */
+     * FLOPs (vcc_step_flops), the conv workspaces it halved; null for a graph read back after the plan */
     if (g->step_flops > 0)
         fprintf(f, ",\n  \"arena_unlimited_bytes\": %" PRId64 ",\n  \"recomputed_values\": %d,\n  \"recompute_flops\": %.0f"
-                   ",\n  \"step_flops\": %.0f,\n  \"recompute_flops_percent\": %.4f",
+                   ",\n  \"step_flops\": %.0f,\n  \"recompute_flops_percent\": %.4f"
+                   ",\n  \"recompute_workspace_halvings\": %d,\n  \"recompute_workspace_bytes\": %" PRId64,
                 g->arena_unlimited_bytes, g->remat_values, g->remat_flops, g->step_flops,
-                100.0 * g->remat_flops / g->step_flops);
+                100.0 * g->remat_flops / g->step_flops, g->remat_ws_shrunk, g->remat_ws_shrunk_bytes);
     else
         fputs(",\n  \"arena_unlimited_bytes\": null, \"recomputed_values\": null, \"recompute_flops\": null"
-              ",\n  \"step_flops\": null, \"recompute_flops_percent\": null", f);
+              ",\n  \"step_flops\": null, \"recompute_flops_percent\": null"
+              ",\n  \"recompute_workspace_halvings\": null, \"recompute_workspace_bytes\": null", f);
     fputs(",\n  \"tensors\": [", f);
     bool first = true;
     for (int t = 0; t < g->ntensors; t++) {

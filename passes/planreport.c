@@ -213,7 +213,7 @@ void vcc_plan_report(FILE *f, const VccGraph *g, const char *model, const VccGra
                 unfused->arena_bytes - arena, (unfused->arena_bytes - arena) / MIB);
 
     /* what recomputation removed (passes/remat.c: its clones are the nodes named "<node>.recompute") */
-    if (g->remat_values > 0) {
+    if (g->remat_values > 0 || g->remat_ws_shrunk > 0) {
         fprintf(f, "\nremoved by recomputation (--memory-limit)\n");
         fprintf(f, "  %d saved values recomputed in backward instead of kept from the forward, +%.2f%% FLOPs of the "
                    "step (%.3g of %.3g)\n", g->remat_values, g->step_flops > 0 ? 100.0 * g->remat_flops / g->step_flops
@@ -221,6 +221,11 @@ void vcc_plan_report(FILE *f, const VccGraph *g, const char *model, const VccGra
         fprintf(f, "  arena without recomputation %" PRId64 " bytes (%.1f MiB), with it %" PRId64 " bytes (%.1f MiB): "
                    "%" PRId64 " bytes (%.1f MiB) less\n", g->arena_unlimited_bytes, g->arena_unlimited_bytes / MIB,
                 arena, arena / MIB, g->arena_unlimited_bytes - arena, (g->arena_unlimited_bytes - arena) / MIB);
+        if (g->remat_ws_shrunk)
+            fprintf(f, "  and %d halvings of conv workspaces at the peak once nothing there was left to recompute: "
+                       "%" PRId64 " bytes (%.1f MiB) less at their steps (those convolutions sum in smaller im2col "
+                       "chunks, so their numbers round differently from the unlimited plan's)\n",
+                    g->remat_ws_shrunk, g->remat_ws_shrunk_bytes, g->remat_ws_shrunk_bytes / MIB);
         fprintf(f, "  recomputed nodes, in schedule order (step, op, node):\n");
         int listed = 0, total = 0;
         for (int k = 0; k < g->nnodes; k++) {

@@ -39,9 +39,18 @@
  *   copied again (copies of copies could chase a peak they do not lower, step by step).
  *   With ctx->recompute_flops_max >= 0 (--recompute-flops P), a value whose chain would take the extra
  *   FLOPs past P percent of the step is not taken.
+ *   Workspaces: when nothing at the peak step is left to recompute and --workspace-limit was not given,
+ *   the conv workspace made at the peak step is halved (vcc_conv_ws_halved: half the im2col columns per
+ *   chunk, down to VCC_WORKSPACE_MIN_COLS), a forward convolution's together with its clones' so each
+ *   clone still makes its original's bytes, and recomputation starts again from cheap values at the new
+ *   peak. Those convolutions then sum in smaller chunks, so from the first halving on the numbers differ
+ *   from the unlimited plan's by rounding. Picks never depend on the limit, so any limit at or above the
+ *   smallest arena reached before the first halving is met with the unlimited plan's numbers exactly.
  *   Sets g->remat_values (recomputed values), g->remat_flops (their FLOPs), g->step_flops (an estimate of
- *   one training step's FLOPs, vcc_step_flops) and g->arena_unlimited_bytes (the arena before).
- * Errors: VCC_ERR_UNSUPPORTED when the limit cannot be met, naming the smallest arena reachable.
+ *   one training step's FLOPs, vcc_step_flops), g->arena_unlimited_bytes (the arena before) and
+ *   g->remat_ws_shrunk / g->remat_ws_shrunk_bytes (the halvings and the bytes they took off their steps).
+ * Errors: VCC_ERR_UNSUPPORTED when the limit cannot be met, naming the smallest arena recomputation
+ *   reaches with the unlimited plan's numbers and, where halving workspaces goes lower, that arena too.
  */
 #include "passes.h"
 
@@ -451,17 +460,54 @@ static int pick(const VccGraph *g, int s, Chain *best, int *best_p, bool convs, 
 
 static double gib(int64_t b) { return (double)b / (1024.0 * 1024.0 * 1024.0); }
 
+/* The largest conv workspace made at step s, halved (vcc_conv_ws_halved: half the im2col columns per
+ * chunk, at least VCC_WORKSPACE_MIN_COLS). A forward convolution's recomputed clones ("<node>.recompute",
+ * their clones "<node>.recompute.recompute") are halved with it and a clone with its forward node, so a
+ * clone still runs in its original's chunks and makes its bytes. Returns the bytes taken off at s (0: no
+ * workspace at s could shrink). */
+/* Node n's conv workspace (its last output, a VCC_T_WORKSPACE tensor), or -1. */
+static int workspace_of(const VccGraph *g, const VccNode *n) {
+    int t = n->nout ? n->out[n->nout - 1] : -1;
+    return t >= 0 && g->tensors[t].kind == VCC_T_WORKSPACE ? t : -1;
+}
+
+static int64_t shrink_ws_at(VccCtx *ctx, VccGraph *g, int s) {
+    if (s < 0 || s >= g->nnodes) return 0;
+    const VccNode *n = &g->nodes[s];
+    int ws = workspace_of(g, n);
+    if (ws < 0) return 0;
+    int64_t bytes = vcc_tensor_bytes(&g->tensors[ws]), smaller = vcc_conv_ws_halved(ctx, g, s, bytes);
+    if (smaller >= bytes) return 0;
+    /* the forward node's name: the part before the first ".recompute" */
+    const char *mark = strstr(n->name, ".recompute");
+    size_t len = mark ? (size_t)(mark - n->name) : strlen(n->name);
+    for (int k = 0; k < g->nnodes; k++) {
+        const VccNode *m = &g->nodes[k];
+        int mws = workspace_of(g, m);
+        if (m->op != n->op || mws < 0 || strncmp(m->name, n->name, len) ||
+            (m->name[len] && strncmp(m->name + len, ".recompute", 10)) || vcc_tensor_bytes(&g->tensors[mws]) != bytes)
+            continue;
+        g->tensors[mws].shape = (VccShape){1, {smaller / 4}};
+    }
+    return bytes - smaller;
+}
+
 VccStatus vcc_remat(VccCtx *ctx, VccGraph *g) {
     g->arena_unlimited_bytes = g->arena_bytes;
     g->step_flops = vcc_step_flops(g);
     g->remat_values = 0;
     g->remat_flops = 0;
+    g->remat_ws_shrunk = 0;
+    g->remat_ws_shrunk_bytes = 0;
     if (ctx->memory_limit <= 0 || ctx->forward_only || ctx->eval || g->arena_bytes <= ctx->memory_limit) return VCC_OK;
-    int64_t smallest = g->arena_bytes;
-    int n_at_smallest = 0;
-    double flops_at_smallest = 0;
-    /* cheap values first; convolutions once no cheap value is left at the peak; second copies last */
-    bool convs = false, copies = false;
+    /* the smallest arena before any workspace was shrunk (the same numbers as the unlimited plan), and
+     * the smallest of all */
+    int64_t same = g->arena_bytes, smallest = g->arena_bytes;
+    int n_same = 0, n_smallest = 0, ws_smallest = 0;
+    double flops_same = 0, flops_smallest = 0;
+    /* cheap values first; convolutions once no cheap value is left at the peak; second copies last; then
+     * a gradient convolution's workspace at the peak halved, and the same again from cheap values */
+    bool convs = false, copies = false, ws_lever = !ctx->workspace_limit_fixed;
     while (g->arena_bytes > ctx->memory_limit) {
         Chain c;
         double budget = -1; /* the FLOPs --recompute-flops leaves (negative: no bound) */
@@ -469,34 +515,54 @@ VccStatus vcc_remat(VccCtx *ctx, VccGraph *g) {
             budget = ctx->recompute_flops_max / 100.0 * g->step_flops - g->remat_flops;
             if (budget < 0) budget = 0;
         }
-        int p = -1, y = pick(g, peak_step(g), &c, &p, convs, copies, budget);
+        int s = peak_step(g), p = -1, y = pick(g, s, &c, &p, convs, copies, budget);
         if (y < 0 && !copies) {
             copies = convs;
             convs = true;
             continue;
         }
-        if (y < 0) break;
-        apply(g, &c, y, p);
-        g->remat_values++;
-        g->remat_flops += c.flops;
+        if (y < 0) {
+            int64_t off = ws_lever ? shrink_ws_at(ctx, g, s) : 0;
+            if (!off) break;
+            g->remat_ws_shrunk++;
+            g->remat_ws_shrunk_bytes += off;
+            convs = copies = false;
+        } else {
+            apply(g, &c, y, p);
+            g->remat_values++;
+            g->remat_flops += c.flops;
+        }
         VccStatus st = replan(ctx, g);
         if (st) return st;
+        if (g->arena_bytes < same && !g->remat_ws_shrunk) {
+            same = g->arena_bytes;
+            n_same = g->remat_values;
+            flops_same = g->remat_flops;
+        }
         if (g->arena_bytes < smallest) {
             smallest = g->arena_bytes;
-            n_at_smallest = g->remat_values;
-            flops_at_smallest = g->remat_flops;
+            n_smallest = g->remat_values;
+            flops_smallest = g->remat_flops;
+            ws_smallest = g->remat_ws_shrunk;
         }
     }
     if (g->arena_bytes <= ctx->memory_limit) return VCC_OK;
-    char budget_text[64] = "";
+    char budget_text[64] = "", ws_text[512] = "";
     if (ctx->recompute_flops_max >= 0)
         snprintf(budget_text, sizeof budget_text, " within --recompute-flops %g%%", ctx->recompute_flops_max);
+    if (smallest < same)
+        snprintf(ws_text, sizeof ws_text,
+                 "; with conv workspaces at the peak shrunk too (%d halvings: smaller im2col "
+                 "chunks, so those convolutions round differently from the unlimited plan's) it is %" PRId64
+                 " bytes (%.3f GiB; %d values recomputed, +%.2f%% FLOPs)",
+                 ws_smallest, smallest, gib(smallest), n_smallest,
+                 g->step_flops > 0 ? 100.0 * flops_smallest / g->step_flops : 0.0);
     vcc_error(ctx,
               "--memory-limit %" PRId64 " bytes (%.3f GiB) cannot be met: the smallest arena reachable by "
               "recomputation%s is %" PRId64 " bytes (%.3f GiB; %d values recomputed, +%.2f%% FLOPs), the "
-              "arena without recomputation %" PRId64 " bytes (%.3f GiB)",
-              ctx->memory_limit, gib(ctx->memory_limit), budget_text, smallest, gib(smallest), n_at_smallest,
-              g->step_flops > 0 ? 100.0 * flops_at_smallest / g->step_flops : 0.0, g->arena_unlimited_bytes,
-              gib(g->arena_unlimited_bytes));
+              "arena without recomputation %" PRId64 " bytes (%.3f GiB)%s",
+              ctx->memory_limit, gib(ctx->memory_limit), budget_text, same, gib(same), n_same,
+              g->step_flops > 0 ? 100.0 * flops_same / g->step_flops : 0.0, g->arena_unlimited_bytes,
+              gib(g->arena_unlimited_bytes), ws_text);
     return VCC_ERR_UNSUPPORTED;
 }

@@ -274,7 +274,8 @@ int64_t vcc_conv_plan_ws_bytes(const VccCtx *ctx, VccOp op, const VccConvParams 
  * about half as many columns, (cols + 1) / 2, but not below min(prod(out), VCC_WORKSPACE_MIN_COLS); `bytes`
  * itself when it cannot shrink: at that floor already, not a whole number of columns, or sized for oneDNN
  * (--cpu-conv dnnl: its blocked copies do not chunk). passes/schedule.c shrinks the workspaces that set the
- * peak with it; the kernels take any whole number of columns (vcc_conv_chunk_cols). */
+ * peak with it, passes/remat.c those at the peak under --memory-limit; the kernels take any whole number
+ * of columns (vcc_conv_chunk_cols). */
 int64_t vcc_conv_ws_halved(VccCtx *ctx, const VccGraph *g, int k, int64_t bytes);
 
 /* Add a workspace tensor "<node>.ws" of vcc_conv_ws_bytes (under ctx->workspace_limit) as the last output

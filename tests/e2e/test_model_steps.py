@@ -54,6 +54,8 @@ used (samples (k-1)*N + i mod S). Checked per step:
                 is not such a combination, so it still fails.
 With --remat vcc compiles with --memory-limit at the smallest arena its recomputation reaches (the size it
 names when refusing --memory-limit 1): the recomputed values must leave every step as close to PyTorch.
+With --remat-workspaces, at the smaller arena it names beside it with conv workspaces at the peak halved
+too (smaller im2col chunks; the test fails when vcc names none), so the chunked sums are checked as well.
 With --clip-grad-norm MAX the trainer (compiled with vcc --keep-grads, which clipping needs; else each
 update runs as soon as its gradient is final, vcc's default) clips and the references call
 torch.nn.utils.clip_grad_norm_(MAX)
@@ -313,6 +315,8 @@ def main():
     ap.add_argument("--remat", action="store_true",
                     help="compile with vcc --memory-limit at the smallest arena recomputation reaches (the size "
                          "vcc names when it refuses --memory-limit 1)")
+    ap.add_argument("--remat-workspaces", action="store_true",
+                    help="with --remat, the smaller arena vcc names with conv workspaces at the peak halved too")
     args = ap.parse_args()
     OPT.update(name=args.optimizer, clip=args.clip_grad_norm, schedule=args.lr_schedule, warmup=args.warmup_steps,
                steps=args.steps)
@@ -341,9 +345,27 @@ def main():
     if args.remat:
         p = subprocess.run(vcc_cmd + ["--memory-limit", "1"], cwd=d, capture_output=True, text=True)
         m = re.search(r"smallest arena reachable by recomputation is (\d+) bytes", p.stderr)
+        if args.remat_workspaces:
+            same = m
+            m = re.search(r"workspaces at the peak shrunk too .*? it is (\d+) bytes", p.stderr)
+            if m and same and not int(m.group(1)) < int(same.group(1)):
+                sys.exit("FAIL: the arena with workspaces halved, %s, is not below the one without, %s"
+                         % (m.group(1), same.group(1)))
         if p.returncode == 0 or not m:
             sys.exit("FAIL: vcc --memory-limit 1: exit %d, %s" % (p.returncode, p.stderr))
         vcc_cmd += ["--memory-limit", m.group(1)]
+        print("vcc --memory-limit %s" % m.group(1))
+        if args.remat_workspaces:  # the plan at that limit says it halved workspaces
+            q = subprocess.run(vcc_cmd[:2] + vcc_cmd[4:] + ["--plan-json", "remat_plan.json"], cwd=d,
+                               capture_output=True, text=True)
+            plan = json.load(open(os.path.join(d, "remat_plan.json"))) if q.returncode == 0 else {}
+            if not (plan.get("recompute_workspace_halvings") or 0) > 0 or \
+                    plan.get("arena_bytes", 1 << 62) > int(m.group(1)):
+                sys.exit("FAIL: vcc --memory-limit %s --plan-json: exit %d, halvings %s, arena %s\n%s"
+                         % (m.group(1), q.returncode, plan.get("recompute_workspace_halvings"),
+                            plan.get("arena_bytes"), q.stderr))
+            print("plan: arena %d bytes, %d workspace halvings (%d bytes less at their steps)"
+                  % (plan["arena_bytes"], plan["recompute_workspace_halvings"], plan["recompute_workspace_bytes"]))
     build = run(vcc_cmd, d).strip().splitlines()[-1]
     run(build, d, shell=True)
     if args.target == "cu":
