@@ -24,7 +24,8 @@
  *   forward's, so it runs the same kernel the same way), from its input live at that step or itself
  *   recomputed (a block's convolutions from its input, saved for the first convolution's weight gradient).
  *   A clone runs the forward node's kernel on the same bytes, so its output is bit-identical to the
- *   original and training computes exactly the numbers of the unlimited plan.
+ *   original and training computes exactly the numbers of the unlimited plan (until a workspace is
+ *   halved, below).
  *   Choice (greedy, Chen et al. 2016, "Training Deep Nets with Sublinear Memory Cost", with a cost per
  *   value): among the saved values live at the step where the planned bytes peak whose chain can be
  *   recomputed, the one freeing the most bytes per extra FLOP (ties: the earliest value); a chain reads
