@@ -158,9 +158,15 @@ static bool cheap(const VccGraph *g, const VccNode *n) {
     return cheap_elementwise(n) || cheap_pool(g, n);
 }
 
-/* Whether node n's outputs are a value and its workspace (a convolution's). */
+/* Node n's conv workspace (its last output, a VCC_T_WORKSPACE tensor), or -1. */
+static int workspace_of(const VccGraph *g, const VccNode *n) {
+    int t = n->nout ? n->out[n->nout - 1] : -1;
+    return t >= 0 && g->tensors[t].kind == VCC_T_WORKSPACE ? t : -1;
+}
+
+/* Whether node n's outputs are a value and its workspace (a forward convolution's). */
 static bool has_workspace(const VccGraph *g, const VccNode *n) {
-    return n->nout == 2 && n->out[0] >= 0 && n->out[1] >= 0 && g->tensors[n->out[1]].kind == VCC_T_WORKSPACE;
+    return n->nout == 2 && n->out[0] >= 0 && workspace_of(g, n) >= 0;
 }
 
 /* Whether node n may be run twice: cheap, or with convs a forward Conv or ConvTranspose (its output and
@@ -461,17 +467,11 @@ static int pick(const VccGraph *g, int s, Chain *best, int *best_p, bool convs, 
 
 static double gib(int64_t b) { return (double)b / (1024.0 * 1024.0 * 1024.0); }
 
-/* The largest conv workspace made at step s, halved (vcc_conv_ws_halved: half the im2col columns per
+/* The workspace of the conv made at step s, halved (vcc_conv_ws_halved: half the im2col columns per
  * chunk, at least VCC_WORKSPACE_MIN_COLS). A forward convolution's recomputed clones ("<node>.recompute",
  * their clones "<node>.recompute.recompute") are halved with it and a clone with its forward node, so a
  * clone still runs in its original's chunks and makes its bytes. Returns the bytes taken off at s (0: no
  * workspace at s could shrink). */
-/* Node n's conv workspace (its last output, a VCC_T_WORKSPACE tensor), or -1. */
-static int workspace_of(const VccGraph *g, const VccNode *n) {
-    int t = n->nout ? n->out[n->nout - 1] : -1;
-    return t >= 0 && g->tensors[t].kind == VCC_T_WORKSPACE ? t : -1;
-}
-
 static int64_t shrink_ws_at(VccCtx *ctx, VccGraph *g, int s) {
     if (s < 0 || s >= g->nnodes) return 0;
     const VccNode *n = &g->nodes[s];
@@ -507,7 +507,7 @@ VccStatus vcc_remat(VccCtx *ctx, VccGraph *g) {
     int n_same = 0, n_smallest = 0, ws_smallest = 0;
     double flops_same = 0, flops_smallest = 0;
     /* cheap values first; convolutions once no cheap value is left at the peak; second copies last; then
-     * a gradient convolution's workspace at the peak halved, and the same again from cheap values */
+     * the conv workspace at the peak halved, and the same again from cheap values */
     bool convs = false, copies = false, ws_lever = !ctx->workspace_limit_fixed;
     while (g->arena_bytes > ctx->memory_limit) {
         Chain c;
