@@ -698,7 +698,11 @@ int main(int argc, char **argv) {
                model, g->nnodes, (long long)g->arena_bytes, (long long)g->persistent_bytes,
                (long long)g->planned_bytes, (long long)g->lower_bound_bytes, (long long)g->no_reuse_bytes,
                (long long)ws_largest, (long long)ws_limit);
-    if (memory_limit && !plan_cmd) /* beside the summary, or on stderr when stdout holds a dump or nothing */
+    if (memory_limit && !plan_cmd && g->step_flops <= 0) /* a dump after remat: its plan as given */
+        fprintf(out || plan_json || plan_trace || plan_svg || dump ? stderr : stdout,
+                "%s: --memory-limit %lld: arena %lld bytes, the plan as dumped after remat\n", model,
+                (long long)memory_limit, (long long)g->arena_bytes);
+    else if (memory_limit && !plan_cmd) /* beside the summary, or on stderr when stdout holds a dump or nothing */
         fprintf(out || plan_json || plan_trace || plan_svg || dump ? stderr : stdout, "%s: --memory-limit %lld: arena %lld bytes without recomputation, %lld with %d values recomputed "
                "(+%.2f%% FLOPs)%s\n", model, (long long)memory_limit, (long long)g->arena_unlimited_bytes,
                (long long)g->arena_bytes, g->remat_values, g->step_flops > 0 ? 100.0 * g->remat_flops / g->step_flops : 0.0,

@@ -117,8 +117,10 @@ int vcc_fit(VccCtx *ctx, const char *model, int64_t limit, const char *vary, FIL
             fprintf(out, "  %s: largest %s=%" PRId64 ", arena %" PRId64 " bytes (%.1f MiB)", how, vary, n,
                     best->arena_bytes, mib(best->arena_bytes));
             if (remat)
-                fprintf(out, ", %d values recomputed, +%.2f%% FLOPs", best->remat_values,
-                        best->step_flops > 0 ? 100.0 * best->remat_flops / best->step_flops : 0.0);
+                fprintf(out, ", %d values recomputed, +%.2f%% FLOPs%s", best->remat_values,
+                        best->step_flops > 0 ? 100.0 * best->remat_flops / best->step_flops : 0.0,
+                        best->remat_ws_shrunk ? ", conv workspaces at the peak halved (smaller im2col chunks: the "
+                                                "numbers round differently from the unlimited trainer's)" : "");
             fputc('\n', out);
         }
         vcc_graph_free(best);

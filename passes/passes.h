@@ -201,7 +201,9 @@ VccStatus vcc_run_pipeline(VccCtx *ctx, VccGraph *g);
 
 /* Run the passes after vcc_pass_names[done] (a graph read back from a dump after that pass: a .vir
  * file). A --dump-ir pass at or before done prints the graph as given, headed as after done. A graph
- * given after memplan keeps its offsets, which vcc_plan_check must accept. */
+ * given after memplan keeps its offsets, which vcc_plan_check must accept; with ctx->memory_limit, remat
+ * runs on a graph given after memplan, and a graph given after remat whose arena is above the limit is an
+ * error (VCC_ERR_UNSUPPORTED). */
 VccStatus vcc_run_passes_after(VccCtx *ctx, VccGraph *g, int done);
 
 /* Index of a pass in vcc_pass_names, or -1. */

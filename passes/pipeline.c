@@ -2,7 +2,9 @@
  * pipeline.c — the pass list, the verifier between passes, and --dump-ir.
  *
  * Requires: a forward graph from the frontend. Produces: the planned training graph (with
- * ctx->forward_only, the planned forward graph: loss, autodiff and optimizer are skipped).
+ * ctx->forward_only, the planned forward graph: loss, autodiff and optimizer are skipped). A graph read
+ * back after memplan keeps its plan, which is checked; with --memory-limit, remat then runs on it (a
+ * dump after remat must already be within the limit).
  */
 #include "passes.h"
 
@@ -38,7 +40,26 @@ VccStatus vcc_run_passes_after(VccCtx *ctx, VccGraph *g, int done) {
         fprintf(ctx->dump, "# vcc IR after %s\n", vcc_pass_names[done]);
         vcc_print_graph(ctx->dump, g, done >= vcc_pass_index("liveness"));
     }
-    if (done >= vcc_pass_index("memplan")) return vcc_plan_check(ctx, g);
+    if (done >= vcc_pass_index("memplan")) {
+        VccStatus st = vcc_plan_check(ctx, g);
+        if (st || ctx->memory_limit <= 0) return st;
+        if (done == vcc_pass_index("memplan")) { /* --memory-limit: recomputation on the plan as given */
+            st = vcc_remat(ctx, g);
+            if (!st) st = vcc_verify(ctx, g, "remat");
+            if (!st && want == vcc_pass_index("remat")) {
+                fprintf(ctx->dump, "# vcc IR after remat\n");
+                vcc_print_graph(ctx->dump, g, true);
+            }
+            return st;
+        }
+        if (g->arena_bytes > ctx->memory_limit) { /* a plan after remat is final */
+            vcc_error(ctx, "--memory-limit %lld bytes: the plan in this dump (after remat) has an arena of %lld "
+                           "bytes; give a dump after memplan, or the ONNX model, for recomputation to meet it",
+                      (long long)ctx->memory_limit, (long long)g->arena_bytes);
+            return VCC_ERR_UNSUPPORTED;
+        }
+        return VCC_OK;
+    }
     for (int i = done + 1; vcc_pass_names[i]; i++) {
         bool training_pass = passes[i] == vcc_add_loss || passes[i] == vcc_autodiff || passes[i] == vcc_optimizer;
         if (passes[i] && !((ctx->forward_only || ctx->eval) && training_pass)) {

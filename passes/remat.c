@@ -551,7 +551,10 @@ VccStatus vcc_remat(VccCtx *ctx, VccGraph *g) {
     char budget_text[64] = "", ws_text[512] = "";
     if (ctx->recompute_flops_max >= 0)
         snprintf(budget_text, sizeof budget_text, " within --recompute-flops %g%%", ctx->recompute_flops_max);
-    if (smallest < same)
+    if (smallest >= same && ws_lever && ctx->cpu_conv_dnnl)
+        snprintf(ws_text, sizeof ws_text, "; conv workspaces sized for oneDNN's blocked copies (--cpu-conv dnnl) "
+                                          "are not halved: without --cpu-conv dnnl they may be");
+    else if (smallest < same)
         snprintf(ws_text, sizeof ws_text,
                  "; with conv workspaces at the peak shrunk too (%d halvings: smaller im2col "
                  "chunks, so those convolutions round differently from the unlimited plan's) it is %" PRId64

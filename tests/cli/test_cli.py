@@ -191,6 +191,24 @@ def main():
         f.write(mem)
     p = run([vcc, "m.vir"], work)
     check(p.returncode == 0 and "arena" in p.stdout, "vcc m.vir accepts vcc's own plan", p.stderr)
+    # --memory-limit on a dump after memplan runs recomputation on it: the same refusal, and at the smallest
+    # arena the same plan as from the ONNX model; a dump after remat above the limit is refused
+    p = run([vcc, "m.vir", "--memory-limit", "1", "-o", "none.c"], work)
+    mv = re.search(r"recomputation is (\d+) bytes", p.stderr)
+    check(p.returncode == 1 and mv is not None and m is not None and mv.group(1) == m.group(1) and
+          not os.path.exists(os.path.join(work, "none.c")),
+          "vcc m.vir --memory-limit 1: refused, the smallest arena as from the ONNX model", p.stderr)
+    if m:
+        for src in (model, "m.vir"):
+            run([vcc, src, "--memory-limit", m.group(1), "--plan-json", "lim_%s.json" % src[-3:]], work)
+        a, b = (json.load(open(os.path.join(work, "lim_%s.json" % x))) for x in (model[-3:], "vir"))
+        check(a["arena_bytes"] == b["arena_bytes"] <= int(m.group(1)) and
+              a["recomputed_values"] == b["recomputed_values"] > 0,
+              "vcc m.vir --memory-limit S: the ONNX model's plan (arena %d / %d, %s / %s values recomputed)"
+              % (a["arena_bytes"], b["arena_bytes"], a["recomputed_values"], b["recomputed_values"]))
+        p = run([vcc, "r.vir", "--memory-limit", str(a["arena_bytes"] - 1), "-o", "none.c"], work)
+        check(p.returncode == 1 and "after remat" in p.stderr and not os.path.exists(os.path.join(work, "none.c")),
+              "vcc r.vir --memory-limit below its arena: refused, nothing written", p.stderr)
 
     inp = run([vcc, model, "--dump-ir", "liveness"], work).stdout
     # widen the interval of the first activation that a single forward node reads, to the last step
