@@ -43,22 +43,13 @@ VccStatus vcc_run_passes_after(VccCtx *ctx, VccGraph *g, int done) {
     if (done >= vcc_pass_index("memplan")) {
         VccStatus st = vcc_plan_check(ctx, g);
         if (st || ctx->memory_limit <= 0) return st;
-        if (done == vcc_pass_index("memplan")) { /* --memory-limit: recomputation on the plan as given */
-            st = vcc_remat(ctx, g);
-            if (!st) st = vcc_verify(ctx, g, "remat");
-            if (!st && want == vcc_pass_index("remat")) {
-                fprintf(ctx->dump, "# vcc IR after remat\n");
-                vcc_print_graph(ctx->dump, g, true);
-            }
-            return st;
-        }
-        if (g->arena_bytes > ctx->memory_limit) { /* a plan after remat is final */
+        if (done > vcc_pass_index("memplan") && g->arena_bytes > ctx->memory_limit) { /* after remat: final */
             vcc_error(ctx, "--memory-limit %lld bytes: the plan in this dump (after remat) has an arena of %lld "
                            "bytes; give a dump after memplan, or the ONNX model, for recomputation to meet it",
                       (long long)ctx->memory_limit, (long long)g->arena_bytes);
             return VCC_ERR_UNSUPPORTED;
         }
-        return VCC_OK;
+        /* after memplan with --memory-limit: remat, the pass below, runs on the plan as given */
     }
     for (int i = done + 1; vcc_pass_names[i]; i++) {
         bool training_pass = passes[i] == vcc_add_loss || passes[i] == vcc_autodiff || passes[i] == vcc_optimizer;
