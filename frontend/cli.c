@@ -706,8 +706,7 @@ int main(int argc, char **argv) {
         fprintf(out || plan_json || plan_trace || plan_svg || dump ? stderr : stdout, "%s: --memory-limit %lld: arena %lld bytes without recomputation, %lld with %d values recomputed "
                "(+%.2f%% FLOPs)%s\n", model, (long long)memory_limit, (long long)g->arena_unlimited_bytes,
                (long long)g->arena_bytes, g->remat_values, g->step_flops > 0 ? 100.0 * g->remat_flops / g->step_flops : 0.0,
-               g->remat_ws_shrunk ? " and conv workspaces at the peak halved (smaller im2col chunks: the numbers "
-                                    "round differently from the unlimited trainer's)" : "");
+               g->remat_ws_shrunk ? " and " VCC_REMAT_WS_NOTE : "");
     rc = 0;
     if (fflush(stdout) != 0 || ferror(stdout)) { /* a full disk must not pass for a complete dump */
         fprintf(stderr, "vcc: cannot write to standard output: %s\n", strerror(errno));

@@ -119,8 +119,7 @@ int vcc_fit(VccCtx *ctx, const char *model, int64_t limit, const char *vary, FIL
             if (remat)
                 fprintf(out, ", %d values recomputed, +%.2f%% FLOPs%s", best->remat_values,
                         best->step_flops > 0 ? 100.0 * best->remat_flops / best->step_flops : 0.0,
-                        best->remat_ws_shrunk ? ", conv workspaces at the peak halved (smaller im2col chunks: the "
-                                                "numbers round differently from the unlimited trainer's)" : "");
+                        best->remat_ws_shrunk ? ", " VCC_REMAT_WS_NOTE : "");
             fputc('\n', out);
         }
         vcc_graph_free(best);

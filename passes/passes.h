@@ -185,6 +185,11 @@ void vcc_json_str(FILE *f, const char *s);
  * Errors: VCC_ERR_UNSUPPORTED when the limit cannot be met, with the smallest arena reachable. */
 VccStatus vcc_remat(VccCtx *ctx, VccGraph *g);
 
+/* What the summaries (vcc's --memory-limit line, --fit) say when vcc_remat halved conv workspaces. */
+#define VCC_REMAT_WS_NOTE                                                                                  \
+    "conv workspaces at the peak halved (smaller im2col chunks: the numbers round differently from the " \
+    "unlimited trainer's)"
+
 /* An estimate of one training step's FLOPs: 2 * multiply-adds of each forward Conv, ConvTranspose, MatMul
  * and Gemm, three times (forward, input gradient, weight gradient), plus one per output element of every
  * other node. */
