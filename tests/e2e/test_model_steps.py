@@ -355,18 +355,17 @@ def main():
             sys.exit("FAIL: vcc --memory-limit 1: exit %d, %s" % (p.returncode, p.stderr))
         vcc_cmd += ["--memory-limit", m.group(1)]
         print("vcc --memory-limit %s" % m.group(1))
-        if args.remat_workspaces:  # the plan at that limit says it halved workspaces
-            q = subprocess.run(vcc_cmd[:2] + vcc_cmd[4:] + ["--plan-json", "remat_plan.json"], cwd=d,
-                               capture_output=True, text=True)
-            plan = json.load(open(os.path.join(d, "remat_plan.json"))) if q.returncode == 0 else {}
-            if not (plan.get("recompute_workspace_halvings") or 0) > 0 or \
-                    plan.get("arena_bytes", 1 << 62) > int(m.group(1)):
-                sys.exit("FAIL: vcc --memory-limit %s --plan-json: exit %d, halvings %s, arena %s\n%s"
-                         % (m.group(1), q.returncode, plan.get("recompute_workspace_halvings"),
-                            plan.get("arena_bytes"), q.stderr))
-            print("plan: arena %d bytes, %d workspace halvings (%d bytes less at their steps)"
-                  % (plan["arena_bytes"], plan["recompute_workspace_halvings"], plan["recompute_workspace_bytes"]))
+        if args.remat_workspaces:
+            vcc_cmd += ["--plan-json", "remat_plan.json"]
     build = run(vcc_cmd, d).strip().splitlines()[-1]
+    if args.remat_workspaces:  # the plan at that limit says it halved workspaces
+        plan = json.load(open(os.path.join(d, "remat_plan.json")))
+        limit = int(vcc_cmd[vcc_cmd.index("--memory-limit") + 1])
+        if not (plan.get("recompute_workspace_halvings") or 0) > 0 or plan["arena_bytes"] > limit:
+            sys.exit("FAIL: vcc --memory-limit %d --plan-json: halvings %s, arena %s"
+                     % (limit, plan.get("recompute_workspace_halvings"), plan["arena_bytes"]))
+        print("plan: arena %d bytes, %d workspace halvings (%d bytes less at their steps)"
+              % (plan["arena_bytes"], plan["recompute_workspace_halvings"], plan["recompute_workspace_bytes"]))
     run(build, d, shell=True)
     if args.target == "cu":
         gpu = subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0 if \
