@@ -322,6 +322,14 @@ static bool name_reserve(VccGraph *g, int n) {
     return true;
 }
 
+void vcc_tensors_truncate(VccGraph *g, int n) {
+    VCC_ASSERT(n >= 0 && n <= g->ntensors);
+    for (int i = n; i < g->ntensors; i++) vcc_tensor_release(&g->tensors[i]);
+    g->ntensors = n;
+    if (g->name_cap) memset(g->name_index, 0, sizeof(int) * (size_t)g->name_cap);
+    for (int i = 0; i < n; i++) name_insert(g, i);
+}
+
 int vcc_tensor_find(const VccGraph *g, const char *name) {
     if (!g->name_cap) return -1;
     uint32_t mask = (uint32_t)g->name_cap - 1;

@@ -87,6 +87,11 @@ const char *vcc_precision_name(VccPrecision p);
  * this many columns, so shrinking costs at most a few percent of that conv's time. */
 #define VCC_WORKSPACE_MIN_COLS 64
 
+/* The orders of passes/remat.c's search once a conv workspace was halved (VccCtx.remat_policies): a
+ * convolution recomputed before the workspace at the peak is halved again, or the other way round. */
+#define VCC_REMAT_CONVS_FIRST 1
+#define VCC_REMAT_HALVE_FIRST 2
+
 /* Everything a pass needs besides the graph: diagnostics and options. No global mutable state. */
 typedef struct VccCtx {
     FILE *diag;            /* where errors go (stderr in the CLI, a memstream in tests) */
@@ -121,6 +126,9 @@ typedef struct VccCtx {
     int64_t memory_limit;  /* the arena's limit in bytes (passes/remat.c recomputes values to meet it): --memory-limit; 0: none */
     double recompute_flops_max; /* the FLOPs recomputation may add, percent of the step's estimate
                                    (vcc_step_flops): --recompute-flops; negative: no bound (the default) */
+    int remat_policies;    /* which of passes/remat.c's two orders run from the first workspace halving on: 0
+                              (the default) both, the better kept; VCC_REMAT_CONVS_FIRST or VCC_REMAT_HALVE_FIRST
+                              that one alone (tests compare them) */
     bool from_dump;        /* the graph was read from a .vir dump: its intervals and plan are the user's */
     const char *dump_after;/* --dump-ir=PASS, or NULL */
     FILE *dump;            /* where dumps go (stdout) */
@@ -366,6 +374,10 @@ void vcc_graph_free(VccGraph *g);
  * attributes); the struct itself stays (a pass that removes it from its array calls these). */
 void vcc_tensor_release(VccTensor *t);
 void vcc_node_release(VccNode *n);
+
+/* Drop the tensors from index n on (their names, data and dim names freed) and index the names left again:
+ * undoes vcc_tensor_add calls made since the graph had n tensors, which nothing may still reference. */
+void vcc_tensors_truncate(VccGraph *g, int n);
 
 /* Add a tensor; name NULL gives "t<index>" (made unique). Names must be unique (asserted): names a pass
  * makes up go through vcc_tensor_add_unique. Returns the index. */

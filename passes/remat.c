@@ -47,6 +47,13 @@
  *   peak. Those convolutions then sum in smaller chunks, so from the first halving on the numbers differ
  *   from the unlimited plan's by rounding. Picks never depend on the limit, so any limit at or above the
  *   smallest arena reached before the first halving is met with the unlimited plan's numbers exactly.
+ *   Two orders from the first halving on: the one above, and one that halves the workspace at the peak
+ *   as soon as no cheap value there is left, before recomputing a convolution (a halving adds no
+ *   FLOPs, but a convolution recomputed early may be one the halvings would have made unneeded). Neither
+ *   is better for every model, so both run from the graph as it was just before the first halving (the
+ *   nodes and tensors made since are dropped and the rest put back) and the better is kept: the one
+ *   that meets the limit, then the fewer FLOPs; when neither meets it, the smaller arena reached
+ *   (VccCtx.remat_policies runs one alone).
  *   Sets g->remat_values (recomputed values), g->remat_flops (their FLOPs), g->step_flops (an estimate of
  *   one training step's FLOPs, vcc_step_flops), g->arena_unlimited_bytes (the arena before) and
  *   g->remat_ws_shrunk / g->remat_ws_shrunk_bytes (the halvings and the bytes they took off their steps).
@@ -493,6 +500,158 @@ static int64_t shrink_ws_at(VccCtx *ctx, VccGraph *g, int s) {
     return bytes - smaller;
 }
 
+/* One run of the search: its policy and what it reached. */
+typedef struct {
+    bool halve_first; /* after the first halving: halve the workspace at the peak before recomputing a
+                         convolution there (false: only once nothing, not even a second copy, is left) */
+    bool convs, copies, ws_lever;
+    /* the smallest arena before any workspace was shrunk (the same numbers as the unlimited plan), and
+     * the smallest of all, with the values, FLOPs and halvings that reached them */
+    int64_t same, smallest;
+    int n_same, n_smallest, ws_smallest;
+    double flops_same, flops_smallest;
+} Run;
+
+/* The graph as a run found it just before its first halving: what later steps change (appended tensors
+ * and nodes, the node order, readers' operands, workspace shapes, the plan) so that another policy can
+ * start from the same point. The tensors and nodes are shallow copies: the originals own their memory. */
+typedef struct {
+    bool taken;
+    int ntensors, nnodes;
+    VccTensor *tensors;
+    VccNode *nodes;
+    int *ins; /* every node's operand list, one after another */
+    int values, ws_shrunk;
+    int64_t ws_shrunk_bytes;
+    double flops;
+    Run run;
+} Snapshot;
+
+static void snapshot_take(const VccGraph *g, const Run *r, Snapshot *s) {
+    s->taken = true;
+    s->ntensors = g->ntensors;
+    s->nnodes = g->nnodes;
+    s->tensors = vcc_malloc(sizeof(VccTensor) * (size_t)g->ntensors);
+    memcpy(s->tensors, g->tensors, sizeof(VccTensor) * (size_t)g->ntensors);
+    s->nodes = vcc_malloc(sizeof(VccNode) * (size_t)g->nnodes);
+    memcpy(s->nodes, g->nodes, sizeof(VccNode) * (size_t)g->nnodes);
+    size_t nin = 0;
+    for (int k = 0; k < g->nnodes; k++) nin += (size_t)g->nodes[k].nin;
+    s->ins = vcc_malloc(sizeof(int) * (nin ? nin : 1));
+    nin = 0;
+    for (int k = 0; k < g->nnodes; k++, nin += (size_t)g->nodes[k - 1].nin)
+        memcpy(s->ins + nin, g->nodes[k].in, sizeof(int) * (size_t)g->nodes[k].nin);
+    s->values = g->remat_values;
+    s->flops = g->remat_flops;
+    s->ws_shrunk = g->remat_ws_shrunk;
+    s->ws_shrunk_bytes = g->remat_ws_shrunk_bytes;
+    s->run = *r;
+}
+
+/* Put g back as it was when s was taken: the nodes and tensors made since are freed, the others get
+ * their order, operands, shapes and fields back, and the plan is made again. */
+static VccStatus snapshot_restore(VccCtx *ctx, VccGraph *g, const Snapshot *s) {
+    for (int k = 0; k < g->nnodes; k++) {
+        bool original = false;
+        for (int j = 0; j < s->nnodes && !original; j++) original = s->nodes[j].name == g->nodes[k].name;
+        if (!original) vcc_node_release(&g->nodes[k]);
+    }
+    memcpy(g->nodes, s->nodes, sizeof(VccNode) * (size_t)s->nnodes);
+    g->nnodes = s->nnodes;
+    size_t nin = 0;
+    for (int k = 0; k < g->nnodes; k++, nin += (size_t)g->nodes[k - 1].nin)
+        memcpy(g->nodes[k].in, s->ins + nin, sizeof(int) * (size_t)g->nodes[k].nin);
+    vcc_tensors_truncate(g, s->ntensors);
+    memcpy(g->tensors, s->tensors, sizeof(VccTensor) * (size_t)s->ntensors);
+    g->remat_values = s->values;
+    g->remat_flops = s->flops;
+    g->remat_ws_shrunk = s->ws_shrunk;
+    g->remat_ws_shrunk_bytes = s->ws_shrunk_bytes;
+    return replan(ctx, g);
+}
+
+static void snapshot_free(Snapshot *s) {
+    free(s->tensors);
+    free(s->nodes);
+    free(s->ins);
+}
+
+/* Record the arena just planned in r's smallest figures. */
+static void note_arena(const VccGraph *g, Run *r) {
+    if (g->arena_bytes < r->same && !g->remat_ws_shrunk) {
+        r->same = g->arena_bytes;
+        r->n_same = g->remat_values;
+        r->flops_same = g->remat_flops;
+    }
+    if (g->arena_bytes < r->smallest) {
+        r->smallest = g->arena_bytes;
+        r->n_smallest = g->remat_values;
+        r->flops_smallest = g->remat_flops;
+        r->ws_smallest = g->remat_ws_shrunk;
+    }
+}
+
+/* Recompute and halve until the arena is within ctx->memory_limit or nothing at the peak is left to
+ * change; with snap, the graph just before the first halving is kept there (snapshot_take). */
+static VccStatus search(VccCtx *ctx, VccGraph *g, Run *r, Snapshot *snap) {
+    /* cheap values first; convolutions once no cheap value is left at the peak; second copies last; then
+     * the conv workspace at the peak halved, and the same again from cheap values (with halve_first, after
+     * the first halving, the workspace at the peak is halved before a convolution is recomputed) */
+    while (g->arena_bytes > ctx->memory_limit) {
+        Chain c;
+        double budget = -1; /* the FLOPs --recompute-flops leaves (negative: no bound) */
+        if (ctx->recompute_flops_max >= 0) {
+            budget = ctx->recompute_flops_max / 100.0 * g->step_flops - g->remat_flops;
+            if (budget < 0) budget = 0;
+        }
+        int s = peak_step(g), p = -1, y = pick(g, s, &c, &p, r->convs, r->copies, budget);
+        if (y >= 0) {
+            apply(g, &c, y, p);
+            g->remat_values++;
+            g->remat_flops += c.flops;
+        } else {
+            /* with halve_first, once a workspace was halved: the workspace at the peak before convolutions */
+            bool early = r->halve_first && g->remat_ws_shrunk && !r->convs;
+            if (!early && !r->copies) {
+                r->copies = r->convs;
+                r->convs = true;
+                continue;
+            }
+            bool first = snap && !snap->taken && !g->remat_ws_shrunk;
+            if (first) snapshot_take(g, r, snap);
+            int64_t off = r->ws_lever ? shrink_ws_at(ctx, g, s) : 0;
+            if (!off) {
+                if (first) {
+                    snapshot_free(snap);
+                    *snap = (Snapshot){0};
+                }
+                if (!early) break;
+                r->copies = r->convs;
+                r->convs = true;
+                continue;
+            }
+            g->remat_ws_shrunk++;
+            g->remat_ws_shrunk_bytes += off;
+            r->convs = r->copies = false;
+        }
+        VccStatus st = replan(ctx, g);
+        if (st) return st;
+        note_arena(g, r);
+    }
+    return VCC_OK;
+}
+
+/* Whether run b ended better than run a (arena_b, arena_a their final arenas): the one that meets the
+ * limit, then the fewer FLOPs; when neither meets it, the smaller arena reached, then the fewer FLOPs. */
+static bool better(const VccCtx *ctx, const Run *b, int64_t arena_b, double flops_b, const Run *a, int64_t arena_a,
+                   double flops_a) {
+    bool met_a = arena_a <= ctx->memory_limit, met_b = arena_b <= ctx->memory_limit;
+    if (met_a != met_b) return met_b;
+    if (met_b) return flops_b < flops_a;
+    if (b->smallest != a->smallest) return b->smallest < a->smallest;
+    return b->flops_smallest < a->flops_smallest;
+}
+
 VccStatus vcc_remat(VccCtx *ctx, VccGraph *g) {
     g->arena_unlimited_bytes = g->arena_bytes;
     g->step_flops = vcc_step_flops(g);
@@ -501,52 +660,33 @@ VccStatus vcc_remat(VccCtx *ctx, VccGraph *g) {
     g->remat_ws_shrunk = 0;
     g->remat_ws_shrunk_bytes = 0;
     if (ctx->memory_limit <= 0 || ctx->forward_only || ctx->eval || g->arena_bytes <= ctx->memory_limit) return VCC_OK;
-    /* the smallest arena before any workspace was shrunk (the same numbers as the unlimited plan), and
-     * the smallest of all */
-    int64_t same = g->arena_bytes, smallest = g->arena_bytes;
-    int n_same = 0, n_smallest = 0, ws_smallest = 0;
-    double flops_same = 0, flops_smallest = 0;
-    /* cheap values first; convolutions once no cheap value is left at the peak; second copies last; then
-     * the conv workspace at the peak halved, and the same again from cheap values */
-    bool convs = false, copies = false, ws_lever = !ctx->workspace_limit_fixed;
-    while (g->arena_bytes > ctx->memory_limit) {
-        Chain c;
-        double budget = -1; /* the FLOPs --recompute-flops leaves (negative: no bound) */
-        if (ctx->recompute_flops_max >= 0) {
-            budget = ctx->recompute_flops_max / 100.0 * g->step_flops - g->remat_flops;
-            if (budget < 0) budget = 0;
-        }
-        int s = peak_step(g), p = -1, y = pick(g, s, &c, &p, convs, copies, budget);
-        if (y < 0 && !copies) {
-            copies = convs;
-            convs = true;
-            continue;
-        }
-        if (y < 0) {
-            int64_t off = ws_lever ? shrink_ws_at(ctx, g, s) : 0;
-            if (!off) break;
-            g->remat_ws_shrunk++;
-            g->remat_ws_shrunk_bytes += off;
-            convs = copies = false;
-        } else {
-            apply(g, &c, y, p);
-            g->remat_values++;
-            g->remat_flops += c.flops;
-        }
-        VccStatus st = replan(ctx, g);
-        if (st) return st;
-        if (g->arena_bytes < same && !g->remat_ws_shrunk) {
-            same = g->arena_bytes;
-            n_same = g->remat_values;
-            flops_same = g->remat_flops;
-        }
-        if (g->arena_bytes < smallest) {
-            smallest = g->arena_bytes;
-            n_smallest = g->remat_values;
-            flops_smallest = g->remat_flops;
-            ws_smallest = g->remat_ws_shrunk;
+    Run r = {false, false, false, !ctx->workspace_limit_fixed, g->arena_bytes, g->arena_bytes, 0, 0, 0, 0, 0};
+    r.halve_first = ctx->remat_policies == VCC_REMAT_HALVE_FIRST;
+    Snapshot snap = {0};
+    VccStatus st = search(ctx, g, &r, ctx->remat_policies ? NULL : &snap);
+    if (!st && snap.taken) {
+        /* from the first halving on, the other policy too (halving before convolutions is better for some
+         * models, worse for others); the better run is kept, the first one again if it was better */
+        Run a = r, b = snap.run;
+        int64_t arena_a = g->arena_bytes;
+        double flops_a = g->remat_flops;
+        b.halve_first = true;
+        st = snapshot_restore(ctx, g, &snap);
+        if (!st) st = search(ctx, g, &b, NULL);
+        if (!st && better(ctx, &b, g->arena_bytes, g->remat_flops, &a, arena_a, flops_a)) {
+            r = b;
+        } else if (!st) {
+            r = snap.run;
+            st = snapshot_restore(ctx, g, &snap);
+            if (!st) st = search(ctx, g, &r, NULL);
         }
     }
+    snapshot_free(&snap);
+    if (st) return st;
+    int64_t same = r.same, smallest = r.smallest;
+    int n_same = r.n_same, n_smallest = r.n_smallest, ws_smallest = r.ws_smallest;
+    double flops_same = r.flops_same, flops_smallest = r.flops_smallest;
+    bool ws_lever = r.ws_lever;
     if (g->arena_bytes <= ctx->memory_limit) return VCC_OK;
     char budget_text[64] = "", ws_text[512] = "";
     if (ctx->recompute_flops_max >= 0)
