@@ -161,6 +161,25 @@ static VccStatus emit_node(VccEmit *e, int k) {
     return def->emit(e, k);
 }
 
+/* --precision bf16 in a C trainer (float32 storage of bfloat16 values, passes/precision.c): after node k,
+ * each of its outputs that holds bfloat16 values is rounded to them (a CastBF16 rounds itself); with k =
+ * -1, before the first node, the clip input the trainer has just loaded. */
+static void emit_bf16_rounding(VccEmit *e, int k) {
+    const VccGraph *g = e->g;
+    int one = g->data_input;
+    const int *outs = k < 0 ? &one : g->nodes[k].out;
+    int nout = k < 0 ? 1 : g->nodes[k].nout;
+    if (e->ctx->precision != VCC_PRECISION_BF16 || (k >= 0 && g->nodes[k].op == VCC_OP_CAST_BF16)) return;
+    for (int i = 0; i < nout; i++) {
+        int t = outs[i];
+        if (t < 0 || !g->tensors[t].bf16_bytes || g->tensors[t].alias_of >= 0 || g->tensors[t].offset < 0 ||
+            vcc_shape_numel(&g->tensors[t].shape) <= 0)
+            continue;
+        fprintf(e->f, "    bf16_round_forward(rt, %" PRId64 ", %s, %s);\n", vcc_emit_numel(e, t), vcc_emit_f32(e, t),
+                vcc_emit_f32(e, t));
+    }
+}
+
 static void emit_ints3(FILE *f, const int64_t *v, int n, int64_t fill) {
     fputc('{', f);
     for (int i = 0; i < 3; i++) fprintf(f, i ? ", %" PRId64 : "%" PRId64, i < n ? v[i] : fill);
@@ -388,8 +407,10 @@ VccStatus vcc_emit_trainer(VccCtx *ctx, const VccGraph *g, VccTarget target, con
                          "    (void)rt; (void)A; (void)o;\n", nparts++);
         }
         bool poison = target == VCC_TARGET_C; /* -DVCC_POISON checks the plan around each node */
+        if (k == 0) emit_bf16_rounding(&e, -1);
         if (poison) fprintf(e.f, "    VCC_POISON_PRE(%d);\n", k);
         st = emit_node(&e, k);
+        if (!st) emit_bf16_rounding(&e, k);
         if (poison) fprintf(e.f, "    VCC_POISON_POST(%d);\n", k);
     }
     if (nparts) fputs("}\n\n", e.f);

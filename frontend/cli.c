@@ -20,8 +20,9 @@
  * on stderr, says what it cost); --fit prints the largest batch that fits (frontend/fit.h). Every output is
  * written to a temporary file and renamed, so a failure leaves no half-written output. --precision tf32 lets a
  * CUDA trainer's cuDNN convolutions and cuBLAS products use TF32 tensor cores (runtime/cuda/base.cuh); it is
- * refused with a .c output (the C trainer computes in plain float32), and bf16 is refused as not supported
- * yet. Exit status 0 on success, 1 on any error (the message names the file, node and op), 2 on a usage error.
+ * refused with a .c output (the C trainer computes in plain float32). --precision bf16 (passes/precision.c)
+ * plans bfloat16 activations; it is refused with a .cu output (no bfloat16 CUDA kernels yet), and a .c
+ * output keeps those values in float32 storage (VccCtx.bf16_store_bytes 4). Exit status 0 on success, 1 on any error (the message names the file, node and op), 2 on a usage error.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -54,10 +55,11 @@ static void usage(FILE *f) {
           "                     the command that builds it, run from here: X.c builds the binary X, X.cu builds\n"
           "                     X_cuda (the C and CUDA trainers of a model can share a folder)\n"
           "  --shape NAME=DIMS  bind a symbolic input shape (NAME=2x3x8x112x112) or one symbolic dim (batch=2)\n"
-          "  --dump-ir PASS     print the IR after PASS: onnx canonical shape fuse loss autodiff optimizer\n"
-          "                     schedule liveness inplace memplan remat (memplan shows live intervals, offsets,\n"
-          "                     arena size; fuse shows each FusedAttention with the nodes it replaced; remat the\n"
-          "                     plan after --memory-limit's recomputed \"<node>.recompute\" clones)\n"
+          "  --dump-ir PASS     print the IR after PASS: onnx canonical shape fuse precision loss autodiff\n"
+          "                     optimizer storage schedule liveness inplace memplan remat (memplan shows live\n"
+          "                     intervals, offsets, arena size; fuse shows each FusedAttention with the nodes it\n"
+          "                     replaced; remat the plan after --memory-limit's recomputed \"<node>.recompute\"\n"
+          "                     clones)\n"
           "  --plan-json FILE   write the memory plan as JSON\n"
           "  --plan-trace FILE  write the memory plan as Chrome trace-event JSON (open it in ui.perfetto.dev):\n"
           "                     1 us = 1 schedule step, one track per arena offset, each tensor an event\n"
@@ -102,11 +104,17 @@ static void usage(FILE *f) {
           "                     arena reachable with the same numbers and, where lower, with workspaces halved\n"
           "  --recompute-flops PCT  with --memory-limit or --fit: recompute no more than PCT percent of the\n"
           "                     step's FLOPs (default: no bound)\n"
-          "  --precision fp32|tf32  the CUDA trainer's float32 arithmetic in cuDNN convolutions and cuBLAS\n"
-          "                     products: fp32, plain FP32 math (the default; the numbers of the C trainer up\n"
-          "                     to summation order); tf32, TF32 tensor cores allowed, as PyTorch's default for\n"
-          "                     cuDNN convolutions (torch.backends.cudnn.allow_tf32). Tensors stay float32 in the\n"
-          "                     arena. A .c output takes fp32 only. The tf32 path has been compiled, not yet run\n"
+          "  --precision fp32|tf32|bf16  the trainer's arithmetic: fp32, plain FP32 math (the default; the\n"
+          "                     CUDA trainer's numbers are the C trainer's up to summation order); tf32 (CUDA\n"
+          "                     trainers), TF32 tensor cores allowed in cuDNN convolutions and cuBLAS products, as\n"
+          "                     PyTorch's default for cuDNN convolutions (torch.backends.cudnn.allow_tf32), tensors\n"
+          "                     float32; bf16, mixed precision as torch.autocast(dtype=torch.bfloat16): activations\n"
+          "                     and gradients hold bfloat16 values (2 bytes each in the plan), convolutions and\n"
+          "                     matrix products read bfloat16 copies of their parameters; parameters, their\n"
+          "                     gradients, optimizer state, statistics and the loss stay float32. bf16 plans come\n"
+          "                     from vcc plan, --plan-json, --fit and --dump-ir; a C trainer (-o X.c) computes the\n"
+          "                     bf16 numbers in float32 storage; bf16 CUDA trainers are not built yet. The tf32\n"
+          "                     path has been compiled, not yet run\n"
           "  --fit SIZE [--vary NAME]  print the largest value of the symbolic dim NAME (default batch; the\n"
           "                     model exported with it symbolic) whose arena fits in SIZE, without and with\n"
           "                     recomputation (--memory-limit), and the arena of each; nothing is written\n"
@@ -443,12 +451,9 @@ int main(int argc, char **argv) {
             if (set_once(&precision_text, v, "--precision")) return 2;
             if (!strcmp(v, "fp32")) precision = VCC_PRECISION_FP32;
             else if (!strcmp(v, "tf32")) precision = VCC_PRECISION_TF32;
-            else if (!strcmp(v, "bf16")) {
-                fprintf(stderr, "vcc: --precision bf16 is not supported yet (it needs a dtype per tensor in the "
-                                "plan); the precisions are fp32 (the default) and tf32 (CUDA trainers)\n");
-                return 2;
-            } else {
-                fprintf(stderr, "vcc: --precision needs fp32 or tf32, got '%s'\n", v);
+            else if (!strcmp(v, "bf16")) precision = VCC_PRECISION_BF16;
+            else {
+                fprintf(stderr, "vcc: --precision needs fp32, tf32 or bf16, got '%s'\n", v);
                 return 2;
             }
         } else if ((v = opt_value(argc, argv, &i, "--momentum", &missing))) {
@@ -608,6 +613,12 @@ int main(int argc, char **argv) {
                         "trainer '%s' computes in plain float32: give -o FILE.cu, or leave out --precision\n", out);
         return 2;
     }
+    if (precision == VCC_PRECISION_BF16 && out && target == VCC_TARGET_CUDA) {
+        fprintf(stderr, "vcc: --precision bf16 CUDA trainers are not built yet (their kernels read and write float32): "
+                        "vcc plan, --plan-json, --fit and --dump-ir give the bfloat16 plan, and -o FILE.c a C trainer "
+                        "that computes the bfloat16 trainer's numbers in float32 storage\n");
+        return 2;
+    }
     bool vir = vcc_has_suffix(model, ".vir");
     int stage = 0;
     if (vir) {
@@ -634,6 +645,7 @@ int main(int argc, char **argv) {
     ctx.workspace_limit_fixed = ws_text != NULL;
     ctx.cpu_conv_dnnl = cpu_conv_dnnl; /* both targets plan alike: the CUDA trainer gets the same workspaces */
     ctx.precision = precision;
+    ctx.bf16_store_bytes = out && target == VCC_TARGET_C ? 4 : 2; /* a C trainer keeps bfloat16 values in floats */
     ctx.memory_limit = memory_limit;
     ctx.recompute_flops_max = recompute_flops;
     ctx.eval = eval;

@@ -25,10 +25,13 @@ void vcc_ctx_init(VccCtx *ctx, const char *file) {
     ctx->max_errors = VCC_MAX_ERRORS;
     ctx->workspace_limit = VCC_WORKSPACE_LIMIT_DEFAULT;
     ctx->precision = VCC_PRECISION_FP32;
+    ctx->bf16_store_bytes = 2;
     ctx->recompute_flops_max = -1;
 }
 
-const char *vcc_precision_name(VccPrecision p) { return p == VCC_PRECISION_TF32 ? "tf32" : "fp32"; }
+const char *vcc_precision_name(VccPrecision p) {
+    return p == VCC_PRECISION_TF32 ? "tf32" : p == VCC_PRECISION_BF16 ? "bf16" : "fp32";
+}
 
 char *vcc_vstrfmt(const char *fmt, va_list ap) {
     va_list ap2;

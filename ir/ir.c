@@ -172,7 +172,7 @@ VccDType vcc_dtype_from_onnx(int onnx_elem_type) {
 
 int64_t vcc_tensor_bytes(const VccTensor *t) {
     int64_t n = vcc_shape_numel(&t->shape);
-    return n < 0 ? 0 : n * (int64_t)vcc_dtype_size(t->dtype);
+    return n < 0 ? 0 : n * (int64_t)(t->bf16_bytes ? t->bf16_bytes : vcc_dtype_size(t->dtype));
 }
 
 const char *vcc_tensor_kind_name(VccTensorKind k) {
@@ -385,7 +385,7 @@ int vcc_tensor_add(VccGraph *g, const char *name, VccDType dt, const VccShape *s
     t->dtype = dt;
     if (shape) t->shape = *shape;
     t->kind = kind;
-    t->producer = t->grad = t->param_of = t->alias_of = t->inplace_of = -1;
+    t->producer = t->grad = t->param_of = t->grad_of = t->alias_of = t->inplace_of = -1;
     t->start = t->end = -1;
     t->offset = -1;
     VCC_ASSERT(vcc_tensor_find(g, t->name) < 0);

@@ -69,15 +69,21 @@ typedef enum {
     VCC_OPTIM_ADAMW, /* torch.optim.AdamW (amsgrad and maximize off) */
 } VccOptimKind;
 
-/* The float32 arithmetic of a CUDA trainer's library calls (--precision; codegen/emit.c writes it into the
- * program as VCC_PRECISION_TF32, runtime/cuda/base.cuh). Every tensor stays float32 in the arena either way. */
+/* The arithmetic of a trainer (--precision). fp32 and tf32 differ in the CUDA trainer's library calls
+ * (codegen/emit.c writes VCC_PRECISION_TF32 into the program, runtime/cuda/base.cuh); every tensor stays
+ * float32 in the arena. bf16 is mixed precision (passes/precision.c): activations and their gradients hold
+ * bfloat16 values, convolutions and matrix products read bfloat16 copies of their parameters, and the
+ * parameters, their gradients, the optimizer state, normalization statistics and the loss stay float32. */
 typedef enum {
     VCC_PRECISION_FP32, /* plain FP32: cuDNN CUDNN_FMA_MATH, cuBLAS CUBLAS_DEFAULT_MATH (the default; the C target's) */
     VCC_PRECISION_TF32, /* TF32 tensor cores allowed in cuDNN convolutions and cuBLAS products, as PyTorch's
                            defaults for cuDNN (torch.backends.cudnn.allow_tf32); CUDA trainers only */
+    VCC_PRECISION_BF16, /* bfloat16 activations (torch.autocast(dtype=torch.bfloat16) semantics): in the plan
+                           (and a CUDA trainer) at 2 bytes per element; the C trainer computes the same numbers
+                           with those values in float32 storage (VccCtx.bf16_store_bytes) */
 } VccPrecision;
 
-/* "fp32" or "tf32": p's name on the command line, in the plan JSON and in the generated program. */
+/* "fp32", "tf32" or "bf16": p's name on the command line, in the plan JSON and in the generated program. */
 const char *vcc_precision_name(VccPrecision p);
 
 /* The default of --workspace-limit: 16 MiB per conv workspace (ir/ops/conv.c, vcc_conv_ws_bytes). */
@@ -121,8 +127,10 @@ typedef struct VccCtx {
                               runtime/cpu/conv_dnnl.h): conv workspaces also hold its blocked copies where they
                               fit the limit (vcc_conv_dnnl_ws_bytes), in the CUDA trainer's plan too, so both
                               targets keep one plan; false: im2col + OpenBLAS only */
-    VccPrecision precision;/* a CUDA trainer's convolution and matrix-product arithmetic (--precision; default
-                              VCC_PRECISION_FP32) */
+    VccPrecision precision;/* a trainer's arithmetic (--precision; default VCC_PRECISION_FP32): tf32 a CUDA
+                              trainer's convolutions and matrix products, bf16 mixed precision */
+    int bf16_store_bytes;  /* with VCC_PRECISION_BF16: bytes per element of a bfloat16 value in the arena, 2
+                              (the plan, a CUDA trainer) or 4 (a C trainer, float32 storage) */
     int64_t memory_limit;  /* the arena's limit in bytes (passes/remat.c recomputes values to meet it): --memory-limit; 0: none */
     double recompute_flops_max; /* the FLOPs recomputation may add, percent of the step's estimate
                                    (vcc_step_flops): --recompute-flops; negative: no bound (the default) */
@@ -248,6 +256,9 @@ typedef struct {
     int producer;                   /* node index, -1 for inputs/initializers */
     int grad;                       /* tensor index of this tensor's gradient, -1 if none */
     int param_of;                   /* for GRAD/OPT_STATE: the parameter tensor it belongs to, else -1 */
+    int grad_of;                    /* a gradient passes/autodiff made for a value (vcc_diff_new_grad): that
+                                       value (its whole gradient or a part from one reader); -1 otherwise (a
+                                       gradient rule's intermediates among them) */
     int alias_of;                   /* views (Flatten/Reshape/Identity): tensor whose bytes this is; -1 */
     int inplace_of;                 /* passes/inplace: tensor whose bytes this output took; -1 */
     /* filled by passes/liveness and passes/memplan */
@@ -255,6 +266,10 @@ typedef struct {
     bool saved;                     /* forward value read by a backward node (a saved tensor) */
     int64_t offset;                 /* byte offset in the arena of the bytes it uses (its root's for views and
                                        in-place outputs); -1 before memplan and for tensors never live */
+    /* set by passes/precision.c (--precision bf16) on float32 values computed in mixed precision: every
+     * value stored into it is rounded to bfloat16 (round to nearest even), and it takes bf16_bytes bytes
+     * per element in the arena (2: bfloat16 storage; 4: those values in float32 storage, the C target's) */
+    uint8_t bf16_bytes;
 } VccTensor;
 
 typedef enum { VCC_A_INT, VCC_A_FLOAT, VCC_A_INTS, VCC_A_FLOATS, VCC_A_STRING } VccAttrType;

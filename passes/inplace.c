@@ -51,7 +51,9 @@ VccStatus vcc_inplace(VccCtx *ctx, VccGraph *g) {
             if (x < 0) continue;
             int r = find(parent, x);
             const VccTensor *rt = &g->tensors[r];
-            if (!eligible(rt) || group_end[r] != k || vcc_tensor_bytes(rt) != vcc_tensor_bytes(ot)) continue;
+            if (!eligible(rt) || group_end[r] != k || vcc_tensor_bytes(rt) != vcc_tensor_bytes(ot) ||
+                rt->bf16_bytes != ot->bf16_bytes)
+                continue;
             bool dup = false; /* the same buffer read twice by this node (Add(x, x)) is fine, but skip */
             for (int j = 0; j < n->nin; j++)
                 if (j != i && n->in[j] >= 0 && find(parent, n->in[j]) == r) dup = true;

@@ -346,7 +346,8 @@ void vcc_plan_write_json(FILE *f, const VccGraph *g, VccPrecision precision) {
         fputs(first ? "\n    {\"name\": " : ",\n    {\"name\": ", f);
         first = false;
         vcc_json_str(f, x->name);
-        fprintf(f, ", \"bytes\": %" PRId64 ", \"offset\": %" PRId64 ", ", vcc_tensor_bytes(x), x->offset);
+        fprintf(f, ", \"bytes\": %" PRId64 ", \"elements\": %" PRId64 ", \"bf16\": %s, \"offset\": %" PRId64 ", ",
+                vcc_tensor_bytes(x), vcc_shape_numel(&x->shape), x->bf16_bytes ? "true" : "false", x->offset);
         if (x->start >= 0) fprintf(f, "\"start\": %d, \"end\": %d, ", x->start, x->end);
         else fputs("\"start\": null, \"end\": null, ", f);
         fputs("\"category\": ", f);

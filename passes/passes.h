@@ -103,6 +103,23 @@ VccStatus vcc_autodiff(VccCtx *ctx, VccGraph *g);
  * (OPT_STATE, zero at start), PyTorch torch.optim.AdamW semantics. Hyperparameters are trainer arguments. */
 VccStatus vcc_optimizer(VccCtx *ctx, VccGraph *g);
 
+/* ======================================================================== passes/precision.c */
+
+/* --precision bf16, before the loss: each float32 parameter a Conv, ConvTranspose, Gemm or MatMul reads is
+ * read through one CastBF16 copy "<param>.bf16" made before its first reader (torch.autocast's weight
+ * cast). Nothing at another precision. */
+VccStatus vcc_precision(VccCtx *ctx, VccGraph *g);
+/* --precision bf16, after the optimizer: VccTensor.bf16_bytes = ctx->bf16_store_bytes on the values that
+ * hold bfloat16 (the clip input, forward values but the outputs of autocast's float32 ops and statistics,
+ * the gradients of values; views as their bases), following torch.autocast(dtype=torch.bfloat16). */
+VccStatus vcc_storage(VccCtx *ctx, VccGraph *g);
+/* A graph read from a dump after pass `done` (an index of vcc_pass_names) against ctx->precision: a dump
+ * with CastBF16 nodes needs --precision bf16, and --precision bf16 needs a dump from before "autodiff"
+ * (the .vir text does not say which gradient is whose, nor which values hold bfloat16) made with it
+ * where it is past "precision".
+ * Errors: VCC_ERR_UNSUPPORTED with the reason. */
+VccStatus vcc_precision_check_dump(VccCtx *ctx, const VccGraph *g, int done);
+
 /* ======================================================================== passes/schedule.c */
 
 /* Put nodes in a topological order (the node array becomes the schedule: step k = node k), keeping the
@@ -161,11 +178,13 @@ void vcc_plan_totals(VccGraph *g);
  * needs, see VccGraph.saved_floor_bytes), "steps" (node count; an interval ending there is read by the host after the step),
  * "schedule_peak_bytes" and "given_order_peak_bytes" (passes/schedule's peaks; null for a graph read
  * back after the schedule), "arena_unlimited_bytes", "recomputed_values", "recompute_flops", "step_flops",
- * "recompute_flops_percent" (passes/remat; null for a graph read back after the plan), "tensors": [{"name", "bytes", "offset", "start", "end", "category", "inplace_of", "view_of"}]}; start/end
- * null for persistent tensors; inplace_of names the input whose bytes an in-place output took, view_of
- * the tensor a view (Flatten/Reshape/Identity, BN running outputs) shares; both null otherwise;
- * "precision": the precision the program is compiled for (vcc_precision_name: "fp32" or "tf32",
- * --precision), which the plan does not depend on (every tensor is float32 either way). */
+ * "recompute_flops_percent" (passes/remat; null for a graph read back after the plan), "tensors": [{"name",
+ * "bytes", "elements", "bf16", "offset", "start", "end", "category", "inplace_of", "view_of"}]}; bf16 true
+ * for a tensor that holds bfloat16 values (VccTensor.bf16_bytes: 2 bytes per element, 4 in a C trainer's
+ * plan); start/end null for persistent tensors; inplace_of names the input whose bytes an in-place output
+ * took, view_of the tensor a view (Flatten/Reshape/Identity, BN running outputs) shares; both null
+ * otherwise; "precision": the precision the program is compiled for (vcc_precision_name: "fp32", "tf32"
+ * or "bf16", --precision); the plan depends on it only with bf16. */
 void vcc_plan_write_json(FILE *f, const VccGraph *g, VccPrecision precision);
 
 /* Write s as a JSON string literal: quoted, with the quote and backslash escaped and control characters

@@ -12,12 +12,14 @@
 
 typedef VccStatus (*VccPass)(VccCtx *, VccGraph *);
 
-const char *const vcc_pass_names[] = {"onnx",     "canonical", "shape",    "fuse",    "loss",    "autodiff",
-                                      "optimizer", "schedule", "liveness", "inplace", "memplan", "remat", NULL};
+const char *const vcc_pass_names[] = {"onnx",     "canonical", "shape",    "fuse",    "precision", "loss",
+                                      "autodiff", "optimizer", "storage",  "schedule", "liveness", "inplace",
+                                      "memplan",  "remat",     NULL};
 
 static const VccPass passes[] = {NULL,          vcc_canonicalize, vcc_infer_shapes, vcc_fuse_attention,
-                                 vcc_add_loss,  vcc_autodiff,     vcc_optimizer,    vcc_schedule,
-                                 vcc_liveness,  vcc_inplace,      vcc_memplan,      vcc_remat};
+                                 vcc_precision, vcc_add_loss,     vcc_autodiff,     vcc_optimizer,
+                                 vcc_storage,   vcc_schedule,     vcc_liveness,     vcc_inplace,
+                                 vcc_memplan,   vcc_remat};
 
 int vcc_pass_index(const char *name) {
     for (int i = 0; vcc_pass_names[i]; i++)
@@ -32,6 +34,10 @@ VccStatus vcc_run_passes_after(VccCtx *ctx, VccGraph *g, int done) {
      * shapes; its arena line follows from its offsets, and its plan is checked like one memplan made */
     if (done >= vcc_pass_index("shape")) {
         VccStatus st = vcc_check_types(ctx, g);
+        if (st) return st;
+    }
+    if (done > 0) {
+        VccStatus st = vcc_precision_check_dump(ctx, g, done);
         if (st) return st;
     }
     if (done >= vcc_pass_index("memplan")) vcc_plan_totals(g);

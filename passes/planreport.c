@@ -206,6 +206,21 @@ void vcc_plan_report(FILE *f, const VccGraph *g, const char *model, const VccGra
     fprintf(f, "  workspaces: %d conv workspaces that set the peak run in chunks of fewer im2col columns than "
                "--workspace-limit allows: %" PRId64 " bytes (%.1f MiB) less at their steps\n", g->ws_shrunk,
             g->ws_shrunk_bytes, g->ws_shrunk_bytes / MIB);
+    int nbf16 = 0, ncopies = 0, unit = 2;
+    int64_t bf16_bytes = 0;
+    for (int t = 0; t < g->ntensors; t++) {
+        const VccTensor *x = &g->tensors[t];
+        if (!x->bf16_bytes || x->alias_of >= 0 || x->inplace_of >= 0) continue;
+        nbf16++;
+        bf16_bytes += vcc_tensor_bytes(x);
+        unit = x->bf16_bytes;
+    }
+    for (int k = 0; k < g->nnodes; k++) ncopies += g->nodes[k].op == VCC_OP_CAST_BF16 && g->nodes[k].phase == VCC_PHASE_FORWARD;
+    if (nbf16)
+        fprintf(f, "  bfloat16 (--precision bf16): %d values and gradients hold bfloat16 values, %d bytes each: %" PRId64
+                   " bytes (%.1f MiB) of buffers that float32 would make %" PRId64 " (%d of them bfloat16 copies of "
+                   "parameters that convolutions and matrix products read)\n",
+                nbf16, unit, bf16_bytes, bf16_bytes / MIB, bf16_bytes / unit * 4, ncopies);
     if (unfused)
         fprintf(f, "  without fusion (--no-fuse-attention): arena %" PRId64 " bytes (%.1f MiB), lower bound %" PRId64
                    " bytes (%.1f MiB): fusion saves %" PRId64 " bytes of arena (%.1f MiB)\n", unfused->arena_bytes,

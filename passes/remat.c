@@ -321,6 +321,7 @@ static int copy_of(VccGraph *g, int x, int *map) {
     int base = copy_of(g, xt->alias_of, map);
     VccShape shape = xt->shape;
     int nc = vcc_tensor_add_unique(g, xt->dtype, &shape, VCC_T_ACT, "%s.recompute", xt->name);
+    g->tensors[nc].bf16_bytes = g->tensors[x].bf16_bytes;
     VccNode src = g->nodes[g->tensors[x].producer];
     int *in = vcc_malloc(sizeof(int) * (size_t)src.nin);
     memcpy(in, src.in, sizeof(int) * (size_t)src.nin);
@@ -361,6 +362,7 @@ static void apply(VccGraph *g, const Chain *c, int y, int p) {
         const VccTensor *ot = &g->tensors[o];
         VccShape shape = ot->shape;
         int nc = vcc_tensor_add_unique(g, ot->dtype, &shape, VCC_T_ACT, "%s.recompute", g->tensors[o].name);
+        g->tensors[nc].bf16_bytes = g->tensors[o].bf16_bytes;
         int in[8], nin = clone_inputs(&src, in);
         for (int j = 0; j < nin; j++) in[j] = in[j] >= 0 ? map[in[j]] : -1;
         int64_t lay[6];

@@ -151,6 +151,7 @@ int vcc_diff_new_grad(VccDiff *d, int t) {
     int id = vcc_tensor_add_unique(d->g, VCC_F32, &s, VCC_T_GRAD_TEMP, "%s.grad", d->g->tensors[t].name);
     vcc_diff_grow(d);
     d->owner[id] = t;
+    d->g->tensors[id].grad_of = t;
     return id;
 }
 

@@ -1,8 +1,13 @@
 /*
- * grad.c — the grad family: gradient plumbing passes/autodiff adds. GradCopy(g) -> a copy of g, the
- * gradient of a parameter whose gradient would otherwise be a tensor it cannot own: a view of another
- * tensor's bytes (the gradient of a reshaped parameter) or the gradient another parameter already owns
- * (Add(p, q) passes one dY to both). Kernel: copy_forward (runtime base).
+ * grad.c — the grad family: copies the passes add. GradCopy(g) -> a copy of g, the gradient of a
+ * parameter whose gradient would otherwise be a tensor it cannot own: a view of another tensor's bytes
+ * (the gradient of a reshaped parameter) or the gradient another parameter already owns (Add(p, q)
+ * passes one dY to both). Kernel: copy_forward (runtime base).
+ * CastBF16(x) -> x rounded to bfloat16 values (vcc_bf16_round, round to nearest even), one shape: the
+ * bfloat16 copy of a parameter a convolution or matrix product reads under --precision bf16
+ * (passes/precision.c; torch.autocast's cast of a float32 weight). Its gradient is CastBF16(dy): dy holds
+ * bfloat16 values already, so the parameter's float32 gradient is dy widened, as autocast's. Kernel:
+ * bf16_round_forward (runtime base).
  */
 #include "ops.h"
 
@@ -24,3 +29,22 @@ static VccStatus copy_emit(VccEmit *e, int k) {
 }
 
 const VccOpDef vcc_def_GRAD_COPY = {0, 0, NULL, NULL, NULL, copy_shape, NULL, copy_emit};
+
+/* ------------------------------------------------------------------ CastBF16 */
+
+static VccStatus cast_bf16_grad(VccDiff *d, int k) {
+    VccNode n = d->g->nodes[k];
+    int dy = vcc_diff_dy(d, k, 0), dx = vcc_diff_new_grad(d, n.in[0]);
+    vcc_diff_add_node(d, VCC_OP_CAST_BF16, k, "grad", &dy, 1, &dx, 1);
+    vcc_diff_accum(d, n.in[0], dx);
+    return VCC_OK;
+}
+
+static VccStatus cast_bf16_emit(VccEmit *e, int k) {
+    const VccNode *n = &e->g->nodes[k];
+    fprintf(e->f, "    bf16_round_forward(rt, %" PRId64 ", %s, %s);\n", vcc_emit_numel(e, n->out[0]),
+            vcc_emit_f32(e, n->in[0]), vcc_emit_f32(e, n->out[0]));
+    return VCC_OK;
+}
+
+const VccOpDef vcc_def_CAST_BF16 = {0, 0, NULL, NULL, NULL, copy_shape, cast_bf16_grad, cast_bf16_emit};

@@ -301,6 +301,17 @@ VCC_CPU_FN void copy_forward(VccRt *rt, int64_t n, const float *x, float *y)
     if (n > 0 && x != y) memmove(y, x, (size_t)n * sizeof(float));
 }
 
+/* bf16_round_forward: y[i] = x[i] rounded to bfloat16 (vcc_bf16_round), n elements; y may == x. The
+ * CastBF16 op, and under --precision bf16 every store of a bfloat16 value in the C trainer (float32
+ * storage: the values a CUDA trainer keeps as bfloat16). */
+VCC_CPU_FN void bf16_round_forward(VccRt *rt, int64_t n, const float *x, float *y)
+{
+    int64_t i;
+    (void)rt;
+    VCC_CPU_PARALLEL_MAP
+    for (i = 0; i < n; i++) y[i] = vcc_bf16_round(x[i]);
+}
+
 /* counter_increment: *count += 1 (a BatchNormalization's num_batches_tracked,
  * which PyTorch counts up once per training-mode forward). */
 VCC_CPU_FN void counter_increment(VccRt *rt, int64_t *count)

@@ -361,6 +361,20 @@ static __global__ void copy_forward_overlap_kernel(int64_t n, const float *x, fl
     }
 }
 
+static __global__ void bf16_round_forward_kernel(int64_t n, const float *x, float *y)
+{
+    VCC_GRID_STRIDE(i, n) y[i] = vcc_bf16_round(x[i]);
+}
+
+/* y = x rounded to bfloat16 values (float32 storage; y may == x) */
+static inline void bf16_round_forward(VccRt *rt, int64_t n, const float *x, float *y)
+{
+    (void)rt;
+    if (n <= 0) return;
+    bf16_round_forward_kernel<<<vcc__grid(n), VCC_CUDA_THREADS>>>(n, x, y);
+    VCC_CUDA_LAUNCHED();
+}
+
 static __global__ void fill_forward_kernel(int64_t n, float value, float *y)
 {
     VCC_GRID_STRIDE(i, n) y[i] = value;

@@ -18,6 +18,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <math.h>
 
 /* VCC_UNUSED: silences "declared but never referenced" for helpers a given
@@ -45,6 +46,21 @@
 #else
 #define VCC_HD static inline VCC_UNUSED
 #endif
+
+/* vcc_bf16_round: x rounded to the nearest bfloat16 value (8 significand bits), ties to even, as a
+ * float32 (its low 16 bits zero); infinities stay, a NaN stays a NaN (its quiet bit set). The conversion
+ * of torch's float32 -> bfloat16 (c10::BFloat16, round_to_nearest_even) and CUDA's __float2bfloat16_rn;
+ * --precision bf16 stores every activation and gradient value through it (passes/precision.c). */
+VCC_HD float vcc_bf16_round(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x007fffffu)) u |= 0x00400000u; /* NaN: quiet, kept */
+    else u += 0x7fffu + ((u >> 16) & 1u);                                         /* nearest, ties to even */
+    u &= 0xffff0000u;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
 
 /* VccConvDesc: one ONNX Conv (cross-correlation) with nsp spatial dims.
  *   x (N, C, in[0..nsp-1])   w (K, C/G, kernel[0..nsp-1])   b (K)

@@ -11,7 +11,12 @@ MODEL is a small training model (tests/e2e/tiny_models.py's res3d).
     with --eval, an unknown pass, a --workspace-limit that is not a byte count from 4 to 2^47 (with or
     without a K/M/G or KiB/MiB/GiB suffix) or is given twice.
   - --precision fp32|tf32 (check_precision): written into the CUDA program and the plan JSON, the same plan;
-    tf32 with a .c output, bf16 (not supported yet), unknown names and a repeat are usage errors.
+    tf32 with a .c output, bf16 with a .cu output (no bfloat16 CUDA kernels yet), unknown names and a
+    repeat are usage errors. bf16 (check_bf16_plan): in the plan JSON every activation and activation
+    gradient is 2 bytes per element and every parameter, gradient and optimizer state 4, each parameter a
+    Conv or Gemm reads has a bfloat16 copy, the arena is below fp32's; a .c output keeps the same values
+    at 4 bytes; a dump from before autodiff is accepted and gives the ONNX file's plan, a dump after it
+    (or a bf16 dump without --precision bf16) is refused.
   - --workspace-limit 16MiB, 16M and 16777216 give the same plan; a plan compiled with a limit and
     dumped is accepted back with the same limit.
   - A .vir dump is an input: the dump after each pass, fed back to vcc, gives the same final nodes,
@@ -59,7 +64,7 @@ def plan_of(path):
 
 def check_precision(vcc, model, work):
     """--precision: fp32 and tf32 compile CUDA trainers (VCC_PRECISION_TF32 0 and 1) and are recorded in the plan
-    JSON, whose plan they do not change; tf32 with a .c output, bf16 (not supported yet) and an unknown name are
+    JSON, whose plan they do not change; tf32 with a .c output, bf16 with a .cu output and an unknown name are
     usage errors (exit 2, one line naming the problem), and so is --precision given twice."""
     d = os.path.join(work, "precision")
     os.makedirs(d, exist_ok=True)
@@ -82,8 +87,9 @@ def check_precision(vcc, model, work):
     check(p.returncode == 0, "vcc -o t.c --precision fp32 is accepted", p.stderr)
     for label, a, words in [
             ("tf32 with a .c output", ["-o", "t_tf32.c", "--precision", "tf32"], ["tf32", "CUDA", ".cu"]),
-            ("bf16", ["-o", "t_bf16.cu", "--precision", "bf16"], ["bf16", "not supported yet", "fp32", "tf32"]),
-            ("an unknown precision", ["--precision", "fp8"], ["fp32 or tf32", "fp8"]),
+            ("bf16 with a .cu output", ["-o", "t_bf16.cu", "--precision", "bf16"], ["bf16", "CUDA", "not built yet",
+                                                                                     "FILE.c"]),
+            ("an unknown precision", ["--precision", "fp8"], ["fp32, tf32 or bf16", "fp8"]),
             ("--precision twice", ["--precision", "fp32", "--precision", "tf32"], ["given twice"])]:
         p = run([vcc, model] + a, d)
         err = p.stderr.strip()
@@ -91,6 +97,57 @@ def check_precision(vcc, model, work):
               "usage error: --precision, %s (exit %d: %s)" % (label, p.returncode, err), p.stderr)
     check(not os.path.exists(os.path.join(d, "t_tf32.c")) and not os.path.exists(os.path.join(d, "t_bf16.cu")),
           "a refused --precision writes no program")
+
+
+def check_bf16_plan(vcc, model, work):
+    """--precision bf16's plan against the model's own shapes: which tensors hold bfloat16 and their sizes."""
+    d = os.path.join(work, "bf16")
+    os.makedirs(d, exist_ok=True)
+    p32 = run([vcc, model, "--plan-json", "p32.json"], d)
+    p16 = run([vcc, model, "--precision", "bf16", "--plan-json", "p16.json", "--dump-ir", "memplan"], d)
+    if p32.returncode or p16.returncode:
+        check(False, "vcc --precision bf16 --plan-json", p32.stderr + p16.stderr)
+        return
+    a, b = json.load(open(os.path.join(d, "p32.json"))), json.load(open(os.path.join(d, "p16.json")))
+    tensors = b["tensors"]
+    acts = [t for t in tensors if t["category"] in ("activation", "saved_activation") and t["view_of"] is None]
+    state = [t for t in tensors if t["category"] in ("parameter", "gradient", "optimizer_state")]
+    check(b["precision"] == "bf16" and any(t["bf16"] for t in acts) and
+          all(t["bytes"] == 2 * t["elements"] for t in tensors if t["bf16"]) and
+          all(t["bytes"] == 4 * t["elements"] and not t["bf16"] for t in state
+              if not t["name"].endswith("num_batches_tracked")),  # int64 counters
+          "--precision bf16: bfloat16 tensors take 2 bytes per element, parameters, gradients and optimizer state 4")
+    # the trained convolution and Gemm weights (4-D or more, or the Gemm's 2-D weight) each have one copy
+    params = {t["name"] for t in tensors if t["category"] == "parameter"}
+    copies = {t["name"][:-len(".bf16")] for t in tensors if t["name"].endswith(".bf16")}
+    onnx_model = onnx.load(model)
+    readers = {i for n in onnx_model.graph.node if n.op_type in ("Conv", "Gemm", "MatMul", "ConvTranspose")
+               for i in n.input}
+    check(copies and copies == (readers & params), "each parameter a Conv or Gemm reads has one bfloat16 copy",
+          "copies %s, read %s" % (sorted(copies), sorted(readers & params)))
+    check(b["arena_bytes"] < a["arena_bytes"], "the bf16 arena (%d) is below the fp32 one (%d)" % (
+        b["arena_bytes"], a["arena_bytes"]))
+    p = run([vcc, model, "--precision", "bf16", "-o", "t_bf16.c", "--plan-json", "pc.json"], d)
+    c = json.load(open(os.path.join(d, "pc.json"))) if p.returncode == 0 else {"tensors": []}
+    check(p.returncode == 0 and [t["name"] for t in c["tensors"] if t["bf16"]] ==
+          [t["name"] for t in tensors if t["bf16"]] and all(t["bytes"] == 4 * t["elements"] for t in c["tensors"]
+                                                            if t["bf16"]) and
+          "bf16_round_forward" in open(os.path.join(d, "t_bf16.c")).read(),
+          "a .c output rounds the same tensors to bfloat16 and keeps them at 4 bytes", p.stderr)
+    # dumps: from before autodiff with --precision bf16, the ONNX file's plan; after it, refused
+    fuse = run([vcc, model, "--dump-ir", "fuse"], d).stdout
+    open(os.path.join(d, "fuse.vir"), "w").write(fuse)
+    p = run([vcc, "fuse.vir", "--precision", "bf16", "--dump-ir", "memplan"], d)
+    strip = lambda text: sorted(re.sub(r" offset=\d+", "", l) for l in text.splitlines()[1:])
+    check(p.returncode == 0 and strip(p.stdout) == strip(p16.stdout),
+          "a dump after fuse with --precision bf16 plans as the ONNX file does", p.stderr)
+    for pas, args, words in [("precision", [], ["--precision bf16", "CastBF16"]),
+                             ("autodiff", ["--precision", "bf16"], ["autodiff", "ONNX model"])]:
+        text = run([vcc, model, "--precision", "bf16", "--dump-ir", pas], d).stdout
+        open(os.path.join(d, pas + ".vir"), "w").write(text)
+        p = run([vcc, pas + ".vir"] + args, d)
+        check(p.returncode == 1 and all(w in p.stderr for w in words),
+              "a bf16 dump after %s%s is refused" % (pas, "" if args else " without --precision bf16"), p.stderr)
 
 
 def main():
@@ -151,6 +208,7 @@ def main():
     p = run([vcc, model, "--workspace-limit", "4K", "--workspace-limit", "8K"], work)
     check(p.returncode == 2 and "given twice" in p.stderr, "usage error: --workspace-limit twice", p.stderr)
     check_precision(vcc, model, work)
+    check_bf16_plan(vcc, model, work)
     small = run([vcc, model, "--workspace-limit", "4096", "--dump-ir", "memplan"], work).stdout
     with open(os.path.join(work, "m4096.vir"), "w") as f:
         f.write(small)
@@ -248,7 +306,8 @@ def main():
         arena = [l for l in lines if l.startswith("arena ")]
         return nodes, plans, arena
     ref = shape_of_plan(mem)
-    for pas in ["onnx", "canonical", "shape", "fuse", "loss", "autodiff", "optimizer", "schedule", "liveness", "inplace"]:
+    for pas in ["onnx", "canonical", "shape", "fuse", "precision", "loss", "autodiff", "optimizer", "storage", "schedule",
+                "liveness", "inplace"]:
         d = run([vcc, model, "--dump-ir", pas], work).stdout
         with open(os.path.join(work, pas + ".vir"), "w") as f:
             f.write(d)

@@ -183,7 +183,7 @@ def main():
     for name, data in models.items():
         write(os.path.join(out, "onnx", name + ".onnx"), data)
 
-    passes = "onnx canonical shape fuse loss autodiff optimizer schedule liveness inplace memplan".split()
+    passes = "onnx canonical shape fuse precision loss autodiff optimizer storage schedule liveness inplace memplan".split()
     with tempfile.TemporaryDirectory() as tmp:
         for name in ("conv1d", "gemm_only"):
             model = os.path.join(out, "onnx", name + ".onnx")

@@ -23,7 +23,8 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper, TensorProto
 
-PASSES = ["onnx", "canonical", "shape", "fuse", "loss", "autodiff", "optimizer", "schedule", "liveness", "inplace",
+PASSES = ["onnx", "canonical", "shape", "fuse", "precision", "loss", "autodiff", "optimizer", "storage", "schedule",
+          "liveness", "inplace",
           "memplan"]
 
 
