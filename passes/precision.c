@@ -9,14 +9,13 @@
  * vcc_storage (the pass "storage", after the optimizer): first the backward readers of a copy (ConvGradData's
  *   weights) get a copy of their own, "<p>.bf16.again", made right before the first of them, so the
  *   forward copy is not kept from the forward to the backward (autocast keeps it). Then it sets
- *   VccTensor.bf16_bytes on the values that hold
- *   bfloat16, to ctx->bf16_store_bytes (2; 4 for a C trainer, which keeps them in float32 storage):
+ *   VccTensor.bf16_bytes on the values that hold bfloat16, to ctx->bf16_store_bytes (2; 4 for a C
+ *   trainer, which keeps them in float32 storage):
  *   - the clip input and every forward float value (the parameter copies included), except the outputs
  *     of autocast's float32 ops (Softmax, LogSoftmax, LayerNormalization, GroupNormalization,
  *     InstanceNormalization, ReduceSum, Exp, Log, Pow, Reciprocal, Softplus: at::autocast's fp32 list),
- *     the loss and its internals, and the statistics
- *     outputs (a normalization's saved mean and inverse deviation, Dropout's mask, FusedAttention's
- *     log-sum-exp);
+ *     the loss and its internals, and the statistics outputs (a normalization's saved mean and inverse
+ *     deviation, Dropout's mask, FusedAttention's log-sum-exp);
  *   - the gradient of a bfloat16 value (VccTensor.grad_of), whole or from one reader, except the partial
  *     sums of a value's gradient from three readers or more: each reader's gradient is rounded, their
  *     sum is accumulated in float32 and rounded once (autocast's autograd rounds every partial sum). The
@@ -25,9 +24,10 @@
  *     statistics among them;
  *   - a view holds what its base holds.
  *   Every value stored into a bfloat16 tensor is computed in float32 and rounded once (round to nearest
- *   even); the C trainer rounds after each node that writes one (codegen/emit.c). Where autocast keeps a
- *   float32 value between two float32 ops (a LogSoftmax of a Softmax) and rounds the gradient once,
- *   vcc rounds the gradient between them too.
+ *   even); the C trainer rounds after each node that writes one (codegen/emit.c). Where autocast differs:
+ *   the gradient of a float32 value read by a bfloat16 op (a Softmax's output read by a MatMul) stays
+ *   float32 here, where autocast's holds bfloat16 values (the cast's gradient); the clip is rounded when
+ *   it is loaded, where autocast rounds it when a bfloat16 op first reads it.
  * Requires: shapes (precision); autodiff and the optimizer (storage). Without --precision bf16, nothing.
  */
 #include "passes.h"

@@ -541,8 +541,10 @@ static void snapshot_take(const VccGraph *g, const Run *r, Snapshot *s) {
     for (int k = 0; k < g->nnodes; k++) nin += (size_t)g->nodes[k].nin;
     s->ins = vcc_malloc(sizeof(int) * (nin ? nin : 1));
     nin = 0;
-    for (int k = 0; k < g->nnodes; k++, nin += (size_t)g->nodes[k - 1].nin)
+    for (int k = 0; k < g->nnodes; k++) {
         memcpy(s->ins + nin, g->nodes[k].in, sizeof(int) * (size_t)g->nodes[k].nin);
+        nin += (size_t)g->nodes[k].nin;
+    }
     s->values = g->remat_values;
     s->flops = g->remat_flops;
     s->ws_shrunk = g->remat_ws_shrunk;
@@ -561,8 +563,10 @@ static VccStatus snapshot_restore(VccCtx *ctx, VccGraph *g, const Snapshot *s) {
     memcpy(g->nodes, s->nodes, sizeof(VccNode) * (size_t)s->nnodes);
     g->nnodes = s->nnodes;
     size_t nin = 0;
-    for (int k = 0; k < g->nnodes; k++, nin += (size_t)g->nodes[k - 1].nin)
+    for (int k = 0; k < g->nnodes; k++) {
         memcpy(g->nodes[k].in, s->ins + nin, sizeof(int) * (size_t)g->nodes[k].nin);
+        nin += (size_t)g->nodes[k].nin;
+    }
     vcc_tensors_truncate(g, s->ntensors);
     memcpy(g->tensors, s->tensors, sizeof(VccTensor) * (size_t)s->ntensors);
     g->remat_values = s->values;
@@ -662,8 +666,8 @@ VccStatus vcc_remat(VccCtx *ctx, VccGraph *g) {
     g->remat_ws_shrunk = 0;
     g->remat_ws_shrunk_bytes = 0;
     if (ctx->memory_limit <= 0 || ctx->forward_only || ctx->eval || g->arena_bytes <= ctx->memory_limit) return VCC_OK;
-    Run r = {false, false, false, !ctx->workspace_limit_fixed, g->arena_bytes, g->arena_bytes, 0, 0, 0, 0, 0};
-    r.halve_first = ctx->remat_policies == VCC_REMAT_HALVE_FIRST;
+    Run r = {.halve_first = ctx->remat_policies == VCC_REMAT_HALVE_FIRST, .ws_lever = !ctx->workspace_limit_fixed,
+             .same = g->arena_bytes, .smallest = g->arena_bytes};
     Snapshot snap = {0};
     VccStatus st = search(ctx, g, &r, ctx->remat_policies ? NULL : &snap);
     if (!st && snap.taken) {
