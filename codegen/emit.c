@@ -163,7 +163,7 @@ static VccStatus emit_node(VccEmit *e, int k) {
 
 /* --precision bf16 in a C trainer (float32 storage of bfloat16 values, passes/precision.c): after node k,
  * each of its outputs that holds bfloat16 values is rounded to them (a CastBF16 rounds itself); with k =
- * -1, before the first node, the clip input the trainer has just loaded. */
+ * -1, at the start of the step, the clip input the trainer has just loaded, where it holds bfloat16. */
 static void emit_bf16_rounding(VccEmit *e, int k) {
     const VccGraph *g = e->g;
     int one = g->data_input;
@@ -407,7 +407,6 @@ VccStatus vcc_emit_trainer(VccCtx *ctx, const VccGraph *g, VccTarget target, con
                          "    (void)rt; (void)A; (void)o;\n", nparts++);
         }
         bool poison = target == VCC_TARGET_C; /* -DVCC_POISON checks the plan around each node */
-        if (k == 0) emit_bf16_rounding(&e, -1);
         if (poison) fprintf(e.f, "    VCC_POISON_PRE(%d);\n", k);
         st = emit_node(&e, k);
         if (!st) emit_bf16_rounding(&e, k);
@@ -459,6 +458,9 @@ VccStatus vcc_emit_trainer(VccCtx *ctx, const VccGraph *g, VccTarget target, con
     emit_c_string(f, prog);
     fputs(" /* the binary's name; error lines begin with argv[0]'s basename */\n\n", f);
     /* vcc --precision: the float32 arithmetic of the CUDA runtime's cuDNN and cuBLAS calls (cuda/base.cuh) */
+    if (target == VCC_TARGET_C && ctx->precision == VCC_PRECISION_BF16)
+        fputs("#define VCC_PRECISION_BF16 1 /* vcc --precision bf16: activations and gradients hold bfloat16 values "
+              "(float32 storage) */\n\n", f);
     if (target == VCC_TARGET_CUDA)
         fprintf(f, "#define VCC_PRECISION_TF32 %d /* vcc --precision %s: %s */\n\n", ctx->precision == VCC_PRECISION_TF32,
                 vcc_precision_name(ctx->precision),
@@ -523,6 +525,8 @@ VccStatus vcc_emit_trainer(VccCtx *ctx, const VccGraph *g, VccTarget target, con
     free(body);
     fputs("VCC_STEP_FN void vcc_step(VccRt *rt, unsigned char *A, const VccOptim *o) {\n", f);
     fputs("    (void)rt; (void)A; (void)o;\n", f);
+    e.f = f; /* the clip the trainer has just loaded, rounded before the plan's checks take it as written */
+    emit_bf16_rounding(&e, -1);
     if (target == VCC_TARGET_C) fputs("    VCC_POISON_BEGIN();\n", f);
     for (int i = 0; i < nparts; i++) fprintf(f, "    vcc_step_%d(rt, A, o);\n", i);
     fputs("}\n\n", f);

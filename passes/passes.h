@@ -105,18 +105,18 @@ VccStatus vcc_optimizer(VccCtx *ctx, VccGraph *g);
 
 /* ======================================================================== passes/precision.c */
 
-/* --precision bf16, before the loss: each float32 parameter a Conv, ConvTranspose, Gemm or MatMul reads is
- * read through one CastBF16 copy "<param>.bf16" made before its first reader (torch.autocast's weight
- * cast). Nothing at another precision. */
+/* --precision bf16, before the loss, following torch.autocast(dtype=torch.bfloat16): VccTensor.bf16_bytes =
+ * ctx->bf16_store_bytes on the forward values that hold bfloat16 (autocast's lower-precision ops' outputs,
+ * type promotion for the others, float32 ops' outputs float32), and each float32 input of a Conv,
+ * ConvTranspose, Gemm, MatMul or FusedAttention read through one CastBF16 copy "<x>.bf16" made before its
+ * first reader. Nothing at another precision. */
 VccStatus vcc_precision(VccCtx *ctx, VccGraph *g);
-/* --precision bf16, after the optimizer: VccTensor.bf16_bytes = ctx->bf16_store_bytes on the values that
- * hold bfloat16 (the clip input, forward values but the outputs of autocast's float32 ops and statistics,
- * the gradients of values; views as their bases), following torch.autocast(dtype=torch.bfloat16). */
+/* --precision bf16, after the optimizer: backward readers of a copy get their own; the gradients of
+ * bfloat16 values hold bfloat16 (VccTensor.grad_of), the loss float32, views as their bases. */
 VccStatus vcc_storage(VccCtx *ctx, VccGraph *g);
 /* A graph read from a dump after pass `done` (an index of vcc_pass_names) against ctx->precision: a dump
- * with CastBF16 nodes needs --precision bf16, and --precision bf16 needs a dump from before "autodiff"
- * (the .vir text does not say which gradient is whose, nor which values hold bfloat16) made with it
- * where it is past "precision".
+ * with CastBF16 nodes is refused without --precision bf16, and --precision bf16 needs a dump from before
+ * "precision" (the .vir text does not say which values hold bfloat16, nor whose gradient a tensor is).
  * Errors: VCC_ERR_UNSUPPORTED with the reason. */
 VccStatus vcc_precision_check_dump(VccCtx *ctx, const VccGraph *g, int done);
 

@@ -125,7 +125,10 @@ static void vcc_poison_pre(const VccPoisonPlan *P, unsigned char *A, int k) {
         if (vcc_poison_fnv(A + P->t[d].offset, P->t[d].bytes) != vcc_poison_hash[d]) {
             char msg[1024];
             int s0 = vcc_poison_seen[d] + 1; /* intact after node s0 - 1, changed before node k */
-            if (s0 == k - 1)
+            if (k == 0)
+                snprintf(msg, sizeof msg, "the bytes of '%s' changed between the start of the step and its first node",
+                         P->t[d].name);
+            else if (s0 == k - 1)
                 snprintf(msg, sizeof msg, "the bytes of '%s' were written over by node %d (%s)", P->t[d].name, s0,
                          P->node[s0]);
             else

@@ -156,6 +156,7 @@ int vcc_diff_new_grad(VccDiff *d, int t) {
 }
 
 void vcc_diff_accum(VccDiff *d, int t, int gt) {
+    if (d->g->tensors[gt].grad_of < 0) d->g->tensors[gt].grad_of = t; /* a gradient rule's own output tensor */
     if (d->grad[t] < 0) {
         d->grad[t] = gt;
         return;

@@ -15,8 +15,8 @@ MODEL is a small training model (tests/e2e/tiny_models.py's res3d).
     repeat are usage errors. bf16 (check_bf16_plan): in the plan JSON every activation and activation
     gradient is 2 bytes per element and every parameter, gradient and optimizer state 4, each parameter a
     Conv or Gemm reads has a bfloat16 copy, the arena is below fp32's; a .c output keeps the same values
-    at 4 bytes; a dump from before autodiff is accepted and gives the ONNX file's plan, a dump after it
-    (or a bf16 dump without --precision bf16) is refused.
+    at 4 bytes; a dump from before 'precision' is accepted and gives the ONNX file's plan, a dump after
+    it (or a bf16 dump without --precision bf16) is refused.
   - --workspace-limit 16MiB, 16M and 16777216 give the same plan; a plan compiled with a limit and
     dumped is accepted back with the same limit.
   - A .vir dump is an input: the dump after each pass, fed back to vcc, gives the same final nodes,
@@ -134,7 +134,7 @@ def check_bf16_plan(vcc, model, work):
                                                             if t["bf16"]) and
           "bf16_round_forward" in open(os.path.join(d, "t_bf16.c")).read(),
           "a .c output rounds the same tensors to bfloat16 and keeps them at 4 bytes", p.stderr)
-    # dumps: from before autodiff with --precision bf16, the ONNX file's plan; after it, refused
+    # dumps: from before 'precision' with --precision bf16, the ONNX file's plan; after it, refused
     fuse = run([vcc, model, "--dump-ir", "fuse"], d).stdout
     open(os.path.join(d, "fuse.vir"), "w").write(fuse)
     p = run([vcc, "fuse.vir", "--precision", "bf16", "--dump-ir", "memplan"], d)
@@ -142,12 +142,13 @@ def check_bf16_plan(vcc, model, work):
     check(p.returncode == 0 and strip(p.stdout) == strip(p16.stdout),
           "a dump after fuse with --precision bf16 plans as the ONNX file does", p.stderr)
     for pas, args, words in [("precision", [], ["--precision bf16", "CastBF16"]),
+                             ("precision", ["--precision", "bf16"], ["'precision'", "ONNX model"]),
                              ("autodiff", ["--precision", "bf16"], ["autodiff", "ONNX model"])]:
         text = run([vcc, model, "--precision", "bf16", "--dump-ir", pas], d).stdout
         open(os.path.join(d, pas + ".vir"), "w").write(text)
         p = run([vcc, pas + ".vir"] + args, d)
         check(p.returncode == 1 and all(w in p.stderr for w in words),
-              "a bf16 dump after %s%s is refused" % (pas, "" if args else " without --precision bf16"), p.stderr)
+              "a bf16 dump after %s %s is refused" % (pas, "with" if args else "without --precision bf16"), p.stderr)
 
 
 def main():
