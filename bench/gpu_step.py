@@ -17,6 +17,8 @@ that option) and write OUT/<model>/manifest.json:
     seed         torch.manual_seed before building it
     programs     per precision: the .cu file, the nvcc command vcc printed, the arena bytes (--plan-json),
                  whether the trainer takes --cudnn-search (cudnn_search) and --cuda-graph (cuda_graph)
+    plans        per precision vcc plans but builds no CUDA trainer for (today bf16): the arena bytes of
+                 its plan (--plan-json), which the run phase puts beside PyTorch's peak at that mode
     tensors      (per program) the trainer's weight file: each tensor's name, dtype and shape, in order
     constants    the tensors of that file that are not state_dict entries of the model (none for
                  today's exports), whose values are carried in OUT/<model>/constants.safetensors
@@ -324,14 +326,24 @@ def prepare_model(args, name, precisions):
     export_for_training(model, torch.randn(*spec["clip"]), onnx_path)
     log(f"  export: {onnx_path} ({time.perf_counter() - t0:.0f} s)")
     state = model.state_dict()
-    programs, tensors, constants = [], None, {}
+    programs, plans, tensors, constants = [], [], None, {}
     for p in precisions:
         try:
             prog = vcc_compile(args.vcc, onnx_path, out_dir, p, os.path.join(scratch, f"plan_{p}.json"), args.target)
         except Failure as e:
             if p == "fp32":
                 raise
-            log(f"  warning: {p} skipped (a name read off `vcc --help`): {e}")
+            # no trainer at this precision: its plan alone, for the arena beside PyTorch's at that mode
+            plan_path = os.path.join(scratch, f"plan_{p}.json")
+            r = subprocess.run([args.vcc, onnx_path, "--precision", p, "--plan-json", plan_path],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            if r.returncode == 0:
+                with open(plan_path) as f:
+                    plans.append({"precision": p, "arena_bytes": json.load(f)["arena_bytes"]})
+                log(f"  vcc ({p}): no trainer ({str(e).splitlines()[-1][-200:]}); its plan: arena "
+                    f"{plans[-1]['arena_bytes'] / 2**20:.1f} MiB")
+            else:
+                log(f"  warning: {p} skipped (a name read off `vcc --help`): {e}")
             continue
         # vcc's own weight file stays in the scratch folder: only its header travels (in the manifest)
         wdst = prog.pop("weights")
@@ -349,7 +361,7 @@ def prepare_model(args, name, precisions):
     if constants:
         write_safetensors(os.path.join(out_dir, "constants.safetensors"),
                           [(n,) + tuple(v) for n, v in constants.items()])
-    manifest = {"name": name, "model": spec, "seed": SEED, "programs": programs,
+    manifest = {"name": name, "model": spec, "seed": SEED, "programs": programs, "plans": plans,
                 "constants": sorted(constants), "lr": LR, "momentum": MOMENTUM, "weight_decay": WEIGHT_DECAY}
     with open(os.path.join(out_dir, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
@@ -742,12 +754,14 @@ def run_model(args, name, rows, deadline, builds):
         rows.append({"model": name, "precision": p, "vcc": v["sps"], "eager": samples_per_s(n, e["step_s"]),
                      "compile": samples_per_s(n, compiled["step_s"]) if compiled and p == "fp32" else None,
                      "arena": v["arena"], "torch_mem": e["max_alloc"], "diff": abs(v["loss1"] - ref) / abs(ref)})
+    plans = {q["precision"]: q["arena_bytes"] for q in man.get("plans", [])}
     for mode in ("tf32", "bf16"):
         if mode not in vcc:
             e = eager[mode]
-            rows.append({"model": name, "precision": mode + " (torch)", "vcc": None,
-                         "eager": samples_per_s(n, e["step_s"]), "compile": None, "arena": None,
-                         "torch_mem": e["max_alloc"], "diff": abs(e["losses"][0] - ref) / abs(ref)})
+            rows.append({"model": name, "precision": mode + (" (torch; vcc plan only)" if mode in plans else " (torch)"),
+                         "vcc": None, "eager": samples_per_s(n, e["step_s"]), "compile": None,
+                         "arena": plans.get(mode), "torch_mem": e["max_alloc"],
+                         "diff": abs(e["losses"][0] - ref) / abs(ref)})
 
 
 def mib(b):
