@@ -162,16 +162,13 @@ static VccStatus emit_node(VccEmit *e, int k) {
 }
 
 /* --precision bf16 in a C trainer (float32 storage of bfloat16 values, passes/precision.c): after node k,
- * each of its outputs that holds bfloat16 values is rounded to them (a CastBF16 rounds itself); with k =
- * -1, at the start of the step, the clip input the trainer has just loaded, where it holds bfloat16. */
+ * each of its outputs that holds bfloat16 values is rounded to them (a CastBF16 rounds itself). */
 static void emit_bf16_rounding(VccEmit *e, int k) {
     const VccGraph *g = e->g;
-    int one = g->data_input;
-    const int *outs = k < 0 ? &one : g->nodes[k].out;
-    int nout = k < 0 ? 1 : g->nodes[k].nout;
-    if (e->ctx->precision != VCC_PRECISION_BF16 || (k >= 0 && g->nodes[k].op == VCC_OP_CAST_BF16)) return;
-    for (int i = 0; i < nout; i++) {
-        int t = outs[i];
+    const VccNode *n = &g->nodes[k];
+    if (e->ctx->precision != VCC_PRECISION_BF16 || n->op == VCC_OP_CAST_BF16) return;
+    for (int i = 0; i < n->nout; i++) {
+        int t = n->out[i];
         if (t < 0 || !g->tensors[t].bf16_bytes || g->tensors[t].alias_of >= 0 || g->tensors[t].offset < 0 ||
             vcc_shape_numel(&g->tensors[t].shape) <= 0)
             continue;
@@ -525,8 +522,6 @@ VccStatus vcc_emit_trainer(VccCtx *ctx, const VccGraph *g, VccTarget target, con
     free(body);
     fputs("VCC_STEP_FN void vcc_step(VccRt *rt, unsigned char *A, const VccOptim *o) {\n", f);
     fputs("    (void)rt; (void)A; (void)o;\n", f);
-    e.f = f; /* the clip the trainer has just loaded, rounded before the plan's checks take it as written */
-    emit_bf16_rounding(&e, -1);
     if (target == VCC_TARGET_C) fputs("    VCC_POISON_BEGIN();\n", f);
     for (int i = 0; i < nparts; i++) fprintf(f, "    vcc_step_%d(rt, A, o);\n", i);
     fputs("}\n\n", f);

@@ -395,6 +395,19 @@ int vcc_tensor_add(VccGraph *g, const char *name, VccDType dt, const VccShape *s
 
 /* ------------------------------------------------------------------ nodes and attributes */
 
+void vcc_nodes_move(VccGraph *g, int from, int to) {
+    VCC_ASSERT(to >= 0 && to <= from && from <= g->nnodes);
+    int m = g->nnodes - from;
+    VccNode *tmp = vcc_malloc(sizeof(VccNode) * (size_t)(m ? m : 1));
+    memcpy(tmp, g->nodes + from, sizeof(VccNode) * (size_t)m);
+    memmove(g->nodes + to + m, g->nodes + to, sizeof(VccNode) * (size_t)(from - to));
+    memcpy(g->nodes + to, tmp, sizeof(VccNode) * (size_t)m);
+    free(tmp);
+    for (int k = to; k < g->nnodes; k++)
+        for (int i = 0; i < g->nodes[k].nout; i++)
+            if (g->nodes[k].out[i] >= 0) g->tensors[g->nodes[k].out[i]].producer = k;
+}
+
 int vcc_node_add(VccGraph *g, VccOp op, const char *name, const int *in, int nin, const int *out, int nout,
                  VccPhase phase) {
     if (g->nnodes == g->cap_nodes) {

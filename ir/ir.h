@@ -447,6 +447,9 @@ const char *vcc_tensor_category(const VccTensor *t);
 /* Append a node; copies in/out arrays and sets producer of each output. Returns the node index. */
 int vcc_node_add(VccGraph *g, VccOp op, const char *name, const int *in, int nin, const int *out, int nout,
                  VccPhase phase);
+/* Move the nodes from index `from` to the end (nodes a pass has just appended) to index `to` (<= from), before
+ * the node there, keeping their order; the nodes in between move on, and every tensor's producer follows. */
+void vcc_nodes_move(VccGraph *g, int from, int to);
 
 /* Attribute setters (copy their arguments; a later set of the same name replaces it). */
 void vcc_attr_set_int(VccNode *n, const char *name, int64_t v);

@@ -15,9 +15,8 @@
  *     FusedAttention's log-sum-exp);
  *   - BatchNormalization's output as its input (float32 parameters and statistics, as autocast's);
  *   - any other op's outputs by type promotion: bfloat16 when every float input but scalar constants is
- *     (a bfloat16 value plus a float32 parameter is float32, as in PyTorch);
- *   - a float input (the clip) when only lower-precision ops read it: rounding it as it is loaded is what
- *     their casts would do.
+ *     (a bfloat16 value plus a float32 parameter is float32, as in PyTorch).
+ *   The clip stays float32 as the trainer loads it; the lower-precision ops that read it read its copy.
  * vcc_storage (the pass "storage", after the optimizer): the backward readers of a copy (ConvGradData's
  *   weights) get a copy of their own, "<x>.bf16.again", made right before the first of them, so the
  *   forward copy is not kept from the forward to the backward (autocast keeps it). Then:
@@ -79,16 +78,6 @@ static bool linear_bias_add(const VccGraph *g, const VccNode *n) {
     return false;
 }
 
-/* Move the node at index from (the last, just added) to index to, renumbering producers. */
-static void move_node(VccGraph *g, int from, int to) {
-    VccNode n = g->nodes[from];
-    memmove(g->nodes + to + 1, g->nodes + to, sizeof(VccNode) * (size_t)(from - to));
-    g->nodes[to] = n;
-    for (int k = to; k <= from; k++)
-        for (int i = 0; i < g->nodes[k].nout; i++)
-            if (g->nodes[k].out[i] >= 0) g->tensors[g->nodes[k].out[i]].producer = k;
-}
-
 /* Whether output i of node n is a statistic or a mask rather than a value: a normalization's saved mean
  * and inverse deviation, Dropout's mask, an attention's log-sum-exp (every output past the first of an op
  * other than Split). */
@@ -98,16 +87,6 @@ VccStatus vcc_precision(VccCtx *ctx, VccGraph *g) {
     if (ctx->precision != VCC_PRECISION_BF16) return VCC_OK;
     uint8_t bytes = (uint8_t)(ctx->bf16_store_bytes == 4 ? 4 : 2);
     int nt = g->ntensors;
-    /* a float input (the clip) holds bfloat16 when only bfloat16 ops read it: rounding it as it is loaded
-     * is then what their casts would do */
-    for (int t = 0; t < nt; t++) {
-        if (g->tensors[t].kind != VCC_T_INPUT || g->tensors[t].dtype != VCC_F32) continue;
-        bool only = true, read = false;
-        for (int k = 0; k < g->nnodes; k++)
-            for (int i = 0; i < g->nodes[k].nin; i++)
-                if (g->nodes[k].in[i] == t) read = true, only &= bf16_op(g->nodes[k].op);
-        if (read && only) g->tensors[t].bf16_bytes = bytes;
-    }
     int *copy = vcc_malloc(sizeof(int) * (size_t)(nt ? nt : 1)); /* float32 tensor -> its bfloat16 copy, -1 */
     for (int t = 0; t < nt; t++) copy[t] = -1;
     for (int k = 0; k < g->nnodes; k++) {
@@ -125,7 +104,7 @@ VccStatus vcc_precision(VccCtx *ctx, VccGraph *g) {
                 char *name = vcc_strfmt("%s.bf16", g->tensors[x].name);
                 int c = vcc_node_add(g, VCC_OP_CAST_BF16, name, &x, 1, &copy[x], 1, VCC_PHASE_FORWARD);
                 free(name);
-                move_node(g, c, k++); /* before its first reader, which moves one on */
+                vcc_nodes_move(g, c, k++); /* before its first reader, which moves one on */
             }
             g->nodes[k].in[i] = copy[x];
         }
@@ -177,7 +156,7 @@ static void recast_for_backward(VccGraph *g, uint8_t bytes) {
         int p = g->nodes[c].in[0];
         int k = vcc_node_add(g, VCC_OP_CAST_BF16, name, &p, 1, &again, 1, VCC_PHASE_BACKWARD);
         free(name);
-        move_node(g, k, first);
+        vcc_nodes_move(g, k, first);
         for (int j = first + 1; j < g->nnodes; j++)
             for (int i = 0; i < g->nodes[j].nin; i++)
                 if (g->nodes[j].phase == VCC_PHASE_BACKWARD && g->nodes[j].in[i] == w16) g->nodes[j].in[i] = again;

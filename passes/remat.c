@@ -336,20 +336,6 @@ static int copy_of(VccGraph *g, int x, int *map) {
     return nc;
 }
 
-/* Move the nodes appended from index `from` on to position p (before the node at p), renumbering
- * producers. */
-static void move_to(VccGraph *g, int from, int p) {
-    int m = g->nnodes - from;
-    VccNode *tmp = vcc_malloc(sizeof(VccNode) * (size_t)m);
-    memcpy(tmp, g->nodes + from, sizeof(VccNode) * (size_t)m);
-    memmove(g->nodes + p + m, g->nodes + p, sizeof(VccNode) * (size_t)(from - p));
-    memcpy(g->nodes + p, tmp, sizeof(VccNode) * (size_t)m);
-    free(tmp);
-    for (int k = 0; k < g->nnodes; k++)
-        for (int i = 0; i < g->nodes[k].nout; i++)
-            if (g->nodes[k].out[i] >= 0) g->tensors[g->nodes[k].out[i]].producer = k;
-}
-
 /* Clone chain c before step p; the backward readers of value y read the clone's output. */
 static void apply(VccGraph *g, const Chain *c, int y, int p) {
     int *map = vcc_malloc(sizeof(int) * (size_t)g->ntensors); /* tensor -> its recomputed copy, or itself */
@@ -394,7 +380,7 @@ static void apply(VccGraph *g, const Chain *c, int y, int p) {
         }
     }
     free(map);
-    move_to(g, from, p);
+    vcc_nodes_move(g, from, p);
 }
 
 /* Liveness, in-place sharing and offsets again for the changed graph. */

@@ -119,7 +119,7 @@ def check_bf16_plan(vcc, model, work):
           "--precision bf16: bfloat16 tensors take 2 bytes per element, parameters, gradients and optimizer state 4")
     # the trained convolution and Gemm weights (4-D or more, or the Gemm's 2-D weight) each have one copy
     params = {t["name"] for t in tensors if t["category"] == "parameter"}
-    copies = {t["name"][:-len(".bf16")] for t in tensors if t["name"].endswith(".bf16")}
+    copies = {t["name"][:-len(".bf16")] for t in tensors if t["name"].endswith(".bf16")} & params
     onnx_model = onnx.load(model)
     readers = {i for n in onnx_model.graph.node if n.op_type in ("Conv", "Gemm", "MatMul", "ConvTranspose")
                for i in n.input}

@@ -5,7 +5,7 @@
 
 The model is exported by models/export_video_nets.py (dropout 0) and compiled with
 `vcc M.onnx --precision bf16 -o train.c`; the C trainer keeps the bfloat16 values in float32 storage,
-rounding each one as it is stored. It runs --steps SGD steps (lr 0.01, momentum 0.9) with a checkpoint
+rounding each one as it is stored, and is built with -DVCC_POISON (each read checked against the plan). It runs --steps SGD steps (lr 0.01, momentum 0.9) with a checkpoint
 after each.
 
 The reference is the PyTorch module with autocast's bfloat16 rounding put in by torch.fx, run in float64
@@ -177,7 +177,7 @@ def main():
     run([sys.executable, os.path.join(MODELS_DIR, "export_video_nets.py"), "--model", name, "--out", d,
          "--dropout", "0", "--num-classes", "10"], d)
     build = run([os.path.abspath(args.vcc), name + ".onnx", "--precision", "bf16", "-o", "train.c"], d)
-    run(["sh", "-c", build.strip().splitlines()[-1]], d)
+    run(["sh", "-c", build.strip().splitlines()[-1] + " -DVCC_POISON"], d)  # the plan checked as it runs
     shutil.rmtree(os.path.join(d, "ck"), ignore_errors=True)
     out = run(["./train", "--data", "data.npy", "--labels", "labels.npy", "--steps", str(args.steps), "--lr", str(LR),
                "--momentum", str(MOMENTUM), "--checkpoint-dir", "ck", "--checkpoint-every", "1", "--keep-last", "0"], d)
