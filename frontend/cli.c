@@ -110,7 +110,7 @@ static void usage(FILE *f) {
           "                     PyTorch's default for cuDNN convolutions (torch.backends.cudnn.allow_tf32), tensors\n"
           "                     float32; bf16, mixed precision as torch.autocast(dtype=torch.bfloat16): activations\n"
           "                     and gradients hold bfloat16 values (2 bytes each in the plan), convolutions and\n"
-          "                     matrix products read bfloat16 copies of their parameters; parameters, their\n"
+          "                     matrix products read bfloat16 copies of their float32 inputs; parameters, their\n"
           "                     gradients, optimizer state, statistics and the loss stay float32. bf16 plans come\n"
           "                     from vcc plan, --plan-json, --fit and --dump-ir; a C trainer (-o X.c) computes the\n"
           "                     bf16 numbers in float32 storage; bf16 CUDA trainers are not built yet. The tf32\n"

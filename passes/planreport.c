@@ -219,7 +219,7 @@ void vcc_plan_report(FILE *f, const VccGraph *g, const char *model, const VccGra
     if (nbf16)
         fprintf(f, "  bfloat16 (--precision bf16): %d values and gradients hold bfloat16 values, %d bytes each: %" PRId64
                    " bytes (%.1f MiB) of buffers that float32 would make %" PRId64 " (%d of them bfloat16 copies of "
-                   "parameters that convolutions and matrix products read)\n",
+                   "float32 inputs that convolutions and matrix products read)\n",
                 nbf16, unit, bf16_bytes, bf16_bytes / MIB, bf16_bytes / unit * 4, ncopies);
     if (unfused)
         fprintf(f, "  without fusion (--no-fuse-attention): arena %" PRId64 " bytes (%.1f MiB), lower bound %" PRId64

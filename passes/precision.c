@@ -135,7 +135,6 @@ VccStatus vcc_precision(VccCtx *ctx, VccGraph *g) {
     return VCC_OK;
 }
 
-
 /* The backward readers of each forward CastBF16 copy (a ConvGradData's weights) read a copy of their own,
  * made again right before the first of them: the forward copy then dies with its last forward reader
  * instead of being saved through the step (a pass over the parameter, against its bytes / 2 kept from

@@ -273,7 +273,8 @@ static void vcc_usage(FILE *f, const VccModel *m) {
 #if !defined(VCC_RT_CUDA) && defined(VCC_PRECISION_BF16)
     fputs("\nPrecision: bf16 (compiled in: vcc --precision bf16): activations and their gradients hold bfloat16\n"
           "values (rounded to nearest even as they are stored, kept in float32), convolutions and matrix products\n"
-          "read bfloat16 copies of their parameters; parameters, gradients, optimizer state and the loss are float32.\n",
+          "read bfloat16 copies of their float32 inputs; parameters, gradients, optimizer state and the loss are\n"
+          "float32.\n",
           f);
 #endif
 #ifdef VCC_RT_CUDA

@@ -4,10 +4,10 @@
  * (the gradient of a reshaped parameter) or the gradient another parameter already owns (Add(p, q)
  * passes one dY to both). Kernel: copy_forward (runtime base).
  * CastBF16(x) -> x rounded to bfloat16 values (vcc_bf16_round, round to nearest even), one shape: the
- * bfloat16 copy of a parameter a convolution or matrix product reads under --precision bf16
- * (passes/precision.c; torch.autocast's cast of a float32 weight). Its gradient is CastBF16(dy): dy holds
- * bfloat16 values already, so the parameter's float32 gradient is dy widened, as autocast's. Kernel:
- * bf16_round_forward (runtime base).
+ * bfloat16 copy of a float32 input (a parameter, the clip, a float32 value) a convolution or matrix
+ * product reads under --precision bf16 (passes/precision.c; torch.autocast's cast). Its gradient is
+ * CastBF16(dy): dy holds bfloat16 values already, so x's float32 gradient is dy widened, as autocast's.
+ * Kernel: bf16_round_forward (runtime base).
  */
 #include "ops.h"
 
