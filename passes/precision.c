@@ -26,7 +26,10 @@
  *     partial sum). A gradient rule's intermediates (Mul's dy * b before it is summed to b's shape) stay
  *     float32, as do the gradients of float32 values, parameters among them;
  *   - the loss is float32, also where the graph computes it (--loss graph);
- *   - a view holds what its base holds.
+ *   - a view holds what its base holds;
+ *   - a backward convolution or matrix product that reads bfloat16 values reads its float32 inputs through
+ *     bfloat16 copies (a bfloat16 prediction's gradient that Sub passes on from the float32 difference):
+ *     autograd casts a gradient to its value's dtype, and cuDNN and cuBLAS take one data type per call.
  * Every value stored into a bfloat16 tensor is computed in float32 and rounded once (round to nearest
  * even); the C trainer rounds after each node that writes one (codegen/emit.c). Where vcc differs from
  * autocast: the gradient of a float32 value read by a bfloat16 op (a Softmax's output read by a MatMul)
@@ -173,6 +176,54 @@ static bool partial_sum(const VccGraph *g, int t) {
     return false;
 }
 
+/* Whether backward op op computes in bfloat16 when its inputs hold bfloat16: the gradients of autocast's
+ * lower-precision ops (and the MatMuls of gradient rules), which cuDNN and cuBLAS run on one data type. */
+static bool bf16_backward_op(VccOp op) {
+    return op == VCC_OP_CONV || op == VCC_OP_CONV_GRAD_DATA || op == VCC_OP_CONV_GRAD_FILTER ||
+           op == VCC_OP_CONV_TRANSPOSE_GRAD_DATA || op == VCC_OP_CONV_TRANSPOSE_GRAD_FILTER || op == VCC_OP_GEMM_GRAD ||
+           op == VCC_OP_MATMUL || op == VCC_OP_MATMUL_T || op == VCC_OP_ATTENTION_GRAD;
+}
+
+/* Whether node n reads a bfloat16 value. */
+static bool reads_bf16(const VccGraph *g, const VccNode *n) {
+    for (int i = 0; i < n->nin; i++)
+        if (n->in[i] >= 0 && g->tensors[n->in[i]].bf16_bytes) return true;
+    return false;
+}
+
+/* A backward lower-precision op (bf16_backward_op) that reads bfloat16 values reads a float32 input
+ * through a bfloat16 copy, CastBF16(dy) -> "<dy>.bf16", made right before it: the gradient of a bfloat16
+ * value that a gradient rule passes on from a float32 one (Sub's, where a bfloat16 prediction meets a
+ * float32 target) is float32 in vcc's graph, where autograd casts it to its value's dtype. One copy per
+ * tensor, shared by the readers after it. */
+static void cast_backward_inputs(VccGraph *g, uint8_t bytes) {
+    for (int k = 0; k < g->nnodes; k++) {
+        const VccNode *n = &g->nodes[k];
+        if (n->phase != VCC_PHASE_BACKWARD || !bf16_backward_op(n->op)) continue;
+        for (int i = 0; reads_bf16(g, &g->nodes[k]) && i < g->nodes[k].nin; i++) {
+            int x = g->nodes[k].in[i];
+            if (x < 0 || g->tensors[x].dtype != VCC_F32 || g->tensors[x].bf16_bytes ||
+                vcc_shape_numel(&g->tensors[x].shape) <= 0)
+                continue;
+            VccShape shape = g->tensors[x].shape;
+            int x16 = vcc_tensor_add_unique(g, VCC_F32, &shape, g->tensors[x].kind == VCC_T_PARAM ? VCC_T_ACT
+                                                                                                : g->tensors[x].kind,
+                                            "%s.bf16", g->tensors[x].name);
+            g->tensors[x16].bf16_bytes = bytes;
+            char *name = vcc_strfmt("%s.bf16", g->tensors[x].name);
+            int c = vcc_node_add(g, VCC_OP_CAST_BF16, name, &x, 1, &x16, 1, VCC_PHASE_BACKWARD);
+            free(name);
+            vcc_nodes_move(g, c, k); /* the copy is node k now, its reader k + 1 */
+            k++;
+            for (int j = k; j < g->nnodes; j++)
+                if (g->nodes[j].phase == VCC_PHASE_BACKWARD && bf16_backward_op(g->nodes[j].op) &&
+                    reads_bf16(g, &g->nodes[j]))
+                    for (int r = 0; r < g->nodes[j].nin; r++)
+                        if (g->nodes[j].in[r] == x) g->nodes[j].in[r] = x16;
+        }
+    }
+}
+
 VccStatus vcc_storage(VccCtx *ctx, VccGraph *g) {
     if (ctx->precision != VCC_PRECISION_BF16) return VCC_OK;
     uint8_t bytes = (uint8_t)(ctx->bf16_store_bytes == 4 ? 4 : 2);
@@ -194,6 +245,7 @@ VccStatus vcc_storage(VccCtx *ctx, VccGraph *g) {
         while (g->tensors[b].alias_of >= 0) b = g->tensors[b].alias_of;
         g->tensors[t].bf16_bytes = g->tensors[b].bf16_bytes;
     }
+    cast_backward_inputs(g, bytes);
     return VCC_OK;
 }
 
