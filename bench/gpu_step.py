@@ -17,8 +17,9 @@ that option) and write OUT/<model>/manifest.json:
     seed         torch.manual_seed before building it
     programs     per precision: the .cu file, the nvcc command vcc printed, the arena bytes (--plan-json),
                  whether the trainer takes --cudnn-search (cudnn_search) and --cuda-graph (cuda_graph)
-    plans        per precision vcc plans but builds no CUDA trainer for (today bf16): the arena bytes of
-                 its plan (--plan-json), which the run phase puts beside PyTorch's peak at that mode
+    plans        per precision vcc plans but builds no CUDA trainer for (none today: fp32, tf32 and bf16
+                 all build): the arena bytes of its plan (--plan-json), which the run phase puts beside
+                 PyTorch's peak at that mode
     tensors      (per program) the trainer's weight file: each tensor's name, dtype and shape, in order
     constants    the tensors of that file that are not state_dict entries of the model (none for
                  today's exports), whose values are carried in OUT/<model>/constants.safetensors

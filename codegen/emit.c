@@ -126,8 +126,29 @@ static void emit_comment_text(FILE *f, const char *s) {
 }
 
 /* The code of scheduled node k: a comment naming it, then its family's emission (VccOpDef.emit). */
+/* Whether node n can run in a CUDA bf16 trainer with its tensors as stored: a node that reads or writes a
+ * value kept in 2 bytes (VCC_B) needs its kernel's bfloat16 form, which every family but these has
+ * (runtime/cuda/<family>.cuh: templates over float and __nv_bfloat16). */
+static bool cuda_bf16_ok(const VccGraph *g, const VccNode *n) {
+    bool half = false;
+    for (int i = 0; i < n->nin; i++) half |= n->in[i] >= 0 && g->tensors[n->in[i]].bf16_bytes == 2;
+    for (int i = 0; i < n->nout; i++) half |= n->out[i] >= 0 && g->tensors[n->out[i]].bf16_bytes == 2;
+    if (!half) return true;
+    const char *fam = vcc_op_family(n->op);
+    if (!strcmp(fam, "compare") || !strcmp(fam, "scatter") || !strcmp(fam, "attention") || !strcmp(fam, "optim"))
+        return false;
+    return !vcc_node_typed(g, n) && n->op != VCC_OP_POW_GRAD && n->op != VCC_OP_MSE && n->op != VCC_OP_MSE_GRAD &&
+           n->op != VCC_OP_CAST;
+}
+
 static VccStatus emit_node(VccEmit *e, int k) {
     const VccNode *n = &e->g->nodes[k];
+    if (e->target == VCC_TARGET_CUDA && e->ctx->precision == VCC_PRECISION_BF16 && !cuda_bf16_ok(e->g, n)) {
+        vcc_error(e->ctx, "node '%s' (%s): the CUDA trainer has no bfloat16 kernel for this op yet; compile with "
+                  "--precision fp32 or tf32, or -o FILE.c (a C trainer computes the bf16 numbers)", n->name,
+                  vcc_node_op(n));
+        return VCC_ERR_UNSUPPORTED;
+    }
     fprintf(e->f, "    /* %d: %s '", k, vcc_op_name(n->op));
     emit_comment_text(e->f, n->name);
     fputs("' */\n", e->f);
@@ -166,7 +187,7 @@ static VccStatus emit_node(VccEmit *e, int k) {
 static void emit_bf16_rounding(VccEmit *e, int k) {
     const VccGraph *g = e->g;
     const VccNode *n = &g->nodes[k];
-    if (e->ctx->precision != VCC_PRECISION_BF16 || n->op == VCC_OP_CAST_BF16) return;
+    if (e->ctx->precision != VCC_PRECISION_BF16 || e->target != VCC_TARGET_C || n->op == VCC_OP_CAST_BF16) return;
     for (int i = 0; i < n->nout; i++) {
         int t = n->out[i];
         if (t < 0 || !g->tensors[t].bf16_bytes || g->tensors[t].alias_of >= 0 || g->tensors[t].offset < 0 ||
@@ -455,14 +476,15 @@ VccStatus vcc_emit_trainer(VccCtx *ctx, const VccGraph *g, VccTarget target, con
     emit_c_string(f, prog);
     fputs(" /* the binary's name; error lines begin with argv[0]'s basename */\n\n", f);
     /* vcc --precision: the float32 arithmetic of the CUDA runtime's cuDNN and cuBLAS calls (cuda/base.cuh) */
-    if (target == VCC_TARGET_C && ctx->precision == VCC_PRECISION_BF16)
-        fputs("#define VCC_PRECISION_BF16 1 /* vcc --precision bf16: activations and gradients hold bfloat16 values "
-              "(float32 storage) */\n\n", f);
+    if (ctx->precision == VCC_PRECISION_BF16)
+        fprintf(f, "#define VCC_PRECISION_BF16 1 /* vcc --precision bf16: activations and gradients hold bfloat16 values "
+                "(%s) */\n\n", target == VCC_TARGET_C ? "float32 storage" : "__nv_bfloat16, 2 bytes each");
     if (target == VCC_TARGET_CUDA)
         fprintf(f, "#define VCC_PRECISION_TF32 %d /* vcc --precision %s: %s */\n\n", ctx->precision == VCC_PRECISION_TF32,
                 vcc_precision_name(ctx->precision),
-                ctx->precision == VCC_PRECISION_TF32 ? "TF32 tensor cores allowed in convolutions and matrix products"
-                                                     : "plain FP32 math, no TF32");
+                ctx->precision == VCC_PRECISION_TF32   ? "TF32 tensor cores allowed in convolutions and matrix products"
+                : ctx->precision == VCC_PRECISION_BF16 ? "bfloat16 operands on tensor cores, float32 ones plain FP32"
+                                                       : "plain FP32 math, no TF32");
     /* nvcc reports runtime functions this model does not call (#177); the C compilers do not warn
      * about unused static inline functions. The suppression covers the runtime section only. */
     if (target == VCC_TARGET_CUDA)
@@ -490,7 +512,10 @@ VccStatus vcc_emit_trainer(VccCtx *ctx, const VccGraph *g, VccTarget target, con
 
     fprintf(f, "\n/* ---- generated: arena layout, conv descriptors, persistent state ---- */\n\n");
     fprintf(f, "#define VCC_ARENA_BYTES ((size_t)%" PRId64 ")\n", g->arena_bytes);
-    fputs("#define VCC_F(off) ((float *)(A + (off)))\n\n", f);
+    fputs("#define VCC_F(off) ((float *)(A + (off)))\n", f);
+    if (target == VCC_TARGET_CUDA && ctx->precision == VCC_PRECISION_BF16)
+        fputs("#define VCC_B(off) ((__nv_bfloat16 *)(A + (off)))\n", f);
+    fputc('\n', f);
     if (e.nconv) {
         fprintf(f, "/* nsp, N, C, K, G, in, out, kernel, stride, dilation, pad_begin, pad_end, backend */\n");
         fprintf(f, "static VccConvDesc vcc_conv[%d] = {\n", e.nconv);

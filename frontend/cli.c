@@ -21,8 +21,8 @@
  * written to a temporary file and renamed, so a failure leaves no half-written output. --precision tf32 lets a
  * CUDA trainer's cuDNN convolutions and cuBLAS products use TF32 tensor cores (runtime/cuda/base.cuh); it is
  * refused with a .c output (the C trainer computes in plain float32). --precision bf16 (passes/precision.c)
- * plans bfloat16 activations; it is refused with a .cu output (no bfloat16 CUDA kernels yet), and a .c
- * output keeps those values in float32 storage (VccCtx.bf16_store_bytes 4). Exit status 0 on success, 1 on any error (the message names the file, node and op), 2 on a usage error.
+ * plans bfloat16 activations: a .cu trainer stores them in 2 bytes (__nv_bfloat16, the CUDA runtime's bf16
+ * kernel overloads), a .c trainer keeps them in float32 storage (VccCtx.bf16_store_bytes 4). Exit status 0 on success, 1 on any error (the message names the file, node and op), 2 on a usage error.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -113,8 +113,8 @@ static void usage(FILE *f) {
           "                     matrix products read bfloat16 copies of their float32 inputs; parameters, their\n"
           "                     gradients, optimizer state, statistics and the loss stay float32. bf16 plans come\n"
           "                     from vcc plan, --plan-json, --fit and --dump-ir; a C trainer (-o X.c) computes the\n"
-          "                     bf16 numbers in float32 storage; bf16 CUDA trainers are not built yet. The tf32\n"
-          "                     path has been compiled, not yet run\n"
+          "                     bf16 numbers in float32 storage, a CUDA trainer (-o X.cu) stores them in 2 bytes.\n"
+          "                     The tf32 and bf16 CUDA paths have been compiled, not yet run\n"
           "  --fit SIZE [--vary NAME]  print the largest value of the symbolic dim NAME (default batch; the\n"
           "                     model exported with it symbolic) whose arena fits in SIZE, without and with\n"
           "                     recomputation (--memory-limit), and the arena of each; nothing is written\n"
@@ -125,7 +125,8 @@ static void usage(FILE *f) {
           "                     prints top-1/top-5 accuracy and mean loss, or writes the logits (--logits F.npy)\n"
           "  --no-fuse-attention  keep scaled dot-product attention as the graph writes it (MatMul, Softmax,\n"
           "                     MatMul: the L x L scores and probabilities saved for backward) instead of one\n"
-          "                     FusedAttention that saves the output and a log-sum-exp per row\n"
+          "                     FusedAttention that saves the output and a log-sum-exp per row (always so in a\n"
+          "                     bf16 CUDA trainer: the fused kernel is float32 only)\n"
           "  --allow-inference-export\n"
           "                     train an inference-form export as it is (BatchNormalization folded into the\n"
           "                     convolutions, exporter-named parameters) instead of refusing it\n"
@@ -613,10 +614,10 @@ int main(int argc, char **argv) {
                         "trainer '%s' computes in plain float32: give -o FILE.cu, or leave out --precision\n", out);
         return 2;
     }
-    if (precision == VCC_PRECISION_BF16 && out && target == VCC_TARGET_CUDA) {
-        fprintf(stderr, "vcc: --precision bf16 CUDA trainers are not built yet (their kernels read and write float32): "
-                        "vcc plan, --plan-json, --fit and --dump-ir give the bfloat16 plan, and -o FILE.c a C trainer "
-                        "that computes the bfloat16 trainer's numbers in float32 storage\n");
+    if (precision == VCC_PRECISION_BF16 && out && target == VCC_TARGET_CUDA && (eval || forward_only)) {
+        fprintf(stderr, "vcc: --precision bf16 with %s: the program's outputs would hold bfloat16, which its "
+                        "output files do not take; give -o FILE.c (float32 storage), or leave out --precision\n",
+                eval ? "--eval" : "--forward-only");
         return 2;
     }
     bool vir = vcc_has_suffix(model, ".vir");
@@ -639,7 +640,8 @@ int main(int argc, char **argv) {
     ctx.loss = loss;
     ctx.dump_after = dump;
     ctx.forward_only = forward_only;
-    ctx.no_fuse_attention = no_fuse;
+    /* a CUDA bf16 trainer runs attention unfused (MatMul, Softmax, MatMul): the fused kernel is float32 only */
+    ctx.no_fuse_attention = no_fuse || (precision == VCC_PRECISION_BF16 && out && target == VCC_TARGET_CUDA);
     ctx.keep_grads = keep_grads;
     ctx.workspace_limit = ws_limit;
     ctx.workspace_limit_fixed = ws_text != NULL;

@@ -190,7 +190,10 @@ int vcc_diff_dy(const VccDiff *d, int k, int i) {
 const char *vcc_emit_f32(VccEmit *e, int t) {
     if (t < 0) return "NULL";
     char *buf = e->ptr[e->next++ % 16];
-    snprintf(buf, sizeof e->ptr[0], "VCC_F(%" PRId64 ")", e->g->tensors[t].offset);
+    /* a CUDA bf16 trainer's bfloat16 values take 2 bytes: a (__nv_bfloat16 *), which picks the runtime's
+     * bfloat16 overload of the kernel (runtime/cuda/base.cuh) */
+    snprintf(buf, sizeof e->ptr[0], e->g->tensors[t].bf16_bytes == 2 ? "VCC_B(%" PRId64 ")" : "VCC_F(%" PRId64 ")",
+             e->g->tensors[t].offset);
     return buf;
 }
 

@@ -296,7 +296,8 @@ struct VccEmit {
     int next;
 };
 
-/* "VCC_F(off)" for float tensor t, "NULL" for an absent one (t < 0). */
+/* "VCC_F(off)" for float tensor t, "NULL" for an absent one (t < 0); "VCC_B(off)" (a __nv_bfloat16 pointer)
+ * for a value a CUDA bf16 trainer stores in 2 bytes (VccTensor.bf16_bytes 2). */
 const char *vcc_emit_f32(VccEmit *e, int t);
 /* "(A + off)" (an untyped pointer into the arena) for tensor t of any dtype, "NULL" for t < 0. */
 const char *vcc_emit_ptr(VccEmit *e, int t);

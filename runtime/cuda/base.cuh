@@ -65,6 +65,7 @@
 #include <cudnn.h>
 #include <cublas_v2.h>
 #include <type_traits>
+#include <cuda_bf16.h>
 
 #include "../elem/base.h"
 
@@ -76,7 +77,9 @@
 /* VCC_RT_CUDA: this runtime is the CUDA target's (vcc_main.h adds the CUDA trainer's options). */
 #define VCC_RT_CUDA 1
 /* VCC_PRECISION_NAME: the vcc --precision the program was compiled with, for --help. */
-#if VCC_PRECISION_TF32
+#if defined(VCC_PRECISION_BF16) && VCC_PRECISION_BF16
+#define VCC_PRECISION_NAME "bf16"
+#elif VCC_PRECISION_TF32
 #define VCC_PRECISION_NAME "tf32"
 #else
 #define VCC_PRECISION_NAME "fp32"
@@ -128,13 +131,25 @@ static inline void vcc__api_fail(const char *lib, const char *msg, const char *f
  * reductions halve it). */
 #define VCC_CUDA_THREADS 256
 
-/* The kernel signature lists (proto/<family>.h) are read twice around each family's definitions: first
- * as declarations, then as checks that the definition has exactly the listed type (C++ would otherwise
- * take a drifted definition as an overload; decltype of an overloaded name does not compile either). */
-#define VCC_KERNEL_DECLARE(ret, name, params) static inline ret name params;
+/* The kernel signature lists (proto/<family>.h) are read twice around each family's definitions, as on
+ * the CPU target: VCC_KERNEL_DECLARE before them declares nothing here, because a kernel whose tensors
+ * may hold bfloat16 (vcc --precision bf16) is a function template over its tensors' element types (float,
+ * __nv_bfloat16), and a plain declaration beside it would be the overload every float32 call picks;
+ * VCC_KERNEL_CHECK after them takes the address of the listed signature, which compiles only when a
+ * definition (or a template's instantiation) has exactly that type. */
+#define VCC_KERNEL_DECLARE(ret, name, params)
 #define VCC_KERNEL_CHECK(ret, name, params)                                                       \
-    static_assert(std::is_same<decltype(&name), ret(*) params>::value,                          \
+    static_assert(std::is_same<decltype(static_cast<ret(*) params>(&name)), ret(*) params>::value, \
                   #name ": the CUDA definition differs from its runtime/proto signature");
+
+/* VccSame<T>::type is T in a context that deduces nothing: a kernel template's optional tensors (NULL when
+ * absent, from which no type can be deduced) take the type of the tensor they go with. */
+template <class T> struct VccSame { typedef T type; };
+
+/* Whether a kernel's element types are ones vcc stores: float, or __nv_bfloat16 for bfloat16 values. */
+template <class T> struct VccStored {
+    static const bool value = std::is_same<T, float>::value || std::is_same<T, __nv_bfloat16>::value;
+};
 /* Grid cap of the grid-stride loops. */
 #define VCC_CUDA_MAX_BLOCKS 65535
 
@@ -156,6 +171,8 @@ typedef struct VccCudnnConv {
     size_t fwd_ws, bwd_data_ws, bwd_filter_ws;  /* bytes the chosen algorithm needs */
     cudnnMathType_t fwd_math, bwd_data_math, bwd_filter_math; /* the math type each chosen algorithm runs
                                                                  with (always CUDNN_FMA_MATH in fp32) */
+    cudnnDataType_t dtype;                  /* x, w, y: CUDNN_DATA_FLOAT, or CUDNN_DATA_BFLOAT16 (--precision
+                                               bf16; float32 accumulation either way) */
 } VccCudnnConv;
 
 /* How a convolution direction's cuDNN algorithm is chosen at its first call (VccRt.conv_search; the CUDA
@@ -338,22 +355,22 @@ static inline float vcc_read_scalar(VccRt *rt, const float *p)
     return v;
 }
 
-static __global__ void copy_forward_kernel(int64_t n, const float *x, float *y)
+template <class TX, class TY> static __global__ void copy_forward_kernel(int64_t n, const TX *x, TY *y)
 {
-    VCC_GRID_STRIDE(i, n) y[i] = x[i];
+    VCC_GRID_STRIDE(i, n) vcc_st(y, i, vcc_ld(x, i));
 }
 
-/* Overlapping x and y (memmove): one block walks the range in steps of
+/* Overlapping x and y (memmove, one element type): one block walks the range in steps of
  * blockDim elements, away from the side it writes, reading a whole step
  * before writing it. */
-static __global__ void copy_forward_overlap_kernel(int64_t n, const float *x, float *y)
+template <class T> static __global__ void copy_forward_overlap_kernel(int64_t n, const T *x, T *y)
 {
     const int64_t step = blockDim.x;
     const int64_t nsteps = (n + step - 1) / step;
     for (int64_t k = 0; k < nsteps; k++) {
         const int64_t base = y < x ? k * step : (nsteps - 1 - k) * step;
         const int64_t i = base + threadIdx.x;
-        float v = 0.0f;
+        T v = T();
         if (i < n) v = x[i];
         __syncthreads();
         if (i < n) y[i] = v;
@@ -361,34 +378,45 @@ static __global__ void copy_forward_overlap_kernel(int64_t n, const float *x, fl
     }
 }
 
-static __global__ void bf16_round_forward_kernel(int64_t n, const float *x, float *y)
+template <class TX, class TY> static __global__ void bf16_round_forward_kernel(int64_t n, const TX *x, TY *y)
 {
-    VCC_GRID_STRIDE(i, n) y[i] = vcc_bf16_round(x[i]);
+    VCC_GRID_STRIDE(i, n) vcc_st(y, i, vcc_bf16_round(vcc_ld(x, i)));
 }
 
-/* y = x rounded to bfloat16 values (float32 storage; y may == x) */
-static inline void bf16_round_forward(VccRt *rt, int64_t n, const float *x, float *y)
+/* y = x rounded to bfloat16 values (y may == x): in float32 storage (the C trainer's CastBF16), or a float32
+ * x narrowed into bfloat16 storage, or a bfloat16 x widened into float32 (CastBF16's gradient) */
+template <class TX, class TY> static inline void bf16_round_forward(VccRt *rt, int64_t n, const TX *x, TY *y)
 {
+    static_assert(VccStored<TX>::value && VccStored<TY>::value, "bf16_round_forward: float or __nv_bfloat16");
     (void)rt;
     if (n <= 0) return;
     bf16_round_forward_kernel<<<vcc__grid(n), VCC_CUDA_THREADS>>>(n, x, y);
     VCC_CUDA_LAUNCHED();
 }
 
-static __global__ void fill_forward_kernel(int64_t n, float value, float *y)
+template <class T> static __global__ void fill_forward_kernel(int64_t n, float value, T *y)
 {
-    VCC_GRID_STRIDE(i, n) y[i] = value;
+    VCC_GRID_STRIDE(i, n) vcc_st(y, i, value);
 }
 
-/* y = x; overlapping ranges allowed (memmove) */
-static inline void copy_forward(VccRt *rt, int64_t n, const float *x, float *y)
+/* y = x, converted when their element types differ; overlapping ranges (one element type) allowed
+ * (memmove) */
+template <class TX, class TY> static inline void copy_forward(VccRt *rt, int64_t n, const TX *x, TY *y)
 {
+    static_assert(VccStored<TX>::value && VccStored<TY>::value, "copy_forward: float or __nv_bfloat16");
     (void)rt;
-    if (n <= 0 || x == y) return;
-    if (x < y + n && y < x + n)
-        copy_forward_overlap_kernel<<<1, VCC_CUDA_THREADS>>>(n, x, y);
-    else
+    if (n <= 0 || (const void *)x == (const void *)y) return;
+    const char *xb = (const char *)x, *yb = (const char *)y;
+    if (xb < yb + n * (int64_t)sizeof(TY) && yb < xb + n * (int64_t)sizeof(TX)) {
+        if (!std::is_same<TX, TY>::value) {
+            fprintf(stderr, "%s: internal error: copy_forward between overlapping float32 and bfloat16 ranges\n",
+                    vcc_program);
+            exit(1);
+        }
+        copy_forward_overlap_kernel<<<1, VCC_CUDA_THREADS>>>(n, (const TY *)(const void *)x, y);
+    } else {
         copy_forward_kernel<<<vcc__grid(n), VCC_CUDA_THREADS>>>(n, x, y);
+    }
     VCC_CUDA_LAUNCHED();
 }
 
@@ -403,8 +431,9 @@ static inline void counter_increment(VccRt *rt, int64_t *count)
     VCC_CUDA_LAUNCHED();
 }
 
-static inline void fill_forward(VccRt *rt, int64_t n, float value, float *y)
+template <class T> static inline void fill_forward(VccRt *rt, int64_t n, float value, T *y)
 {
+    static_assert(VccStored<T>::value, "fill_forward: float or __nv_bfloat16");
     (void)rt;
     if (n <= 0) return;
     fill_forward_kernel<<<vcc__grid(n), VCC_CUDA_THREADS>>>(n, value, y);

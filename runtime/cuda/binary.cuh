@@ -14,22 +14,26 @@
 #include "../proto/binary.h"
 #undef VCC_KERNEL
 
-static __global__ void add_forward_kernel(int64_t n, const float *a, const float *b, float *y)
+/* The kernels are templates over their tensors' element types (float, or __nv_bfloat16 for the bfloat16
+ * values of vcc --precision bf16; vcc_ld / vcc_st, elem/base.h), the arithmetic float32 either way. */
+template <class TA, class TB, class TY>
+static __global__ void add_forward_kernel(int64_t n, const TA *a, const TB *b, TY *y)
 {
-    VCC_GRID_STRIDE(i, n) y[i] = a[i] + b[i];
+    VCC_GRID_STRIDE(i, n) vcc_st(y, i, vcc_ld(a, i) + vcc_ld(b, i));
 }
 
 /* y (d.n) = op(a, b) with broadcasting; the equal-shape form (rank 1, unit strides) needs no index map */
-static __global__ void binary_forward_kernel(int op, VccBcast d, const float *a, const float *b, float *y)
+template <class TA, class TB, class TY>
+static __global__ void binary_forward_kernel(int op, VccBcast d, const TA *a, const TB *b, TY *y)
 {
     if (d.rank == 1 && d.sa[0] == 1 && d.sb[0] == 1) {
-        VCC_GRID_STRIDE(i, d.n) y[i] = vcc_binary_fwd(op, a[i], b[i]);
+        VCC_GRID_STRIDE(i, d.n) vcc_st(y, i, vcc_binary_fwd(op, vcc_ld(a, i), vcc_ld(b, i)));
         return;
     }
     VCC_GRID_STRIDE(i, d.n) {
         int64_t ia, ib;
         vcc_bcast_index(&d, i, &ia, &ib);
-        y[i] = vcc_binary_fwd(op, a[ia], b[ib]);
+        vcc_st(y, i, vcc_binary_fwd(op, vcc_ld(a, ia), vcc_ld(b, ib)));
     }
 }
 
@@ -46,7 +50,8 @@ static __global__ void pow_backward_kernel(VccBcast d, const float *a, const flo
 }
 
 /* y may == a or b */
-static inline void add_forward(VccRt *rt, int64_t n, const float *a, const float *b, float *y)
+template <class TA, class TB, class TY>
+static inline void add_forward(VccRt *rt, int64_t n, const TA *a, const TB *b, TY *y)
 {
     (void)rt;
     if (n <= 0) return;
@@ -55,7 +60,8 @@ static inline void add_forward(VccRt *rt, int64_t n, const float *a, const float
 }
 
 /* y may == a or b when that operand has Y's shape */
-static inline void binary_forward(VccRt *rt, int op, const VccBcast *d, const float *a, const float *b, float *y)
+template <class TA, class TB, class TY>
+static inline void binary_forward(VccRt *rt, int op, const VccBcast *d, const TA *a, const TB *b, TY *y)
 {
     (void)rt;
     if (d->n <= 0) return;
@@ -63,7 +69,7 @@ static inline void binary_forward(VccRt *rt, int op, const VccBcast *d, const fl
     VCC_CUDA_LAUNCHED();
 }
 
-/* da, db: NULL when not wanted; y is read for db only */
+/* da, db: NULL when not wanted; y is read for db only (float32 only: Pow is on autocast's float32 list) */
 static inline void pow_backward(VccRt *rt, const VccBcast *d, const float *a, const float *b, const float *y,
                                 const float *dy, float *da, float *db)
 {

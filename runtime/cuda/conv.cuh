@@ -59,15 +59,35 @@ static inline int vcc__conv_cudnn_fits(const VccConvDesc *d)
     return 1;
 }
 
-/* vcc__conv_backend: the cuDNN descriptors of d, created on first use (d must fit cuDNN). */
-static inline VccCudnnConv *vcc__conv_backend(VccRt *rt, VccConvDesc *d)
+/* The cuDNN data type of a convolution's tensors of element type T (float, __nv_bfloat16). */
+template <class T> static inline cudnnDataType_t vcc__cudnn_type(void)
+{
+    static_assert(VccStored<T>::value, "a convolution's tensors are float or __nv_bfloat16");
+    return std::is_same<T, float>::value ? CUDNN_DATA_FLOAT : CUDNN_DATA_BFLOAT16;
+}
+
+/* The math type a backend's descriptor holds while algorithms are searched, and the one its zero-workspace
+ * fallback runs with: VCC_CONV_BASE_MATH for float32 data; CUDNN_DEFAULT_MATH (tensor cores) for bfloat16,
+ * whose operands need no conversion. */
+static inline cudnnMathType_t vcc__conv_base_math(const VccCudnnConv *b)
+{
+    return b->dtype == CUDNN_DATA_BFLOAT16 ? CUDNN_DEFAULT_MATH : VCC_CONV_BASE_MATH;
+}
+
+/* vcc__conv_backend: the cuDNN descriptors of d for tensors of cuDNN type dt, created on first use (d must
+ * fit cuDNN). Every direction of one descriptor runs on one type (exit with a message otherwise). */
+static inline VccCudnnConv *vcc__conv_backend(VccRt *rt, VccConvDesc *d, cudnnDataType_t dt)
 {
     VccCudnnConv *b;
     int nd, i, xdim[5], xstr[5], ydim[5], ystr[5], wdim[5], odim[5];
     int pad[3], str[3], dil[3];
     int64_t xs = 1, ys = 1, span;
 
-    if (d->backend) return (VccCudnnConv *)d->backend;
+    if (d->backend) {
+        b = (VccCudnnConv *)d->backend;
+        if (b->dtype != dt) vcc__conv_fail(d, "internal error: one convolution on both float32 and bfloat16 tensors");
+        return b;
+    }
     if (d->nsp < 1 || d->nsp > 3) vcc__conv_fail(d, "spatial rank must be 1..3");
     if (d->N < 1 || d->C < 1 || d->K < 1 || d->G < 1 || d->C % d->G || d->K % d->G)
         vcc__conv_fail(d, "bad N/C/K/G (groups must divide C and K)");
@@ -114,15 +134,16 @@ static inline VccCudnnConv *vcc__conv_backend(VccRt *rt, VccConvDesc *d)
     VCC_CUDNN_CHECK(cudnnCreateTensorDescriptor(&b->y));
     VCC_CUDNN_CHECK(cudnnCreateFilterDescriptor(&b->w));
     VCC_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&b->conv));
-    VCC_CUDNN_CHECK(cudnnSetTensorNdDescriptor(b->x, CUDNN_DATA_FLOAT, nd + 2, xdim, xstr));
-    VCC_CUDNN_CHECK(cudnnSetTensorNdDescriptor(b->y, CUDNN_DATA_FLOAT, nd + 2, ydim, ystr));
-    VCC_CUDNN_CHECK(cudnnSetFilterNdDescriptor(b->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, nd + 2, wdim));
+    b->dtype = dt;
+    VCC_CUDNN_CHECK(cudnnSetTensorNdDescriptor(b->x, dt, nd + 2, xdim, xstr));
+    VCC_CUDNN_CHECK(cudnnSetTensorNdDescriptor(b->y, dt, nd + 2, ydim, ystr));
+    VCC_CUDNN_CHECK(cudnnSetFilterNdDescriptor(b->w, dt, CUDNN_TENSOR_NCHW, nd + 2, wdim));
     VCC_CUDNN_CHECK(cudnnSetConvolutionNdDescriptor(b->conv, nd, pad, str, dil,
                                                     CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
     VCC_CUDNN_CHECK(cudnnSetConvolutionGroupCount(b->conv, vcc__int(d->G, "conv groups")));
-    VCC_CUDNN_CHECK(cudnnSetConvolutionMathType(b->conv, VCC_CONV_BASE_MATH));
-    b->math = VCC_CONV_BASE_MATH;
-    b->fwd_math = b->bwd_data_math = b->bwd_filter_math = VCC_CONV_BASE_MATH;
+    b->math = vcc__conv_base_math(b);
+    VCC_CUDNN_CHECK(cudnnSetConvolutionMathType(b->conv, b->math));
+    b->fwd_math = b->bwd_data_math = b->bwd_filter_math = b->math;
 
     /* cuDNN's idea of the output shape must be the plan's */
     VCC_CUDNN_CHECK(cudnnGetConvolutionNdForwardOutputDim(b->conv, b->x, b->w, nd + 2, odim));
@@ -143,12 +164,15 @@ static inline VccCudnnConv *vcc__conv_backend(VccRt *rt, VccConvDesc *d)
     return b;
 }
 
-/* vcc__conv_math_ok: whether an algorithm cuDNN reports with math type m may be chosen. fp32: only plain
- * FP32 kernels (FMA or default math; the descriptor stays CUDNN_FMA_MATH, so no TF32 runs). tf32: also
- * CUDNN_TENSOR_OP_MATH (TF32 for float32 data); never CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION, which lets
- * cuDNN convert float32 operands to half precision (cuDNN API docs, cudnnMathType_t). */
-static inline int vcc__conv_math_ok(cudnnMathType_t m)
+/* vcc__conv_math_ok: whether an algorithm cuDNN reports with math type m may be chosen for b. fp32: only
+ * plain FP32 kernels (FMA or default math; the descriptor stays CUDNN_FMA_MATH, so no TF32 runs). tf32, and
+ * bfloat16 data: also CUDNN_TENSOR_OP_MATH (TF32 for float32 data, bfloat16 tensor cores for bfloat16);
+ * never CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION, which lets cuDNN convert float32 operands to half
+ * precision (cuDNN API docs, cudnnMathType_t). */
+static inline int vcc__conv_math_ok(const VccCudnnConv *b, cudnnMathType_t m)
 {
+    if (b->dtype == CUDNN_DATA_BFLOAT16)
+        return m == CUDNN_FMA_MATH || m == CUDNN_DEFAULT_MATH || m == CUDNN_TENSOR_OP_MATH;
 #if VCC_PRECISION_TF32
     return m == CUDNN_FMA_MATH || m == CUDNN_DEFAULT_MATH || m == CUDNN_TENSOR_OP_MATH;
 #else
@@ -156,11 +180,13 @@ static inline int vcc__conv_math_ok(cudnnMathType_t m)
 #endif
 }
 
-/* vcc__conv_run_math: the math type an algorithm cuDNN reported with math type m runs with: in tf32 m
- * itself (PyTorch sets the descriptor to the chosen perf result's mathType the same way); in fp32 always
- * CUDNN_FMA_MATH, the descriptor's, so fp32 never calls cudnnSetConvolutionMathType after creation. */
-static inline cudnnMathType_t vcc__conv_run_math(cudnnMathType_t m)
+/* vcc__conv_run_math: the math type an algorithm cuDNN reported with math type m runs with on b: in tf32
+ * and for bfloat16 data m itself (PyTorch sets the descriptor to the chosen perf result's mathType the
+ * same way); in fp32 always CUDNN_FMA_MATH, the descriptor's, so fp32 never calls
+ * cudnnSetConvolutionMathType after creation. */
+static inline cudnnMathType_t vcc__conv_run_math(const VccCudnnConv *b, cudnnMathType_t m)
 {
+    if (b->dtype == CUDNN_DATA_BFLOAT16) return m;
 #if VCC_PRECISION_TF32
     return m;
 #else
@@ -254,16 +280,16 @@ static inline void vcc__conv_choose(const VccConvDesc *d, VccCudnnConv *b, const
     size_t need = 0, fb_need = 0;
     int n = 0, i;
     memset(perf, 0, sizeof perf);
-    vcc__conv_set_math(b, VCC_CONV_BASE_MATH); /* search under the precision's own math type */
+    vcc__conv_set_math(b, vcc__conv_base_math(b)); /* search under the precision's own math type */
     /* 1. the timed search where allowed, else (or when it fails) cuDNN's heuristic ranking; neither
      *    failing is fatal: step 2 still finds one */
     if (timed && find(Count, &n, perf) != CUDNN_STATUS_SUCCESS) n = 0;
     if (n <= 0 && rank(Count, &n, perf) != CUDNN_STATUS_SUCCESS) n = 0;
     for (i = 0; i < n && i < Count; i++) {
         if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > ws_bytes ||
-            !vcc__conv_math_ok(perf[i].mathType))
+            !vcc__conv_math_ok(b, perf[i].mathType))
             continue;
-        vcc__conv_set_math(b, vcc__conv_run_math(perf[i].mathType));
+        vcc__conv_set_math(b, vcc__conv_run_math(b, perf[i].mathType));
         st = need_of(perf[i].algo, &need);
         if (st == CUDNN_STATUS_SUCCESS && need <= ws_bytes) {
             *algo = perf[i].algo;
@@ -273,7 +299,7 @@ static inline void vcc__conv_choose(const VccConvDesc *d, VccCudnnConv *b, const
         }
     }
     /* 2. the zero-workspace algorithm, then any algorithm cuDNN accepts that fits */
-    vcc__conv_set_math(b, VCC_CONV_BASE_MATH);
+    vcc__conv_set_math(b, vcc__conv_base_math(b));
     for (i = -1; i < Count; i++) {
         Algo a = i < 0 ? zero_ws : (Algo)i;
         need = 0;
@@ -293,8 +319,8 @@ static inline void vcc__conv_choose(const VccConvDesc *d, VccCudnnConv *b, const
 }
 
 /* The forward choice (y = conv(x, w)) into b->fwd_*: vcc__conv_choose with cuDNN's forward calls. */
-static inline void vcc__conv_pick_fwd(VccRt *rt, const VccConvDesc *d, VccCudnnConv *b, const float *x,
-                                      const float *w, float *y, void *ws, size_t ws_bytes, int timed)
+static inline void vcc__conv_pick_fwd(VccRt *rt, const VccConvDesc *d, VccCudnnConv *b, const void *x,
+                                      const void *w, void *y, void *ws, size_t ws_bytes, int timed)
 {
     cudnnHandle_t h = rt->cudnn;
     typedef cudnnConvolutionFwdAlgoPerf_t Perf;
@@ -315,8 +341,8 @@ static inline void vcc__conv_pick_fwd(VccRt *rt, const VccConvDesc *d, VccCudnnC
 }
 
 /* The backward-data choice (dx = conv^T(dy, w)) into b->bwd_data_*, as vcc__conv_pick_fwd's. */
-static inline void vcc__conv_pick_bwd_data(VccRt *rt, const VccConvDesc *d, VccCudnnConv *b, const float *dy,
-                                           const float *w, float *dx, void *ws, size_t ws_bytes, int timed)
+static inline void vcc__conv_pick_bwd_data(VccRt *rt, const VccConvDesc *d, VccCudnnConv *b, const void *dy,
+                                           const void *w, void *dx, void *ws, size_t ws_bytes, int timed)
 {
     cudnnHandle_t h = rt->cudnn;
     typedef cudnnConvolutionBwdDataAlgoPerf_t Perf;
@@ -337,8 +363,8 @@ static inline void vcc__conv_pick_bwd_data(VccRt *rt, const VccConvDesc *d, VccC
 }
 
 /* The backward-filter choice (dw from x and dy) into b->bwd_filter_*, as vcc__conv_pick_fwd's. */
-static inline void vcc__conv_pick_bwd_filter(VccRt *rt, const VccConvDesc *d, VccCudnnConv *b, const float *x,
-                                             const float *dy, float *dw, void *ws, size_t ws_bytes, int timed)
+static inline void vcc__conv_pick_bwd_filter(VccRt *rt, const VccConvDesc *d, VccCudnnConv *b, const void *x,
+                                             const void *dy, void *dw, void *ws, size_t ws_bytes, int timed)
 {
     cudnnHandle_t h = rt->cudnn;
     typedef cudnnConvolutionBwdFilterAlgoPerf_t Perf;
@@ -359,23 +385,23 @@ static inline void vcc__conv_pick_bwd_filter(VccRt *rt, const VccConvDesc *d, Vc
 }
 
 /* y (N, K, S) += b[k] */
-static __global__ void conv_bias_forward_kernel(int64_t n, int64_t K, int64_t S, const float *b, float *y)
+template <class T> static __global__ void conv_bias_forward_kernel(int64_t n, int64_t K, int64_t S, const T *b, T *y)
 {
-    VCC_GRID_STRIDE(i, n) y[i] += b[(i / S) % K];
+    VCC_GRID_STRIDE(i, n) vcc_st(y, i, vcc_ld(y, i) + vcc_ld(b, (i / S) % K));
 }
 
 /* db[k] = sum over n, s of dy (N, K, S); one block per channel */
-static __global__ void conv_bias_backward_kernel(int64_t N, int64_t K, int64_t S, const float *dy, float *db)
+template <class T> static __global__ void conv_bias_backward_kernel(int64_t N, int64_t K, int64_t S, const T *dy, T *db)
 {
     __shared__ double sh[VCC_CUDA_THREADS];
     for (int64_t k = blockIdx.x; k < K; k += gridDim.x) {
         double acc = 0.0;
         for (int64_t n = 0; n < N; n++) {
-            const float *row = dy + (n * K + k) * S;
-            for (int64_t s = threadIdx.x; s < S; s += blockDim.x) acc += (double)row[s];
+            const T *row = dy + (n * K + k) * S;
+            for (int64_t s = threadIdx.x; s < S; s += blockDim.x) acc += (double)vcc_ld(row, s);
         }
         acc = vcc__block_sum(acc, sh);
-        if (threadIdx.x == 0) db[k] = (float)acc;
+        if (threadIdx.x == 0) vcc_st(db, k, (float)acc);
     }
 }
 
@@ -456,31 +482,48 @@ static inline int64_t vcc__conv_spatial(int nsp, const int64_t *dims)
 }
 
 /* y (N, K, S) += b[k] */
-static inline void vcc__conv_bias_forward(int64_t N, int64_t K, int64_t S, const float *b, float *y)
+template <class T> static inline void vcc__conv_bias_forward(int64_t N, int64_t K, int64_t S, const T *b, T *y)
 {
     conv_bias_forward_kernel<<<vcc__grid(N * K * S), VCC_CUDA_THREADS>>>(N * K * S, K, S, b, y);
     VCC_CUDA_LAUNCHED();
 }
 
 /* db (K) = sum over n, s of dy (N, K, S), OVERWRITTEN */
-static inline void vcc__conv_bias_backward(int64_t N, int64_t K, int64_t S, const float *dy, float *db)
+template <class T> static inline void vcc__conv_bias_backward(int64_t N, int64_t K, int64_t S, const T *dy, T *db)
 {
     conv_bias_backward_kernel<<<vcc__blocks(K), VCC_CUDA_THREADS>>>(N, K, S, dy, db);
     VCC_CUDA_LAUNCHED();
 }
 
+/* The im2col path takes float32 only: a bfloat16 convolution (vcc --precision bf16) with pads cuDNN does
+ * not take is an error naming it. */
+static inline void vcc__conv_gemm(VccRt *rt, const VccConvDesc *d, int dir, const __nv_bfloat16 *x,
+                                  const __nv_bfloat16 *w, const __nv_bfloat16 *dy, __nv_bfloat16 *out, void *ws,
+                                  size_t ws_bytes)
+{
+    (void)rt; (void)dir; (void)x; (void)w; (void)dy; (void)out; (void)ws; (void)ws_bytes;
+    vcc__conv_fail(d, "a bfloat16 convolution needs symmetric, non-negative pads (cuDNN's); this one has "
+                      "others: compile it with --precision fp32 or tf32");
+}
+
+/* The kernels below are templates over T, the element type of every tensor of the call: float, or
+ * __nv_bfloat16 for vcc --precision bf16 (cuDNN's BFLOAT16 tensors, float32 accumulation, tensor-core
+ * algorithms allowed); T is deduced from the first tensor, the others must match. */
+
 /* conv_forward: y (N, K, *out) = conv(x (N, C, *in), w (K, C/G, *kernel)) + b (K) */
-static inline void conv_forward(VccRt *rt, VccConvDesc *d, const float *x, const float *w, const float *b,
-                                float *y, void *ws, size_t ws_bytes)
+template <class T>
+static inline void conv_forward(VccRt *rt, VccConvDesc *d, const T *x, const typename VccSame<T>::type *w,
+                                const typename VccSame<T>::type *b, typename VccSame<T>::type *y, void *ws,
+                                size_t ws_bytes)
 {
     const float one = 1.0f, zero = 0.0f; /* beta = zero: y is overwritten, which the timed search needs */
     if (!vcc__conv_cudnn_fits(d)) {
         vcc__conv_gemm(rt, d, VCC_CONV_FWD, x, w, NULL, y, ws, ws_bytes);
     } else {
-        VccCudnnConv *c = vcc__conv_backend(rt, d);
+        VccCudnnConv *c = vcc__conv_backend(rt, d, vcc__cudnn_type<T>());
         if (!ws) ws_bytes = 0;
         if (!c->have_fwd || c->fwd_ws > ws_bytes) {
-            const size_t fb = sizeof(float);
+            const size_t fb = sizeof(T);
             int timed = vcc__conv_may_time(rt, zero, y, fb * vcc__conv_elems(d, d->N, d->K, d->out),
                                            x, fb * vcc__conv_elems(d, d->N, d->C, d->in),
                                            w, fb * vcc__conv_elems(d, d->K, d->C / d->G, d->kernel), ws, ws_bytes);
@@ -494,8 +537,9 @@ static inline void conv_forward(VccRt *rt, VccConvDesc *d, const float *x, const
 }
 
 /* conv_backward_data: dx (N, C, *in) = conv^T(dy (N, K, *out), w); overwritten */
-static inline void conv_backward_data(VccRt *rt, VccConvDesc *d, const float *dy, const float *w, float *dx,
-                                      void *ws, size_t ws_bytes)
+template <class T>
+static inline void conv_backward_data(VccRt *rt, VccConvDesc *d, const T *dy, const typename VccSame<T>::type *w,
+                                      typename VccSame<T>::type *dx, void *ws, size_t ws_bytes)
 {
     const float one = 1.0f, zero = 0.0f; /* beta = zero: dx is overwritten, which the timed search needs */
     VccCudnnConv *c;
@@ -503,10 +547,10 @@ static inline void conv_backward_data(VccRt *rt, VccConvDesc *d, const float *dy
         vcc__conv_gemm(rt, d, VCC_CONV_BWD_DATA, NULL, w, dy, dx, ws, ws_bytes);
         return;
     }
-    c = vcc__conv_backend(rt, d);
+    c = vcc__conv_backend(rt, d, vcc__cudnn_type<T>());
     if (!ws) ws_bytes = 0;
     if (!c->have_bwd_data || c->bwd_data_ws > ws_bytes) {
-        const size_t fb = sizeof(float);
+        const size_t fb = sizeof(T);
         int timed = vcc__conv_may_time(rt, zero, dx, fb * vcc__conv_elems(d, d->N, d->C, d->in),
                                        dy, fb * vcc__conv_elems(d, d->N, d->K, d->out),
                                        w, fb * vcc__conv_elems(d, d->K, d->C / d->G, d->kernel), ws, ws_bytes);
@@ -518,17 +562,19 @@ static inline void conv_backward_data(VccRt *rt, VccConvDesc *d, const float *dy
 }
 
 /* conv_backward_filter: dw (K, C/G, *kernel), db (K) or NULL; overwritten */
-static inline void conv_backward_filter(VccRt *rt, VccConvDesc *d, const float *x, const float *dy, float *dw,
-                                        float *db, void *ws, size_t ws_bytes)
+template <class T>
+static inline void conv_backward_filter(VccRt *rt, VccConvDesc *d, const T *x, const typename VccSame<T>::type *dy,
+                                        typename VccSame<T>::type *dw, typename VccSame<T>::type *db, void *ws,
+                                        size_t ws_bytes)
 {
     const float one = 1.0f, zero = 0.0f; /* beta = zero: dw is overwritten, which the timed search needs */
     if (!vcc__conv_cudnn_fits(d)) {
         vcc__conv_gemm(rt, d, VCC_CONV_BWD_FILTER, x, NULL, dy, dw, ws, ws_bytes);
     } else {
-        VccCudnnConv *c = vcc__conv_backend(rt, d);
+        VccCudnnConv *c = vcc__conv_backend(rt, d, vcc__cudnn_type<T>());
         if (!ws) ws_bytes = 0;
         if (!c->have_bwd_filter || c->bwd_filter_ws > ws_bytes) {
-            const size_t fb = sizeof(float);
+            const size_t fb = sizeof(T);
             int timed = vcc__conv_may_time(rt, zero, dw, fb * vcc__conv_elems(d, d->K, d->C / d->G, d->kernel),
                                            x, fb * vcc__conv_elems(d, d->N, d->C, d->in),
                                            dy, fb * vcc__conv_elems(d, d->N, d->K, d->out), ws, ws_bytes);
@@ -543,8 +589,10 @@ static inline void conv_backward_filter(VccRt *rt, VccConvDesc *d, const float *
 
 /* conv_transpose_forward: ONNX ConvTranspose, y (N, C, *in) = conv^T(x (N, K, *out), w (K, C/G, *kernel))
  * + b (C): the adjoint of the convolution d (cpu/conv.h says how ONNX's shapes map onto d's) */
-static inline void conv_transpose_forward(VccRt *rt, VccConvDesc *d, const float *x, const float *w, const float *b,
-                                          float *y, void *ws, size_t ws_bytes)
+template <class T>
+static inline void conv_transpose_forward(VccRt *rt, VccConvDesc *d, const T *x, const typename VccSame<T>::type *w,
+                                          const typename VccSame<T>::type *b, typename VccSame<T>::type *y, void *ws,
+                                          size_t ws_bytes)
 {
     conv_backward_data(rt, d, x, w, y, ws, ws_bytes);
     if (b) vcc__conv_bias_forward(d->N, d->C, vcc__conv_spatial(d->nsp, d->in), b, y);
@@ -552,10 +600,12 @@ static inline void conv_transpose_forward(VccRt *rt, VccConvDesc *d, const float
 
 /* conv_transpose_backward_filter: dw (K, C/G, *kernel) = d's filter gradient with input dy (N, C, *in) and
  * output gradient x (N, K, *out); db (C) = sum of dy over N and space, or NULL; overwritten */
-static inline void conv_transpose_backward_filter(VccRt *rt, VccConvDesc *d, const float *x, const float *dy,
-                                                  float *dw, float *db, void *ws, size_t ws_bytes)
+template <class T>
+static inline void conv_transpose_backward_filter(VccRt *rt, VccConvDesc *d, const T *x,
+                                                  const typename VccSame<T>::type *dy, typename VccSame<T>::type *dw,
+                                                  typename VccSame<T>::type *db, void *ws, size_t ws_bytes)
 {
-    conv_backward_filter(rt, d, dy, x, dw, NULL, ws, ws_bytes);
+    conv_backward_filter(rt, d, dy, x, dw, (T *)NULL, ws, ws_bytes);
     if (db) vcc__conv_bias_backward(d->N, d->C, vcc__conv_spatial(d->nsp, d->in), dy, db);
 }
 

@@ -14,22 +14,26 @@
 #include "../proto/dropout.h"
 #undef VCC_KERNEL
 
-/* One thread per four elements (one Philox call), grid-stride. */
+/* One thread per four elements (one Philox call), grid-stride. The data are float, or __nv_bfloat16 for
+ * the bfloat16 values of vcc --precision bf16 (elem/base.h's vcc_ld / vcc_st); the mask is the same. */
+template <class TX, class TY>
 static __global__ void dropout_forward_kernel(int64_t n, uint64_t seed, uint32_t stream, uint64_t step,
-                                              uint32_t threshold, float scale, const float *x, float *y,
+                                              uint32_t threshold, float scale, const TX *x, TY *y,
                                               unsigned char *mask, float *mask_f32)
 {
     VCC_GRID_STRIDE(q, (n + 3) / 4) vcc_dropout_block_fwd(seed, stream, step, threshold, scale, q, n, x, y, mask, mask_f32);
 }
 
+template <class TD, class TX>
 static __global__ void dropout_backward_kernel(int64_t n, uint64_t seed, uint32_t stream, uint64_t step,
-                                               uint32_t threshold, float scale, const float *dy, float *dx)
+                                               uint32_t threshold, float scale, const TD *dy, TX *dx)
 {
     VCC_GRID_STRIDE(q, (n + 3) / 4) vcc_dropout_block_bwd(seed, stream, step, threshold, scale, q, n, dy, dx);
 }
 
 /* y may == x; d is a host descriptor, read here */
-static inline void dropout_forward(VccRt *rt, int64_t n, const VccDropoutDesc *d, const float *x, float *y,
+template <class TX, class TY>
+static inline void dropout_forward(VccRt *rt, int64_t n, const VccDropoutDesc *d, const TX *x, TY *y,
                                    unsigned char *mask, float *mask_f32)
 {
     if (n <= 0) return;
@@ -39,7 +43,8 @@ static inline void dropout_forward(VccRt *rt, int64_t n, const VccDropoutDesc *d
 }
 
 /* dx may == dy */
-static inline void dropout_backward(VccRt *rt, int64_t n, const VccDropoutDesc *d, const float *dy, float *dx)
+template <class TD, class TX>
+static inline void dropout_backward(VccRt *rt, int64_t n, const VccDropoutDesc *d, const TD *dy, TX *dx)
 {
     if (n <= 0) return;
     dropout_backward_kernel<<<vcc__grid((n + 3) / 4), VCC_CUDA_THREADS>>>(

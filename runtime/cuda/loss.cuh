@@ -15,7 +15,8 @@
 /* One block. Rows go in chunks of VCC_CUDA_THREADS, one row per thread
  * (vcc_xent_row); thread 0 then adds the chunk's row losses in row order into
  * a float total, so the sum is the CPU's sequential one; loss[0] = total / N. */
-static __global__ void softmax_xent_forward_kernel(int64_t N, int64_t K, const float *logits,
+template <class TL>
+static __global__ void softmax_xent_forward_kernel(int64_t N, int64_t K, const TL *logits,
                                                    const int64_t *labels, float *loss, float *prob)
 {
     __shared__ float row_loss[VCC_CUDA_THREADS];
@@ -32,18 +33,21 @@ static __global__ void softmax_xent_forward_kernel(int64_t N, int64_t K, const f
     if (threadIdx.x == 0) loss[0] = total / (float)N;
 }
 
+template <class TG>
 static __global__ void softmax_xent_backward_kernel(int64_t N, int64_t K, const float *prob, const int64_t *labels,
-                                                    const float *dloss, float *dlogits)
+                                                    const float *dloss, TG *dlogits)
 {
     const float scale = dloss[0] / (float)N;
     VCC_GRID_STRIDE(i, N * K) {
         int64_t r = i / K;
-        dlogits[i] = vcc_xent_bwd(prob[i], labels[r] == i - r * K, scale);
+        vcc_st(dlogits, i, vcc_xent_bwd(prob[i], labels[r] == i - r * K, scale));
     }
 }
 
-/* logits, prob (N, K); labels (N) int64; loss (1) */
-static inline void softmax_xent_forward(VccRt *rt, int64_t N, int64_t K, const float *logits, const int64_t *labels,
+/* logits, prob (N, K); labels (N) int64; loss (1). logits float or bfloat16 (vcc --precision bf16: the
+ * classifier's output), the rest float32. */
+template <class TL>
+static inline void softmax_xent_forward(VccRt *rt, int64_t N, int64_t K, const TL *logits, const int64_t *labels,
                                         float *loss, float *prob)
 {
     (void)rt;
@@ -52,9 +56,10 @@ static inline void softmax_xent_forward(VccRt *rt, int64_t N, int64_t K, const f
     VCC_CUDA_LAUNCHED();
 }
 
-/* dlogits (N, K) = (prob - onehot(label)) * dloss / N */
+/* dlogits (N, K) = (prob - onehot(label)) * dloss / N, stored as float or bfloat16 */
+template <class TG>
 static inline void softmax_xent_backward(VccRt *rt, int64_t N, int64_t K, const float *prob, const int64_t *labels,
-                                         const float *dloss, float *dlogits)
+                                         const float *dloss, TG *dlogits)
 {
     (void)rt;
     if (N <= 0 || K <= 0) return;

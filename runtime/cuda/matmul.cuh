@@ -29,19 +29,35 @@ static inline void vcc__sgemm_rm(VccRt *rt, int tp, int tq, int64_t m, int64_t n
                                  vcc__int(ldx, "gemm ld")));
 }
 
+/* The row-major product of vcc__sgemm_rm on bfloat16 P, Q and X (vcc --precision bf16): cublasGemmEx
+ * with float32 accumulation (CUBLAS_COMPUTE_32F), tensor cores where cuBLAS picks them, X rounded once. */
+static inline void vcc__sgemm_rm(VccRt *rt, int tp, int tq, int64_t m, int64_t n, int64_t k, float alpha,
+                                 const __nv_bfloat16 *P, int64_t ldp, const __nv_bfloat16 *Q, int64_t ldq, float beta,
+                                 __nv_bfloat16 *X, int64_t ldx)
+{
+    if (m <= 0 || n <= 0) return;
+    VCC_CUBLAS_CHECK(cublasGemmEx(rt->cublas, tq ? CUBLAS_OP_T : CUBLAS_OP_N, tp ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                  vcc__int(n, "gemm dim"), vcc__int(m, "gemm dim"), vcc__int(k, "gemm dim"), &alpha,
+                                  Q, CUDA_R_16BF, vcc__int(ldq, "gemm ld"), P, CUDA_R_16BF, vcc__int(ldp, "gemm ld"),
+                                  &beta, X, CUDA_R_16BF, vcc__int(ldx, "gemm ld"), CUBLAS_COMPUTE_32F,
+                                  CUBLAS_GEMM_DEFAULT));
+}
+
 /* Y (M, N) = beta * C broadcast from (c_rows, c_cols) */
-static __global__ void gemm_bias_forward_kernel(int64_t M, int64_t N, float beta, const float *C, int64_t c_rows,
-                                                int64_t c_cols, float *Y)
+template <class T>
+static __global__ void gemm_bias_forward_kernel(int64_t M, int64_t N, float beta, const T *C, int64_t c_rows,
+                                                int64_t c_cols, T *Y)
 {
     VCC_GRID_STRIDE(i, M * N) {
         int64_t r = i / N, c = i - r * N;
-        Y[i] = beta * C[(c_rows == 1 ? 0 : r) * c_cols + (c_cols == 1 ? 0 : c)];
+        vcc_st(Y, i, beta * vcc_ld(C, (c_rows == 1 ? 0 : r) * c_cols + (c_cols == 1 ? 0 : c)));
     }
 }
 
 /* dC (c_rows, c_cols) = beta * dY (M, N) summed over the broadcast axes */
-static __global__ void gemm_bias_backward_kernel(int64_t M, int64_t N, float beta, const float *dY,
-                                                 int64_t c_rows, int64_t c_cols, float *dC)
+template <class T>
+static __global__ void gemm_bias_backward_kernel(int64_t M, int64_t N, float beta, const T *dY,
+                                                 int64_t c_rows, int64_t c_cols, T *dC)
 {
     VCC_GRID_STRIDE(i, c_rows * c_cols) {
         int64_t r = i / c_cols, c = i - r * c_cols;
@@ -49,17 +65,20 @@ static __global__ void gemm_bias_backward_kernel(int64_t M, int64_t N, float bet
         int64_t c0 = c_cols == 1 ? 0 : c, c1 = c_cols == 1 ? N : c + 1;
         double acc = 0.0;
         for (int64_t a = r0; a < r1; a++)
-            for (int64_t b = c0; b < c1; b++) acc += (double)dY[a * N + b];
-        dC[i] = (float)((double)beta * acc);
+            for (int64_t b = c0; b < c1; b++) acc += (double)vcc_ld(dY, a * N + b);
+        vcc_st(dC, i, (float)((double)beta * acc));
     }
 }
 
 /* gemm_forward: ONNX Gemm, Y (M, N) = alpha * op(A) (M, K) * op(B) (K, N) + beta * C,
  * C (c_rows, c_cols) broadcast (c_rows 1 or M, c_cols 1 or N) or NULL.
- * A is stored (M, K), or (K, M) when transA; B (K, N), or (N, K) when transB. */
+ * A is stored (M, K), or (K, M) when transA; B (K, N), or (N, K) when transB. Every tensor float, or every
+ * one bfloat16 (vcc --precision bf16: autocast's linear, float32 accumulation). */
+template <class T>
 static inline void gemm_forward(VccRt *rt, int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
-                                const float *A, const float *B, float beta, const float *C, int64_t c_rows,
-                                int64_t c_cols, float *Y)
+                                const T *A, const typename VccSame<T>::type *B, float beta,
+                                const typename VccSame<T>::type *C, int64_t c_rows, int64_t c_cols,
+                                typename VccSame<T>::type *Y)
 {
     int64_t lda = transA ? M : K, ldb = transB ? K : N;
     float bb = 0.0f;
@@ -83,10 +102,13 @@ static inline void gemm_forward(VccRt *rt, int transA, int transB, int64_t M, in
 
 /* gemm_backward: gradients of gemm_forward given dY (M, N); dA shaped as A,
  * dB as B, dC (c_rows, c_cols); each NULL to skip; all overwritten.
- *   d op(A) = alpha dY op(B)^T     d op(B) = alpha op(A)^T dY */
+ *   d op(A) = alpha dY op(B)^T     d op(B) = alpha op(A)^T dY
+ * Every tensor float, or every one bfloat16, as gemm_forward's. */
+template <class T>
 static inline void gemm_backward(VccRt *rt, int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
-                                 float beta, const float *A, const float *B, const float *dY, float *dA, float *dB,
-                                 float *dC, int64_t c_rows, int64_t c_cols)
+                                 float beta, const typename VccSame<T>::type *A, const typename VccSame<T>::type *B,
+                                 const T *dY, typename VccSame<T>::type *dA, typename VccSame<T>::type *dB,
+                                 typename VccSame<T>::type *dC, int64_t c_rows, int64_t c_cols)
 {
     int64_t lda = transA ? M : K, ldb = transB ? K : N;
     if (M < 0 || N < 0 || K < 0) return;
@@ -116,15 +138,43 @@ static inline void gemm_backward(VccRt *rt, int transA, int transB, int64_t M, i
     }
 }
 
+/* One cublasSgemmStridedBatched in matmul_forward's terms (cuBLAS's column-major operands: Q = B first). */
+static inline void vcc__gemm_batched(VccRt *rt, const VccMatmul *d, const float *Q, long long sq, const float *P,
+                                     long long sp, float *X, long long sx, int count)
+{
+    const float one = 1.0f, zero = 0.0f;
+    VCC_CUBLAS_CHECK(cublasSgemmStridedBatched(
+        rt->cublas, d->tb ? CUBLAS_OP_T : CUBLAS_OP_N, d->ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+        vcc__int(d->N, "matmul dim"), vcc__int(d->M, "matmul dim"), vcc__int(d->K, "matmul dim"), &one, Q,
+        vcc__int(d->tb ? d->K : d->N, "matmul ld"), sq, P, vcc__int(d->ta ? d->M : d->K, "matmul ld"), sp, &zero, X,
+        vcc__int(d->N, "matmul ld"), sx, count));
+}
+
+/* The same on bfloat16 operands (vcc --precision bf16: autocast's matmul): cublasGemmStridedBatchedEx with
+ * float32 accumulation (CUBLAS_COMPUTE_32F). */
+static inline void vcc__gemm_batched(VccRt *rt, const VccMatmul *d, const __nv_bfloat16 *Q, long long sq,
+                                     const __nv_bfloat16 *P, long long sp, __nv_bfloat16 *X, long long sx, int count)
+{
+    const float one = 1.0f, zero = 0.0f;
+    VCC_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+        rt->cublas, d->tb ? CUBLAS_OP_T : CUBLAS_OP_N, d->ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+        vcc__int(d->N, "matmul dim"), vcc__int(d->M, "matmul dim"), vcc__int(d->K, "matmul dim"), &one, Q,
+        CUDA_R_16BF, vcc__int(d->tb ? d->K : d->N, "matmul ld"), sq, P, CUDA_R_16BF,
+        vcc__int(d->ta ? d->M : d->K, "matmul ld"), sp, &zero, X, CUDA_R_16BF, vcc__int(d->N, "matmul ld"), sx, count,
+        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
 /* matmul_forward: ONNX MatMul (numpy matmul) and its transposed forms (elem/matmul.h: d's batch dims,
- * strides and transposes). The last batch dim is one cublasSgemmStridedBatched call (its strides, 0 for
+ * strides and transposes). The last batch dim is one strided-batched cuBLAS call (its strides, 0 for
  * a broadcast operand, are the calls' strides); the dims before it, where a broadcast pattern has more
  * than one dim, loop on the host. Row-major through the operand swap of vcc__sgemm_rm: Y^T = op(B)^T
- * op(A)^T in cuBLAS's column-major terms. Y (batch..., M, N) overwritten; TF32 off (cuda/base.cuh). */
-static inline void matmul_forward(VccRt *rt, const VccMatmul *d, const float *A, const float *B, float *Y)
+ * op(A)^T in cuBLAS's column-major terms. Y (batch..., M, N) overwritten; TF32 off (cuda/base.cuh). A, B
+ * and Y all float, or all bfloat16 (vcc --precision bf16). */
+template <class T>
+static inline void matmul_forward(VccRt *rt, const VccMatmul *d, const T *A, const typename VccSame<T>::type *B,
+                                  typename VccSame<T>::type *Y)
 {
     int64_t nb = d->batch.n, outer, inner, i, oa, ob, mn = d->M * d->N;
-    const float one = 1.0f, zero = 0.0f;
     const int last = d->batch.rank - 1;
     if (d->M <= 0 || d->N <= 0 || nb <= 0) return;
     if (d->K <= 0) {
@@ -140,12 +190,8 @@ static inline void matmul_forward(VccRt *rt, const VccMatmul *d, const float *A,
     outer = nb / inner;
     for (i = 0; i < outer; i++) {
         vcc_bcast_index(&d->batch, i * inner, &oa, &ob);
-        VCC_CUBLAS_CHECK(cublasSgemmStridedBatched(
-            rt->cublas, d->tb ? CUBLAS_OP_T : CUBLAS_OP_N, d->ta ? CUBLAS_OP_T : CUBLAS_OP_N,
-            vcc__int(d->N, "matmul dim"), vcc__int(d->M, "matmul dim"), vcc__int(d->K, "matmul dim"), &one,
-            B + ob, vcc__int(d->tb ? d->K : d->N, "matmul ld"), (long long)d->batch.sb[last], A + oa,
-            vcc__int(d->ta ? d->M : d->K, "matmul ld"), (long long)d->batch.sa[last], &zero, Y + i * inner * mn,
-            vcc__int(d->N, "matmul ld"), (long long)mn, vcc__int(inner, "matmul batch")));
+        vcc__gemm_batched(rt, d, B + ob, (long long)d->batch.sb[last], A + oa, (long long)d->batch.sa[last],
+                          Y + i * inner * mn, (long long)mn, vcc__int(inner, "matmul batch"));
     }
 }
 

@@ -13,18 +13,20 @@
 #include "../proto/pad.h"
 #undef VCC_KERNEL
 
-static __global__ void pad_forward_kernel(VccPadDesc d, int64_t n, const float *x, float *y)
+/* The data are float, or __nv_bfloat16 for the bfloat16 values of vcc --precision bf16 (vcc_ld / vcc_st,
+ * elem/base.h). */
+template <class TX, class TY> static __global__ void pad_forward_kernel(VccPadDesc d, int64_t n, const TX *x, TY *y)
 {
-    VCC_GRID_STRIDE(k, n) y[k] = vcc_pad_forward_at(&d, x, k);
+    VCC_GRID_STRIDE(k, n) vcc_st(y, k, vcc_pad_forward_at(&d, x, k));
 }
 
-static __global__ void pad_backward_kernel(VccPadDesc d, int64_t n, const float *dy, float *dx)
+template <class TD, class TX> static __global__ void pad_backward_kernel(VccPadDesc d, int64_t n, const TD *dy, TX *dx)
 {
-    VCC_GRID_STRIDE(k, n) dx[k] = vcc_pad_backward_at(&d, dy, k);
+    VCC_GRID_STRIDE(k, n) vcc_st(dx, k, vcc_pad_backward_at(&d, dy, k));
 }
 
 /* pad_forward: y (out...) = x (in...) cropped and padded in d's mode. As cpu/pad.h. */
-static inline void pad_forward(VccRt *rt, const VccPadDesc *d, const float *x, float *y)
+template <class TX, class TY> static inline void pad_forward(VccRt *rt, const VccPadDesc *d, const TX *x, TY *y)
 {
     int64_t n = 1;
     (void)rt;
@@ -36,7 +38,7 @@ static inline void pad_forward(VccRt *rt, const VccPadDesc *d, const float *x, f
 
 /* pad_backward: dx (in...) = the sum of dy over the outputs reading each element (OVERWRITTEN); one
  * thread per element of x gathers, no atomics. As cpu/pad.h. */
-static inline void pad_backward(VccRt *rt, const VccPadDesc *d, const float *dy, float *dx)
+template <class TD, class TX> static inline void pad_backward(VccRt *rt, const VccPadDesc *d, const TD *dy, TX *dx)
 {
     int64_t n = 1;
     (void)rt;

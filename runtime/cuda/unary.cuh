@@ -14,18 +14,22 @@
 #include "../proto/unary.h"
 #undef VCC_KERNEL
 
-static __global__ void relu_forward_kernel(int64_t n, const float *x, float *y)
+/* Every kernel of the family is a template over its tensors' element types (float, or __nv_bfloat16 for
+ * the bfloat16 values of vcc --precision bf16): elements are read with vcc_ld and stored with vcc_st
+ * (elem/base.h), the arithmetic is float32 either way. */
+template <class TX, class TY> static __global__ void relu_forward_kernel(int64_t n, const TX *x, TY *y)
 {
-    VCC_GRID_STRIDE(i, n) y[i] = vcc_relu_fwd(x[i]);
+    VCC_GRID_STRIDE(i, n) vcc_st(y, i, vcc_relu_fwd(vcc_ld(x, i)));
 }
 
-static __global__ void relu_backward_kernel(int64_t n, const float *y, const float *dy, float *dx)
+template <class TV, class TD, class TX>
+static __global__ void relu_backward_kernel(int64_t n, const TV *y, const TD *dy, TX *dx)
 {
-    VCC_GRID_STRIDE(i, n) dx[i] = vcc_relu_bwd(y[i], dy[i]);
+    VCC_GRID_STRIDE(i, n) vcc_st(dx, i, vcc_relu_bwd(vcc_ld(y, i), vcc_ld(dy, i)));
 }
 
 /* y may == x */
-static inline void relu_forward(VccRt *rt, int64_t n, const float *x, float *y)
+template <class TX, class TY> static inline void relu_forward(VccRt *rt, int64_t n, const TX *x, TY *y)
 {
     (void)rt;
     if (n <= 0) return;
@@ -34,7 +38,8 @@ static inline void relu_forward(VccRt *rt, int64_t n, const float *x, float *y)
 }
 
 /* dx may == dy */
-static inline void relu_backward(VccRt *rt, int64_t n, const float *y, const float *dy, float *dx)
+template <class TV, class TD, class TX>
+static inline void relu_backward(VccRt *rt, int64_t n, const TV *y, const TD *dy, TX *dx)
 {
     (void)rt;
     if (n <= 0) return;
@@ -47,11 +52,13 @@ static inline void relu_backward(VccRt *rt, int64_t n, const float *y, const flo
  *   <op>_backward(rt, n, a, b, v, dy, dx): dx[i] = vcc_<op>_bwd(v[i], dy[i], a, b) dx may == dy or v
  * with the arguments of cpu/unary.h. */
 #define VCC_CUDA_UNARY_FORWARD(op)                                                                     \
-    static __global__ void op##_forward_kernel(int64_t n, float a, float b, const float *x, float *y)  \
+    template <class TX, class TY>                                                                      \
+    static __global__ void op##_forward_kernel(int64_t n, float a, float b, const TX *x, TY *y)        \
     {                                                                                                  \
-        VCC_GRID_STRIDE(i, n) y[i] = vcc_##op##_fwd(x[i], a, b);                                       \
+        VCC_GRID_STRIDE(i, n) vcc_st(y, i, vcc_##op##_fwd(vcc_ld(x, i), a, b));                        \
     }                                                                                                  \
-    static inline void op##_forward(VccRt *rt, int64_t n, float a, float b, const float *x, float *y)  \
+    template <class TX, class TY>                                                                      \
+    static inline void op##_forward(VccRt *rt, int64_t n, float a, float b, const TX *x, TY *y)        \
     {                                                                                                  \
         (void)rt;                                                                                      \
         if (n <= 0) return;                                                                            \
@@ -60,13 +67,13 @@ static inline void relu_backward(VccRt *rt, int64_t n, const float *y, const flo
     }
 #define VCC_CUDA_UNARY(op)                                                                             \
     VCC_CUDA_UNARY_FORWARD(op)                                                                         \
-    static __global__ void op##_backward_kernel(int64_t n, float a, float b, const float *v, const float *dy, \
-                                                float *dx)                                             \
+    template <class TV, class TD, class TX>                                                            \
+    static __global__ void op##_backward_kernel(int64_t n, float a, float b, const TV *v, const TD *dy, TX *dx) \
     {                                                                                                  \
-        VCC_GRID_STRIDE(i, n) dx[i] = vcc_##op##_bwd(v[i], dy[i], a, b);                               \
+        VCC_GRID_STRIDE(i, n) vcc_st(dx, i, vcc_##op##_bwd(vcc_ld(v, i), vcc_ld(dy, i), a, b));        \
     }                                                                                                  \
-    static inline void op##_backward(VccRt *rt, int64_t n, float a, float b, const float *v, const float *dy, \
-                                     float *dx)                                                        \
+    template <class TV, class TD, class TX>                                                            \
+    static inline void op##_backward(VccRt *rt, int64_t n, float a, float b, const TV *v, const TD *dy, TX *dx) \
     {                                                                                                  \
         (void)rt;                                                                                      \
         if (n <= 0) return;                                                                            \

@@ -62,6 +62,39 @@ VCC_HD float vcc_bf16_round(float x)
     return x;
 }
 
+/* Element access of the bodies that read or write through pointers (a pool window, a softmax row), so the
+ * CUDA target instantiates them for bfloat16 storage too (vcc --precision bf16: VCC_B pointers):
+ *   vcc_ld(p, i)      element i of p as a float;
+ *   vcc_st(p, i, v)   stores v into element i of p: as is into a float, rounded by vcc_bf16_round (the C
+ *                     trainer's rounding, so both targets store the same bfloat16 value) into a bfloat16;
+ *   VCC_ELEM_IN       before such a body: under nvcc "template <class VccIn>", so its input pointer type
+ *                     VCC_IN is whatever the kernel passes; under cc nothing, VCC_IN being float;
+ *   VCC_ELEM_IO       the same for a body with an input (VCC_IN) and an output (VCC_OUT) pointer. */
+VCC_HD float vcc_ld(const float *p, int64_t i) { return p[i]; }
+VCC_HD void vcc_st(float *p, int64_t i, float v) { p[i] = v; }
+#if defined(__CUDACC__)
+#include <cuda_bf16.h>
+VCC_HD float vcc_ld(const __nv_bfloat16 *p, int64_t i) { return __bfloat162float(p[i]); }
+VCC_HD void vcc_st(__nv_bfloat16 *p, int64_t i, float v)
+{
+    uint32_t u;
+    __nv_bfloat16_raw r;
+    v = vcc_bf16_round(v);
+    memcpy(&u, &v, sizeof u);
+    r.x = (unsigned short)(u >> 16);
+    p[i] = __nv_bfloat16(r);
+}
+#define VCC_ELEM_IN template <class VccIn>
+#define VCC_ELEM_IO template <class VccIn, class VccOut>
+#define VCC_IN VccIn
+#define VCC_OUT VccOut
+#else
+#define VCC_ELEM_IN
+#define VCC_ELEM_IO
+#define VCC_IN float
+#define VCC_OUT float
+#endif
+
 /* VccConvDesc: one ONNX Conv (cross-correlation) with nsp spatial dims.
  *   x (N, C, in[0..nsp-1])   w (K, C/G, kernel[0..nsp-1])   b (K)
  *   y (N, K, out[0..nsp-1]), out = floor((in + pb + pe - dil*(k-1) - 1)/stride) + 1

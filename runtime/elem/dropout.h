@@ -100,15 +100,16 @@ VCC_HD float vcc_dropout_bwd(float dy, uint32_t r, uint32_t threshold, float sca
 /* vcc_dropout_block_fwd: elements 4q .. min(4q+3, n-1) of a Dropout forward: y = vcc_dropout_fwd of x
  * with the draws of (seed, j, s), the mask (1 kept, 0 dropped) into mask (bytes) and mask_f32 (floats)
  * where not NULL. threshold 0 keeps every element without drawing. x, y, mask, mask_f32 (n); y may == x. */
-VCC_HD void vcc_dropout_block_fwd(uint64_t seed, uint32_t j, uint64_t s, uint32_t threshold, float scale, int64_t q,
-                                  int64_t n, const float *x, float *y, unsigned char *mask, float *mask_f32)
+VCC_ELEM_IO VCC_HD void vcc_dropout_block_fwd(uint64_t seed, uint32_t j, uint64_t s, uint32_t threshold, float scale,
+                                              int64_t q, int64_t n, const VCC_IN *x, VCC_OUT *y, unsigned char *mask,
+                                              float *mask_f32)
 {
     uint32_t r[4] = {0, 0, 0, 0};
     int l, keep;
     if (threshold) vcc_dropout_draws(seed, j, s, (uint64_t)q, r);
     for (l = 0; l < 4 && 4 * q + l < n; l++) {
         const int64_t i = 4 * q + l;
-        y[i] = vcc_dropout_fwd(x[i], r[l], threshold, scale, &keep);
+        vcc_st(y, i, vcc_dropout_fwd(vcc_ld(x, i), r[l], threshold, scale, &keep));
         if (mask) mask[i] = (unsigned char)keep;
         if (mask_f32) mask_f32[i] = (float)keep;
     }
@@ -116,13 +117,14 @@ VCC_HD void vcc_dropout_block_fwd(uint64_t seed, uint32_t j, uint64_t s, uint32_
 
 /* vcc_dropout_block_bwd: elements 4q .. min(4q+3, n-1) of DropoutGrad: dx = vcc_dropout_bwd of dy with
  * the same draws. dy, dx (n); dx may == dy. */
-VCC_HD void vcc_dropout_block_bwd(uint64_t seed, uint32_t j, uint64_t s, uint32_t threshold, float scale, int64_t q,
-                                  int64_t n, const float *dy, float *dx)
+VCC_ELEM_IO VCC_HD void vcc_dropout_block_bwd(uint64_t seed, uint32_t j, uint64_t s, uint32_t threshold, float scale,
+                                              int64_t q, int64_t n, const VCC_IN *dy, VCC_OUT *dx)
 {
     uint32_t r[4] = {0, 0, 0, 0};
     int l;
     if (threshold) vcc_dropout_draws(seed, j, s, (uint64_t)q, r);
-    for (l = 0; l < 4 && 4 * q + l < n; l++) dx[4 * q + l] = vcc_dropout_bwd(dy[4 * q + l], r[l], threshold, scale);
+    for (l = 0; l < 4 && 4 * q + l < n; l++)
+        vcc_st(dx, 4 * q + l, vcc_dropout_bwd(vcc_ld(dy, 4 * q + l), r[l], threshold, scale));
 }
 
 /* VccRandomDesc: one RandomUniformLike or RandomNormalLike node, as the generated program holds it.

@@ -55,7 +55,7 @@ typedef struct VccSumTo {
 } VccSumTo;
 
 /* vcc_sum_to_element: the sum in double of dy[base + every offset of d->sum] (one dx element). */
-VCC_HD double vcc_sum_to_element(const VccSumTo *d, const float *dy, int64_t base)
+VCC_ELEM_IN VCC_HD double vcc_sum_to_element(const VccSumTo *d, const VCC_IN *dy, int64_t base)
 {
     const VccStrided *s = &d->sum;
     const int64_t inner = s->dims[s->rank - 1], step = s->xs[s->rank - 1];
@@ -65,7 +65,7 @@ VCC_HD double vcc_sum_to_element(const VccSumTo *d, const float *dy, int64_t bas
     for (a = 0; a < s->rank - 1; a++) rows *= s->dims[a];
     for (r = 0; r < rows; r++) {
         vcc_strided_offsets(s, s->rank - 1, r, &xo, &unused);
-        for (j = 0; j < inner; j++) acc += (double)dy[base + xo + j * step];
+        for (j = 0; j < inner; j++) acc += (double)vcc_ld(dy, base + xo + j * step);
     }
     return acc;
 }
@@ -285,7 +285,7 @@ VCC_HD int64_t vcc_resize_split(const VccResize *d, const int64_t *idx, const in
 /* vcc_resize_fwd_filtered: y element i (row-major over out) of a filtered Resize (cubic, antialias): the
  * sum, in double, over the box of every active axis's window of the product of the taps' weights times x
  * at the taps clamped into the axes; the extrapolation value where an axis samples outside. */
-VCC_HD float vcc_resize_fwd_filtered(const VccResize *d, const float *x, int64_t i)
+VCC_ELEM_IN VCC_HD float vcc_resize_fwd_filtered(const VccResize *d, const VCC_IN *x, int64_t i)
 {
     VccResizeWindow w[8];
     int64_t o[8], stride[8], jk[8], total = 1, t;
@@ -313,7 +313,7 @@ VCC_HD float vcc_resize_fwd_filtered(const VccResize *d, const float *x, int64_t
             wt *= wk[k];
             off += vcc_resize_clamp((double)j, d->in[aa]) * stride[aa];
         }
-        if (wt != 0.0) acc += wt * (double)x[off];
+        if (wt != 0.0) acc += wt * (double)vcc_ld(x, off);
     }
     return (float)acc;
 }
@@ -321,7 +321,7 @@ VCC_HD float vcc_resize_fwd_filtered(const VccResize *d, const float *x, int64_t
 /* vcc_resize_fwd: y element i (row-major over out) = the weighted sum, in double, of its taps in x
  * (nearest: one; linear: 2 per active axis, the product of the axes' weights; filtered:
  * vcc_resize_fwd_filtered), or the extrapolation value where tf_crop_and_resize samples outside. */
-VCC_HD float vcc_resize_fwd(const VccResize *d, const float *x, int64_t i)
+VCC_ELEM_IN VCC_HD float vcc_resize_fwd(const VccResize *d, const VCC_IN *x, int64_t i)
 {
     int64_t i0[8], i1[8], o[8], stride[8], base;
     double w1[8], acc = 0.0;
@@ -336,7 +336,7 @@ VCC_HD float vcc_resize_fwd(const VccResize *d, const float *x, int64_t i)
         if (!linear) base += i0[a] * stride[a];
         else act[nact++] = a;
     }
-    if (!linear) return x[base];
+    if (!linear) return vcc_ld(x, base);
     for (c = 0; c < (1 << nact); c++) {
         double w = 1.0;
         int64_t off = base;
@@ -346,7 +346,7 @@ VCC_HD float vcc_resize_fwd(const VccResize *d, const float *x, int64_t i)
             w *= hi ? w1[aa] : 1.0 - w1[aa];
             off += (hi ? i1[aa] : i0[aa]) * stride[aa];
         }
-        acc += w * (double)x[off];
+        acc += w * (double)vcc_ld(x, off);
     }
     return (float)acc;
 }
@@ -408,7 +408,7 @@ VCC_HD double vcc_resize_weight(const VccResize *d, int a, int64_t o, int64_t i)
  * Per active axis the outputs that sample index j are one run of o (found by binary search): those
  * whose key is j (nearest), j - 1 or j (linear), or whose window [key, key + n - 1] reaches j once
  * clamped (filtered: the edge indices 0 and in - 1 also collect the taps beyond them). */
-VCC_HD float vcc_resize_bwd(const VccResize *d, const float *dy, int64_t i)
+VCC_ELEM_IN VCC_HD float vcc_resize_bwd(const VccResize *d, const VCC_IN *dy, int64_t i)
 {
     int64_t idx[8], lo[8], hi[8], o[8], ostride[8], total = 1, t;
     int act[8], nact = 0, a, k;
@@ -442,7 +442,7 @@ VCC_HD float vcc_resize_bwd(const VccResize *d, const float *dy, int64_t i)
             off += o[aa] * ostride[aa];
             w *= wk[k];
         }
-        acc += w * (double)dy[off];
+        acc += w * (double)vcc_ld(dy, off);
     }
     return (float)acc;
 }

@@ -15,17 +15,17 @@
  *   sample, before the batch mean).
  * Errors: the caller validates labels; a label outside [0, K) (or K <= 0)
  * reads nothing out of bounds and returns NaN. prob_row may not alias logits_row. */
-VCC_HD float vcc_xent_row(int64_t K, const float *logits_row, int64_t label, float *prob_row)
+VCC_ELEM_IN VCC_HD float vcc_xent_row(int64_t K, const VCC_IN *logits_row, int64_t label, float *prob_row)
 {
     int64_t k;
     float mx, sum = 0.0f, inv;
     if (K <= 0)
         return nanf("");
-    mx = logits_row[0];
+    mx = vcc_ld(logits_row, 0);
     for (k = 1; k < K; k++)
-        if (logits_row[k] > mx) mx = logits_row[k];
+        if (vcc_ld(logits_row, k) > mx) mx = vcc_ld(logits_row, k);
     for (k = 0; k < K; k++) {
-        float e = expf(logits_row[k] - mx);
+        float e = expf(vcc_ld(logits_row, k) - mx);
         prob_row[k] = e;
         sum += e;
     }
@@ -34,7 +34,7 @@ VCC_HD float vcc_xent_row(int64_t K, const float *logits_row, int64_t label, flo
         prob_row[k] *= inv;
     if (label < 0 || label >= K)
         return nanf("");
-    return (mx + logf(sum)) - logits_row[label];
+    return (mx + logf(sum)) - vcc_ld(logits_row, label);
 }
 
 /* vcc_xent_bwd: d loss / d logit for one element: (prob - is_label) * scale,

@@ -76,10 +76,10 @@ VCC_HD int64_t vcc_pad_src_at(const VccPadDesc *d, int64_t k)
 }
 
 /* vcc_pad_forward_at: y at flat index k (row-major over out): x at the element it reads, or the value. */
-VCC_HD float vcc_pad_forward_at(const VccPadDesc *d, const float *x, int64_t k)
+VCC_ELEM_IN VCC_HD float vcc_pad_forward_at(const VccPadDesc *d, const VCC_IN *x, int64_t k)
 {
     const int64_t src = vcc_pad_src_at(d, k);
-    return src < 0 ? d->value : x[src];
+    return src < 0 ? d->value : vcc_ld(x, src);
 }
 
 /* vcc_pad_next: the first output coordinate after o (o = -1: the first) along dim i that reads kept
@@ -110,7 +110,7 @@ VCC_HD int64_t vcc_pad_next(const VccPadDesc *d, int i, int64_t t, int64_t o)
 
 /* vcc_pad_backward_at: dx at flat index k (row-major over in): the sum of dy over the outputs that read
  * that element (none where it was cropped), in double. */
-VCC_HD float vcc_pad_backward_at(const VccPadDesc *d, const float *dy, int64_t k)
+VCC_ELEM_IN VCC_HD float vcc_pad_backward_at(const VccPadDesc *d, const VCC_IN *dy, int64_t k)
 {
     int64_t t[VCC_PAD_MAX_RANK], o[VCC_PAD_MAX_RANK];
     double acc = 0.0;
@@ -123,7 +123,7 @@ VCC_HD float vcc_pad_backward_at(const VccPadDesc *d, const float *dy, int64_t k
     for (;;) {
         int64_t flat = 0;
         for (i = 0; i < d->rank; i++) flat = flat * d->out[i] + o[i];
-        acc += (double)dy[flat];
+        acc += (double)vcc_ld(dy, flat);
         for (i = d->rank - 1; i >= 0; i--) { /* the next combination, last dim fastest */
             o[i] = vcc_pad_next(d, i, t[i], o[i]);
             if (o[i] >= 0) break;

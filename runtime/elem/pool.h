@@ -88,7 +88,7 @@ VCC_HD int64_t vcc_pool_tap(const VccPoolDesc *d, const int64_t *s, int64_t j)
  * index, -1 when no tap lies in the input (*y = -inf) or for an average. Max ties keep the first tap in
  * window order and a NaN wins, the last NaN in window order (PyTorch's max_pool: `val > max ||
  * isnan(val)`). */
-VCC_HD int64_t vcc_pool_window(const VccPoolDesc *d, const float *x, int64_t o, int is_max, float *y)
+VCC_ELEM_IN VCC_HD int64_t vcc_pool_window(const VccPoolDesc *d, const VCC_IN *x, int64_t o, int is_max, float *y)
 {
     int64_t oc[3], s[3], a, b, c, n, arg = -1;
     float m = -INFINITY;
@@ -105,7 +105,7 @@ VCC_HD int64_t vcc_pool_window(const VccPoolDesc *d, const float *x, int64_t o, 
                 const int64_t p2 = s[2] + c * d->dilation[2], idx = (p0 * d->in[1] + p1) * d->in[2] + p2;
                 float v;
                 if (p2 < 0 || p2 >= d->in[2]) continue;
-                v = x[idx];
+                v = vcc_ld(x, idx);
                 if (!is_max) {
                     acc += (double)v;
                 } else if (arg < 0 || v > m || v != v) {
@@ -139,7 +139,7 @@ VCC_HD int64_t vcc_maxpool_onnx_index(const VccPoolDesc *d, int64_t p, int64_t i
 /* vcc_pool_dx: the gradient at flat input index i of one plane, summed in double over the windows with a
  * tap at i: max pooling (arg given: each output's argmax from vcc_pool_window) takes dy where the
  * window's argmax is i (PyTorch routes dy to the argmax); average pooling (arg NULL) takes dy / divisor. */
-VCC_HD float vcc_pool_dx(const VccPoolDesc *d, const int32_t *arg, const float *dy, int64_t i)
+VCC_ELEM_IN VCC_HD float vcc_pool_dx(const VccPoolDesc *d, const int32_t *arg, const VCC_IN *dy, int64_t i)
 {
     int64_t c[3], oc[3], o;
     double acc = 0.0;
@@ -154,8 +154,8 @@ VCC_HD float vcc_pool_dx(const VccPoolDesc *d, const int32_t *arg, const float *
                  oc[2] < d->out[2] && oc[2] * d->stride[2] <= c[2] + d->pad_begin[2]; oc[2]++) {
                 if (!vcc_pool_hits(d, 2, oc[2], c[2])) continue;
                 o = (oc[0] * d->out[1] + oc[1]) * d->out[2] + oc[2];
-                if (!arg) acc += (double)dy[o] / (double)vcc_avgpool_count(d, oc);
-                else if (arg[o] == i) acc += (double)dy[o];
+                if (!arg) acc += (double)vcc_ld(dy, o) / (double)vcc_avgpool_count(d, oc);
+                else if (arg[o] == i) acc += (double)vcc_ld(dy, o);
             }
         }
     }

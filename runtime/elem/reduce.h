@@ -67,12 +67,13 @@ VCC_HD double vcc_reduce_identity(int kind)
 
 /* vcc_reduce_span: the reduction of Y element o's elements r = r0, r0 + step, ... < nred of X
  * (base = vcc_reduce_base(d, o)), from vcc_reduce_identity, in that order. */
-VCC_HD double vcc_reduce_span(int kind, const VccReduce *d, const float *x, int64_t base, int64_t r0, int64_t step)
+VCC_ELEM_IN VCC_HD double vcc_reduce_span(int kind, const VccReduce *d, const VCC_IN *x, int64_t base, int64_t r0,
+                                           int64_t step)
 {
     double acc = vcc_reduce_identity(kind);
     int64_t r;
     for (r = r0; r < d->nred; r += step)
-        acc = vcc_reduce_step(kind, acc, (double)x[base + vcc_reduce_offset(d->nr, d->rdims, d->rstride, r)]);
+        acc = vcc_reduce_step(kind, acc, (double)vcc_ld(x, base + vcc_reduce_offset(d->nr, d->rdims, d->rstride, r)));
     return acc;
 }
 
@@ -90,11 +91,12 @@ VCC_HD int vcc_reduce_tie(float v, float y)
 }
 
 /* vcc_reduce_ties: how many of Y element o's elements r = r0, r0 + step, ... of X tie with its value y. */
-VCC_HD int64_t vcc_reduce_ties(const VccReduce *d, const float *x, int64_t base, float y, int64_t r0, int64_t step)
+VCC_ELEM_IN VCC_HD int64_t vcc_reduce_ties(const VccReduce *d, const VCC_IN *x, int64_t base, float y, int64_t r0,
+                                            int64_t step)
 {
     int64_t r, c = 0;
     for (r = r0; r < d->nred; r += step)
-        c += vcc_reduce_tie(x[base + vcc_reduce_offset(d->nr, d->rdims, d->rstride, r)], y);
+        c += vcc_reduce_tie(vcc_ld(x, base + vcc_reduce_offset(d->nr, d->rdims, d->rstride, r)), y);
     return c;
 }
 
@@ -105,15 +107,15 @@ VCC_HD int64_t vcc_reduce_ties(const VccReduce *d, const float *x, int64_t base,
  *   MAX, MIN  dx = dy / ties where x ties with y, else 0 (evenly_distribute_backward: the gradient of
  *         torch.amax / amin and of a full max() / min() splits evenly among the extremes)
  * x, y (Y element o's value) and ties (vcc_reduce_ties over all its elements) are read for MAX, MIN. */
-VCC_HD void vcc_reduce_scatter(int kind, const VccReduce *d, const float *x, float y, int64_t ties, float dy,
-                               float scale, int64_t base, int64_t r0, int64_t step, float *dx)
+VCC_ELEM_IO VCC_HD void vcc_reduce_scatter(int kind, const VccReduce *d, const VCC_IN *x, float y, int64_t ties,
+                                           float dy, float scale, int64_t base, int64_t r0, int64_t step, VCC_OUT *dx)
 {
     int64_t r;
     const int ext = kind == VCC_RED_MAX || kind == VCC_RED_MIN;
     const float v = ext ? dy / (float)ties : kind == VCC_RED_MEAN ? dy / (float)d->nred : dy * scale;
     for (r = r0; r < d->nred; r += step) {
         const int64_t i = base + vcc_reduce_offset(d->nr, d->rdims, d->rstride, r);
-        dx[i] = ext ? (vcc_reduce_tie(x[i], y) ? v : 0.0f) : v;
+        vcc_st(dx, i, ext ? (vcc_reduce_tie(vcc_ld(x, i), y) ? v : 0.0f) : v);
     }
 }
 

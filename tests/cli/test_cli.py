@@ -11,7 +11,7 @@ MODEL is a small training model (tests/e2e/tiny_models.py's res3d).
     with --eval, an unknown pass, a --workspace-limit that is not a byte count from 4 to 2^47 (with or
     without a K/M/G or KiB/MiB/GiB suffix) or is given twice.
   - --precision fp32|tf32 (check_precision): written into the CUDA program and the plan JSON, the same plan;
-    tf32 with a .c output, bf16 with a .cu output (no bfloat16 CUDA kernels yet), unknown names and a
+    tf32 with a .c output, bf16 with a .cu output and --eval, unknown names and a
     repeat are usage errors. bf16 (check_bf16_plan): in the plan JSON every activation and activation
     gradient is 2 bytes per element and every parameter, gradient and optimizer state 4, each parameter a
     Conv or Gemm reads has a bfloat16 copy, the arena is below fp32's; a .c output keeps the same values
@@ -64,8 +64,8 @@ def plan_of(path):
 
 def check_precision(vcc, model, work):
     """--precision: fp32 and tf32 compile CUDA trainers (VCC_PRECISION_TF32 0 and 1) and are recorded in the plan
-    JSON, whose plan they do not change; tf32 with a .c output, bf16 with a .cu output and an unknown name are
-    usage errors (exit 2, one line naming the problem), and so is --precision given twice."""
+    JSON, whose plan they do not change; tf32 with a .c output, bf16 with a .cu evaluation program and an unknown
+    name are usage errors (exit 2, one line naming the problem), and so is --precision given twice."""
     d = os.path.join(work, "precision")
     os.makedirs(d, exist_ok=True)
     plans = {}
@@ -87,8 +87,8 @@ def check_precision(vcc, model, work):
     check(p.returncode == 0, "vcc -o t.c --precision fp32 is accepted", p.stderr)
     for label, a, words in [
             ("tf32 with a .c output", ["-o", "t_tf32.c", "--precision", "tf32"], ["tf32", "CUDA", ".cu"]),
-            ("bf16 with a .cu output", ["-o", "t_bf16.cu", "--precision", "bf16"], ["bf16", "CUDA", "not built yet",
-                                                                                     "FILE.c"]),
+            ("bf16 with a .cu evaluation program", ["--eval", "-o", "t_bf16.cu", "--precision", "bf16"],
+             ["bf16", "--eval", "bfloat16", "FILE.c"]),
             ("an unknown precision", ["--precision", "fp8"], ["fp32, tf32 or bf16", "fp8"]),
             ("--precision twice", ["--precision", "fp32", "--precision", "tf32"], ["given twice"])]:
         p = run([vcc, model] + a, d)
@@ -134,6 +134,15 @@ def check_bf16_plan(vcc, model, work):
                                                             if t["bf16"]) and
           "bf16_round_forward" in open(os.path.join(d, "t_bf16.c")).read(),
           "a .c output rounds the same tensors to bfloat16 and keeps them at 4 bytes", p.stderr)
+    # a .cu output stores them in 2 bytes: its plan is the bf16 plan, each such tensor a __nv_bfloat16 pointer
+    p = run([vcc, model, "--precision", "bf16", "-o", "t_bf16.cu", "--plan-json", "pcu.json"], d)
+    cu = json.load(open(os.path.join(d, "pcu.json"))) if p.returncode == 0 else {}
+    text = open(os.path.join(d, "t_bf16.cu")).read() if p.returncode == 0 else ""
+    b16 = [t for t in cu.get("tensors", []) if t["bf16"] and t["view_of"] is None and t["offset"] >= 0]
+    strip_secs = lambda plan: {k: v for k, v in plan.items() if k != "plan_seconds"}
+    check(p.returncode == 0 and strip_secs(cu) == strip_secs(b) and "#define VCC_PRECISION_BF16 1 " in text and
+          b16 and all("VCC_B(%d)" % t["offset"] in text for t in b16),
+          "a .cu output plans the bf16 arena and passes each bfloat16 tensor as a __nv_bfloat16 pointer", p.stderr)
     # dumps: from before 'precision' with --precision bf16, the ONNX file's plan; after it, refused
     fuse = run([vcc, model, "--dump-ir", "fuse"], d).stdout
     open(os.path.join(d, "fuse.vir"), "w").write(fuse)
