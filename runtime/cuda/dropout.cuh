@@ -52,13 +52,15 @@ static inline void dropout_backward(VccRt *rt, int64_t n, const VccDropoutDesc *
     VCC_CUDA_LAUNCHED();
 }
 
-static __global__ void random_like_forward_kernel(int64_t n, VccRandomDesc d, uint64_t seed, uint64_t step, float *y)
+template <class TY>
+static __global__ void random_like_forward_kernel(int64_t n, VccRandomDesc d, uint64_t seed, uint64_t step, TY *y)
 {
-    VCC_GRID_STRIDE(i, n) y[i] = vcc_random_value(&d, seed, step, i);
+    VCC_GRID_STRIDE(i, n) vcc_st(y, i, vcc_random_value(&d, seed, step, i));
 }
 
-/* random_like_forward: as the CPU kernel (cpu/dropout.h); d is a host descriptor, passed by value */
-static inline void random_like_forward(VccRt *rt, int64_t n, const VccRandomDesc *d, float *y)
+/* random_like_forward: as the CPU kernel (cpu/dropout.h); d is a host descriptor, passed by value. y float,
+ * or bfloat16 where the value it is like holds bfloat16 (vcc --precision bf16): each draw rounded once. */
+template <class TY> static inline void random_like_forward(VccRt *rt, int64_t n, const VccRandomDesc *d, TY *y)
 {
     if (n <= 0) return;
     random_like_forward_kernel<<<vcc__grid(n), VCC_CUDA_THREADS>>>(n, *d, d->own_seed ? d->seed : rt->seed, rt->step, y);

@@ -29,17 +29,23 @@ static inline void vcc__sgemm_rm(VccRt *rt, int tp, int tq, int64_t m, int64_t n
                                  vcc__int(ldx, "gemm ld")));
 }
 
-/* The row-major product of vcc__sgemm_rm on bfloat16 P, Q and X (vcc --precision bf16): cublasGemmEx
- * with float32 accumulation (CUBLAS_COMPUTE_32F), tensor cores where cuBLAS picks them, X rounded once. */
+/* The cuBLAS data type of a product's output of element type T: float, or __nv_bfloat16. */
+static inline cudaDataType_t vcc__cublas_type(const float *) { return CUDA_R_32F; }
+static inline cudaDataType_t vcc__cublas_type(const __nv_bfloat16 *) { return CUDA_R_16BF; }
+
+/* The row-major product of vcc__sgemm_rm on bfloat16 P and Q (vcc --precision bf16), into X of bfloat16
+ * (rounded once) or float32 (a backward MatMul whose output is a float32 value's gradient): cublasGemmEx
+ * with float32 accumulation (CUBLAS_COMPUTE_32F), tensor cores where cuBLAS picks them. */
+template <class TX>
 static inline void vcc__sgemm_rm(VccRt *rt, int tp, int tq, int64_t m, int64_t n, int64_t k, float alpha,
                                  const __nv_bfloat16 *P, int64_t ldp, const __nv_bfloat16 *Q, int64_t ldq, float beta,
-                                 __nv_bfloat16 *X, int64_t ldx)
+                                 TX *X, int64_t ldx)
 {
     if (m <= 0 || n <= 0) return;
     VCC_CUBLAS_CHECK(cublasGemmEx(rt->cublas, tq ? CUBLAS_OP_T : CUBLAS_OP_N, tp ? CUBLAS_OP_T : CUBLAS_OP_N,
                                   vcc__int(n, "gemm dim"), vcc__int(m, "gemm dim"), vcc__int(k, "gemm dim"), &alpha,
                                   Q, CUDA_R_16BF, vcc__int(ldq, "gemm ld"), P, CUDA_R_16BF, vcc__int(ldp, "gemm ld"),
-                                  &beta, X, CUDA_R_16BF, vcc__int(ldx, "gemm ld"), CUBLAS_COMPUTE_32F,
+                                  &beta, X, vcc__cublas_type(X), vcc__int(ldx, "gemm ld"), CUBLAS_COMPUTE_32F,
                                   CUBLAS_GEMM_DEFAULT));
 }
 
@@ -150,17 +156,19 @@ static inline void vcc__gemm_batched(VccRt *rt, const VccMatmul *d, const float 
         vcc__int(d->N, "matmul ld"), sx, count));
 }
 
-/* The same on bfloat16 operands (vcc --precision bf16: autocast's matmul): cublasGemmStridedBatchedEx with
- * float32 accumulation (CUBLAS_COMPUTE_32F). */
+/* The same on bfloat16 operands (vcc --precision bf16: autocast's matmul) into a bfloat16 or float32 X:
+ * cublasGemmStridedBatchedEx with float32 accumulation (CUBLAS_COMPUTE_32F). */
+template <class TX>
 static inline void vcc__gemm_batched(VccRt *rt, const VccMatmul *d, const __nv_bfloat16 *Q, long long sq,
-                                     const __nv_bfloat16 *P, long long sp, __nv_bfloat16 *X, long long sx, int count)
+                                     const __nv_bfloat16 *P, long long sp, TX *X, long long sx, int count)
 {
     const float one = 1.0f, zero = 0.0f;
     VCC_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
         rt->cublas, d->tb ? CUBLAS_OP_T : CUBLAS_OP_N, d->ta ? CUBLAS_OP_T : CUBLAS_OP_N,
         vcc__int(d->N, "matmul dim"), vcc__int(d->M, "matmul dim"), vcc__int(d->K, "matmul dim"), &one, Q,
         CUDA_R_16BF, vcc__int(d->tb ? d->K : d->N, "matmul ld"), sq, P, CUDA_R_16BF,
-        vcc__int(d->ta ? d->M : d->K, "matmul ld"), sp, &zero, X, CUDA_R_16BF, vcc__int(d->N, "matmul ld"), sx, count,
+        vcc__int(d->ta ? d->M : d->K, "matmul ld"), sp, &zero, X, vcc__cublas_type(X), vcc__int(d->N, "matmul ld"), sx,
+        count,
         CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
@@ -169,10 +177,10 @@ static inline void vcc__gemm_batched(VccRt *rt, const VccMatmul *d, const __nv_b
  * a broadcast operand, are the calls' strides); the dims before it, where a broadcast pattern has more
  * than one dim, loop on the host. Row-major through the operand swap of vcc__sgemm_rm: Y^T = op(B)^T
  * op(A)^T in cuBLAS's column-major terms. Y (batch..., M, N) overwritten; TF32 off (cuda/base.cuh). A, B
- * and Y all float, or all bfloat16 (vcc --precision bf16). */
-template <class T>
+ * and Y all float, or A and B bfloat16 (vcc --precision bf16) and Y bfloat16 or float32. */
+template <class T, class TY>
 static inline void matmul_forward(VccRt *rt, const VccMatmul *d, const T *A, const typename VccSame<T>::type *B,
-                                  typename VccSame<T>::type *Y)
+                                  TY *Y)
 {
     int64_t nb = d->batch.n, outer, inner, i, oa, ob, mn = d->M * d->N;
     const int last = d->batch.rank - 1;
