@@ -274,11 +274,15 @@ static void emit_strided_init(FILE *f, const VccStrided *s) {
     fputc('}', f);
 }
 
-/* "VCC_F(<byte offset>)": the bytes of tensor t from its element elem on, as 32-bit words. */
+/* "VCC_F(<byte offset>)": the bytes of tensor t from its element elem on, as 32-bit words; for a value a
+ * CUDA bf16 trainer keeps in 2 bytes (VccTensor.bf16_bytes 2), "VCC_B(<byte offset>)", its elements as
+ * __nv_bfloat16 (the strided copy's bfloat16 form, runtime/cuda/layout.cuh). */
 static const char *words_at(VccEmit *e, int t, int64_t elem) {
     const VccTensor *x = &e->g->tensors[t];
     char *buf = e->ptr[e->next++ % 16];
-    snprintf(buf, sizeof e->ptr[0], "VCC_F(%" PRId64 ")", x->offset + elem * (int64_t)vcc_dtype_size(x->dtype));
+    int64_t size = x->bf16_bytes ? x->bf16_bytes : (int64_t)vcc_dtype_size(x->dtype);
+    snprintf(buf, sizeof e->ptr[0], x->bf16_bytes == 2 ? "VCC_B(%" PRId64 ")" : "VCC_F(%" PRId64 ")",
+             x->offset + elem * size);
     return buf;
 }
 
