@@ -125,7 +125,6 @@ static void emit_comment_text(FILE *f, const char *s) {
     }
 }
 
-/* The code of scheduled node k: a comment naming it, then its family's emission (VccOpDef.emit). */
 /* Whether node n can run in a CUDA bf16 trainer with its tensors as stored: a node that reads or writes a
  * value kept in 2 bytes (VCC_B) needs its kernel's bfloat16 form, which every family but these has
  * (runtime/cuda/<family>.cuh: templates over float and __nv_bfloat16). */
@@ -141,6 +140,7 @@ static bool cuda_bf16_ok(const VccGraph *g, const VccNode *n) {
            n->op != VCC_OP_CAST;
 }
 
+/* The code of scheduled node k: a comment naming it, then its family's emission (VccOpDef.emit). */
 static VccStatus emit_node(VccEmit *e, int k) {
     const VccNode *n = &e->g->nodes[k];
     if (e->target == VCC_TARGET_CUDA && e->ctx->precision == VCC_PRECISION_BF16 && !cuda_bf16_ok(e->g, n)) {
