@@ -15,7 +15,7 @@
  *                                                               conv_transpose_backward_filter
  * so the transposed op reuses the Conv kernels. Every op's workspace is the im2col buffer of its
  * geometry for a chunk of output positions that fits --workspace-limit (vcc_conv_ws_bytes): the kernels
- * unfold, multiply and fold back one chunk at a time. With --cpu-conv dnnl (the C trainer's default) the
+ * unfold, multiply and fold back one chunk at a time. With --cpu-conv dnnl the
  * ops oneDNN computes (all but the GradFilter ops) get at least the bytes of its blocked copies where
  * those fit the limit (vcc_conv_dnnl_ws_bytes).
  * Sources: ONNX Operators "Conv" (opsets 1 and 11, no semantic change through 22):
@@ -283,12 +283,25 @@ int64_t vcc_conv_ws_bytes(const VccConvParams *p, int64_t limit) {
 /* c rounded up to a multiple of 16 (oneDNN's channel blocks: 8 on AVX2, 16 on AVX-512). */
 static int64_t round16(int64_t c) { return (c + 15) / 16 * 16; }
 
+/* The first spatial dim of p along which an output position reads only the input position of the same
+ * index (kernel 1, stride 1, no padding, extent above 1), or -1: runtime/cpu/conv_dnnl.h's
+ * vcc_dnnl_slab_dim, whose rule this must stay. */
+static int dnnl_slab_dim(const VccConvParams *p) {
+    for (int i = 0; i < p->nsp; i++)
+        if (p->kernel[i] == 1 && p->stride[i] == 1 && p->pad_begin[i] == 0 && p->pad_end[i] == 0 &&
+            p->in[i] == p->out[i] && p->in[i] > 1)
+            return i;
+    return -1;
+}
+
 /* oneDNN's workspace for geometry p under limit: vcc_conv_dnnl_ws_bytes; with weights, the
  * weight-gradient pass's: the same plus two more blocked copies of the weights for the partial sums of
  * its threads (its scratchpad: one per thread past the first) and, when the batch runs in chunks
  * (nb < N), the plain weight gradient (K, C/G, kernel...) that accumulates the later chunks. The
  * program computes that pass with im2col where oneDNN's real need is larger, or where oneDNN's kernel
- * would be its gemm convolution (runtime/cpu/conv_dnnl.h). */
+ * would be its gemm convolution (runtime/cpu/conv_dnnl.h). Where one sample does not fit, the forward
+ * and backward-data passes run one slab at a time: one sample, a divisor of the extent of
+ * dnnl_slab_dim's dim (the runtime tries the same sizes in the same order). */
 static int64_t dnnl_ws_bytes(const VccConvParams *p, int64_t limit, bool weights) {
     int64_t in = 1, out = 1, kk = 1, g = p->group;
     for (int i = 0; i < p->nsp; i++) {
@@ -311,6 +324,15 @@ static int64_t dnnl_ws_bytes(const VccConvParams *p, int64_t limit, bool weights
         if (p->N % nb || !vcc_mul_i64(x1, nb, &a) || !vcc_mul_i64(y1, nb, &b)) continue;
         int64_t floats = a + b + fixed + (weights && nb < p->N ? plain_w : 0);
         if (floats < 0 || floats > (limit - align - 65536) / 4) continue;
+        return 4 * floats + align + 65536;
+    }
+    int c = dnnl_slab_dim(p);
+    if (weights || c < 0) return 0;
+    for (int64_t slab = p->in[c] - 1; slab >= 1; slab--) {
+        if (p->in[c] % slab) continue;
+        /* one sample's blocked x and y, slab positions of in[c] (== out[c]) */
+        int64_t floats = (x1 / p->in[c] + y1 / p->in[c]) * slab + fixed;
+        if (floats > (limit - align - 65536) / 4) continue;
         return 4 * floats + align + 65536;
     }
     return 0;

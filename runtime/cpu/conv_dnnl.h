@@ -20,6 +20,12 @@
  * thread count), so the program queries them at the first call of each pass of each descriptor and
  * uses oneDNN only when they fit ws_bytes; otherwise that pass of that conv stays on im2col for the
  * whole run (the decision is cached, so one run always takes the same path).
+ * Executions: the whole batch, else nb samples (the largest divisor of N that fits), else, for the
+ * forward and backward-data passes of a conv with a spatial dim of kernel 1, stride 1 and no padding
+ * (R(2+1)D's (1, 3, 3) and (3, 1, 1) convolutions, 1x1x1 ones), one sample in slabs along that dim:
+ * an output position there reads only the input position of the same index, so each slab is a
+ * convolution of its own, and x and y are viewed through oneDNN memory descriptors with the whole
+ * tensors' strides. Each output element sums the same products as in one execution.
  *
  * Cache: the primitives, their memory objects and the decision live in d->backend (VccDnnlConv),
  * created once per descriptor and pass; the engine and stream in rt->conv_state (VccDnnlState), which
@@ -63,6 +69,8 @@ typedef struct {
     dnnl_primitive_t reorder[3];
     size_t off[3], acc_off, scratch_off, bytes; /* slices of ws; bytes: what the pass needs in all */
     int64_t nb;                        /* samples per execution (a divisor of N) */
+    int64_t slab;                      /* 0, or with nb 1: positions of spatial dim vcc_dnnl_slab_dim(d) per
+                                          execution (a divisor of that dim's extent) */
 } VccDnnlPass;
 
 /* d->backend under this backend: the four passes, and the next descriptor in VccDnnlState's list. */
@@ -131,10 +139,36 @@ VCC_CPU_FN VccDnnlState *vcc_dnnl_state(VccRt *rt)
     return s;
 }
 
+/* vcc_dnnl_slab_dim: the first spatial dim of d along which an output position reads only the input
+ * position of the same index (kernel 1, stride 1, no padding, extent above 1), so that x and y can be
+ * cut into slabs along it that convolve independently; -1 when there is none. ir/ops/conv.c's
+ * dnnl_ws_bytes sizes the workspace by the same rule. */
+VCC_CPU_FN int vcc_dnnl_slab_dim(const VccConvDesc *d)
+{
+    int i;
+    for (i = 0; i < d->nsp; i++)
+        if (d->kernel[i] == 1 && d->stride[i] == 1 && d->pad_begin[i] == 0 && d->pad_end[i] == 0 &&
+            d->in[i] == d->out[i] && d->in[i] > 1)
+            return i;
+    return -1;
+}
+
+/* vcc_dnnl_view: md as the plain (row-major) tensor of dims full[0..nd-1] seen through a window of
+ * dims win[0..nd-1] (a slab: the same strides as the whole tensor). */
+VCC_CPU_FN int vcc_dnnl_view(dnnl_memory_desc_t *md, int nd, const dnnl_dim_t *full, const dnnl_dim_t *win)
+{
+    dnnl_dims_t st;
+    int i;
+    st[nd - 1] = 1;
+    for (i = nd - 2; i >= 0; i--) st[i] = st[i + 1] * full[i + 1];
+    return dnnl_memory_desc_init_by_strides(md, nd, win, dnnl_f32, st) != dnnl_success;
+}
+
 /* vcc_dnnl_mds: d's memory descriptors for nb samples in the user's (plain) layouts: x (nb, C, *in),
- * w, y (nb, K, *out), b ((K), tag x). */
-VCC_CPU_FN int vcc_dnnl_mds(const VccConvDesc *d, int64_t nb, dnnl_memory_desc_t *x, dnnl_memory_desc_t *w,
-                            dnnl_memory_desc_t *y, dnnl_memory_desc_t *b)
+ * w, y (nb, K, *out), b ((K), tag x); with slab > 0 (and nb 1), x and y are windows of slab positions
+ * along spatial dim vcc_dnnl_slab_dim(d), with the strides of the whole tensors. */
+VCC_CPU_FN int vcc_dnnl_mds(const VccConvDesc *d, int64_t nb, int64_t slab, dnnl_memory_desc_t *x,
+                            dnnl_memory_desc_t *w, dnnl_memory_desc_t *y, dnnl_memory_desc_t *b)
 {
     static const dnnl_format_tag_t act[3] = {dnnl_ncw, dnnl_nchw, dnnl_ncdhw};
     static const dnnl_format_tag_t wt[3] = {dnnl_oiw, dnnl_oihw, dnnl_oidhw};
@@ -158,6 +192,17 @@ VCC_CPU_FN int vcc_dnnl_mds(const VccConvDesc *d, int64_t nb, dnnl_memory_desc_t
         wd[2 + g + i] = d->kernel[i];
     }
     bd[0] = d->K;
+    if (slab > 0) {
+        int c = vcc_dnnl_slab_dim(d);
+        dnnl_dims_t xw, yw;
+        if (c < 0) return 1;
+        memcpy(xw, xd, sizeof xw);
+        memcpy(yw, yd, sizeof yw);
+        xw[2 + c] = yw[2 + c] = slab;
+        return vcc_dnnl_view(x, 2 + d->nsp, xd, xw) || vcc_dnnl_view(y, 2 + d->nsp, yd, yw) ||
+               dnnl_memory_desc_init_by_tag(w, wn, wd, dnnl_f32, (g ? gwt : wt)[d->nsp - 1]) != dnnl_success ||
+               dnnl_memory_desc_init_by_tag(b, 1, bd, dnnl_f32, dnnl_x) != dnnl_success;
+    }
     return dnnl_memory_desc_init_by_tag(x, 2 + d->nsp, xd, dnnl_f32, act[d->nsp - 1]) != dnnl_success ||
            dnnl_memory_desc_init_by_tag(w, wn, wd, dnnl_f32, (g ? gwt : wt)[d->nsp - 1]) != dnnl_success ||
            dnnl_memory_desc_init_by_tag(y, 2 + d->nsp, yd, dnnl_f32, act[d->nsp - 1]) != dnnl_success ||
@@ -178,11 +223,11 @@ VCC_CPU_FN dnnl_memory_desc_t vcc_dnnl_any(const dnnl_memory_desc_t *md)
 /* vcc_dnnl_round: n rounded up to a multiple of 64 (the slices of ws). */
 VCC_CPU_FN size_t vcc_dnnl_round(size_t n) { return (n + 63) & ~(size_t)63; }
 
-/* vcc_dnnl_pass_try: create pass `which` of d for nb samples per execution into p (p->state 1), or
- * leave p->state -1 (p->bytes: what it would need, 0 when unknown) when oneDNN refuses the descriptor
- * or the pass needs more than ws_bytes. */
-VCC_CPU_FN void vcc_dnnl_pass_try(VccDnnlState *s, const VccConvDesc *d, int which, int64_t nb, VccDnnlPass *p,
-                                  size_t ws_bytes)
+/* vcc_dnnl_pass_try: create pass `which` of d for nb samples (and, slab > 0, slab positions along
+ * vcc_dnnl_slab_dim(d)) per execution into p (p->state 1), or leave p->state -1 (p->bytes: what it would
+ * need, 0 when unknown) when oneDNN refuses the descriptor or the pass needs more than ws_bytes. */
+VCC_CPU_FN void vcc_dnnl_pass_try(VccDnnlState *s, const VccConvDesc *d, int which, int64_t nb, int64_t slab,
+                                  VccDnnlPass *p, size_t ws_bytes)
 {
     dnnl_memory_desc_t x, w, y, b, xa, wa, ya;
     dnnl_convolution_desc_t fd, cd;
@@ -201,7 +246,8 @@ VCC_CPU_FN void vcc_dnnl_pass_try(VccDnnlState *s, const VccConvDesc *d, int whi
     memset(p, 0, sizeof *p);
     p->state = -1;
     p->nb = nb;
-    if (vcc_dnnl_mds(d, nb, &x, &w, &y, &b)) return;
+    p->slab = slab;
+    if (vcc_dnnl_mds(d, nb, slab, &x, &w, &y, &b)) return;
     for (i = 0; i < d->nsp; i++) {
         strides[i] = d->stride[i];
         dil[i] = d->dilation[i] - 1; /* oneDNN counts dilation from 0 */
@@ -289,6 +335,7 @@ done:
         vcc_dnnl_pass_free(p);
         p->bytes = need;
         p->nb = nb;
+        p->slab = slab;
     }
     p->state = ok ? 1 : -1;
     if (pd) dnnl_primitive_desc_destroy(pd);
@@ -297,16 +344,25 @@ done:
 }
 
 /* vcc_dnnl_pass_make: pass `which` of d into p, N samples per execution, else the largest divisor of N
- * whose copies, accumulator (backward weights) and scratchpad fit ws_bytes. p->state -1 when none fits
- * or oneDNN refuses d (p->bytes 0: refused, then no smaller nb is tried). */
+ * whose copies, accumulator (backward weights) and scratchpad fit ws_bytes; else, for the forward and
+ * backward-data passes, one sample and the largest divisor of the extent of vcc_dnnl_slab_dim(d) that
+ * fits. p->state -1 when none fits or oneDNN refuses d (p->bytes 0: refused, then no smaller execution
+ * is tried). */
 VCC_CPU_FN void vcc_dnnl_pass_make(VccDnnlState *s, const VccConvDesc *d, int which, VccDnnlPass *p,
                                    size_t ws_bytes)
 {
-    int64_t nb;
+    int64_t nb, slab;
+    int c = vcc_dnnl_slab_dim(d);
     for (nb = d->N; nb >= 1; nb--) {
         if (d->N % nb) continue;
-        vcc_dnnl_pass_try(s, d, which, nb, p, ws_bytes);
+        vcc_dnnl_pass_try(s, d, which, nb, 0, p, ws_bytes);
         if (p->state > 0 || p->bytes == 0) return; /* fits, or refused */
+    }
+    if (which == VCC_DNNL_BWD_WEIGHTS || c < 0) return;
+    for (slab = d->in[c] - 1; slab >= 1; slab--) {
+        if (d->in[c] % slab) continue;
+        vcc_dnnl_pass_try(s, d, which, 1, slab, p, ws_bytes);
+        if (p->state > 0 || p->bytes == 0) return;
     }
 }
 
@@ -340,7 +396,7 @@ VCC_CPU_FN int vcc_dnnl_conv(VccRt *rt, VccConvDesc *d, int which, const float *
     dnnl_exec_arg_t args[6];
     void *ptr[3];
     unsigned char *base = (unsigned char *)ws;
-    int64_t in_s, out_s, step[3], s0;
+    int64_t in_s, out_s, step[3], zstep[3] = {0, 0, 0}, s0, z, nz = 1;
     int i, n = 0;
     if (!c) {
         c = (VccDnnlConv *)calloc(1, sizeof *c);
@@ -379,15 +435,29 @@ VCC_CPU_FN int vcc_dnnl_conv(VccRt *rt, VccConvDesc *d, int which, const float *
         args[n].arg = DNNL_ARG_SCRATCHPAD;
         args[n++].memory = p->scratch;
     }
-    for (s0 = 0; s0 < d->N; s0 += p->nb) {
+    /* slabs: floats from one slab to the next in x and in y (positions past the slab dim) */
+    if (p->slab > 0) {
+        int c = vcc_dnnl_slab_dim(d);
+        int64_t xs = p->slab, ys = p->slab;
+        for (i = c + 1; i < d->nsp; i++) {
+            xs *= d->in[i];
+            ys *= d->out[i];
+        }
+        zstep[0] = which == VCC_DNNL_BWD_DATA ? ys : xs;
+        zstep[1] = 0;
+        zstep[2] = which == VCC_DNNL_BWD_DATA ? xs : ys;
+        nz = d->in[c] / p->slab;
+    }
+    for (s0 = 0; s0 < d->N; s0 += p->nb)
+    for (z = 0; z < nz; z++) {
         /* a weight gradient's later chunks: into the accumulator, then added into dw */
         const int acc = which == VCC_DNNL_BWD_WEIGHTS && s0 > 0;
-        ptr[0] = (void *)(a + s0 * step[0]);
+        ptr[0] = (void *)(a + s0 * step[0] + z * zstep[0]);
         ptr[1] = (void *)(b + s0 * step[1]);
-        ptr[2] = acc ? (void *)(base + p->acc_off) : (void *)(out + s0 * step[2]);
+        ptr[2] = acc ? (void *)(base + p->acc_off) : (void *)(out + s0 * step[2] + z * zstep[2]);
         for (i = 0; i < 3; i++) VCC_DNNL_CALL(dnnl_memory_set_data_handle(p->user[i], ptr[i]));
         for (i = 0; i < 2; i++)
-            if (p->reorder[i] && (s0 == 0 || step[i])) /* weights: reordered once */
+            if (p->reorder[i] && ((s0 == 0 && z == 0) || step[i])) /* weights: reordered once */
                 vcc_dnnl_reorder(s, p->reorder[i], p->user[i], p->prim[i], p->scratch);
         VCC_DNNL_CALL(dnnl_primitive_execute(p->conv, s->stream, n, args));
         if (p->reorder[2]) vcc_dnnl_reorder(s, p->reorder[2], p->prim[2], p->user[2], p->scratch);

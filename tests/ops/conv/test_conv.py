@@ -21,7 +21,7 @@ output_shape (spatial and whole-shape forms, smaller and larger than the natural
 and 17.
 
     test_conv.py --vcc BUILD/vcc --work DIR [--only NAME] [--cuda | --cuda-one] [--chunked]
-                 [--cpu-conv dnnl|im2col] [--dnnl-batch-chunks [--expect-refused]]
+                 [--cpu-conv dnnl|im2col] [--dnnl-batch-chunks [--expect-refused]] [--dnnl-slabs]
 (--cuda without a GPU exits 77: the CUDA programs are only worth building one by one where they run.)
 
 --cpu-conv compiles every program with that C conv backend (vcc's default, im2col, when absent): dnnl,
@@ -30,6 +30,12 @@ rest; im2col, im2col + OpenBLAS for every pass. With dnnl, each case's trainer i
 oneDNN's verbose log (DNNL_VERBOSE=1), which must show convolutions executed by oneDNN wherever it takes
 the case (it refuses the negative pads of cropping ConvTransposes: those cases must show none, and
 compute with im2col).
+
+--dnnl-slabs runs SLAB_CASES, convolutions with a spatial dim of kernel 1, stride 1 and no padding, with
+--cpu-conv dnnl under a --workspace-limit (dnnl_slab_limit) where one sample's blocked copies do not fit
+and half of that dim's do: checked against PyTorch as above, and oneDNN's verbose log must show the
+forward and backward-data passes run in 2N executions of minibatch 1 and half that dim each
+(runtime/cpu/conv_dnnl.h's slabs).
 
 --chunked (run with --cpu-conv im2col) compiles every program with a --workspace-limit that makes each conv op (Conv, ConvTranspose and
 their ConvGradData/ConvGradFilter) unfold its input in several chunks of output positions: every other
@@ -200,6 +206,65 @@ BATCH_CHUNK_CASES = [
 ]
 
 
+# --dnnl-slabs: convolutions with a spatial dim of kernel 1, stride 1 and no padding (R(2+1)D's (1, 3, 3)
+# and (3, 1, 1) convolutions, a grouped 1x1x1 one) under dnnl_slab_limit: one sample does not fit the
+# workspace, half of that dim does (activations large next to the 64 KiB vcc plans for scratchpads)
+SLAB_CASES = [
+    conv("conv3d_slabs_depth", (2, 16, 8, 32, 32), (32, 16, 1, 3, 3), pads=[0, 1, 1, 0, 1, 1], strides=[1, 2, 2],
+         grad_tol=1e-5),
+    conv("conv3d_slabs_height", (2, 16, 4, 32, 32), (16, 16, 3, 1, 1), bias=False, pads=[1, 0, 0, 1, 0, 0],
+         grad_tol=1e-5),
+    conv("conv3d_slabs_pointwise_grouped", (2, 32, 6, 24, 24), (32, 16, 1, 1, 1), group=2, grad_tol=1e-5),
+]
+
+
+def slab_dim(case):
+    """The spatial dim runtime/cpu/conv_dnnl.h cuts case into slabs along (vcc_dnnl_slab_dim: the first of
+    kernel 1, stride 1, no padding, extent above 1)."""
+    x, w = case.inputs["X"], case.inputs["W"]
+    nsp = len(x) - 2
+    pads = case.attrs.get("pads", [0] * 2 * nsp)
+    strides = case.attrs.get("strides", [1] * nsp)
+    return next(i for i in range(nsp) if w[2 + i] == 1 and strides[i] == 1 and pads[i] == 0 and
+                pads[nsp + i] == 0 and x[2 + i] > 1)
+
+
+def dnnl_slab_limit(case):
+    """The --workspace-limit under which vcc plans oneDNN's forward and backward-data passes of `case` for one
+    sample and half of slab_dim's extent per execution (ir/ops/conv.c, dnnl_ws_bytes without the weights:
+    blocked input and output of the slab, channels rounded up to 16, one blocked weight, alignment and
+    64 KiB)."""
+    x, w = case.inputs["X"], case.inputs["W"]
+    y = conv_ref(case.attrs)(torch.zeros(x), torch.zeros(w))
+    r16 = lambda c: -(-c // 16) * 16
+    g = case.attrs.get("group", 1)
+    ext = x[2 + slab_dim(case)]
+    wts = r16(w[0] // g) * r16(x[1] // g) * g * math.prod(w[2:])
+    floats = (r16(x[1]) * math.prod(x[2:]) + r16(w[0]) * math.prod(y.shape[2:])) // ext * (ext // 2) + wts
+    return 4 * floats + 3 * 64 + 65536
+
+
+def check_slabs(cases, work):
+    """--dnnl-slabs: each case's trainer, run once more with oneDNN's verbose log at one thread, computes
+    its forward and backward-data passes with oneDNN in slabs: 2N executions of each, minibatch 1, half
+    of slab_dim's extent each."""
+    bad = []
+    for c in cases:
+        d, n = os.path.join(work, c.name), c.inputs["X"][0]
+        ext, dim = c.inputs["X"][2 + slab_dim(c)], "dhw"[slab_dim(c)]
+        r = run_verbose(d)
+        for kind in ("forward_training", "backward_data"):
+            got = re.findall(r"(?:onednn|dnnl)_verbose,exec,cpu,convolution,[^,]*,%s,.*?,(?:g\d+)?(mb\d+)\S*?_i%s(\d+)" %
+                             (kind, dim), r.stdout)
+            ok = r.returncode == 0 and got == [("mb1", str(ext // 2))] * (2 * n)
+            print("%-40s %-22s %9s %s" % (c.name, "oneDNN " + kind, ",".join("%s/%s%s" % (m, dim, e) for m, e in got)
+                                          or "-", "ok  " if ok else "FAIL"))
+            if not ok:
+                bad.append("%s: oneDNN %s executions %s, expected %d of mb1 with %s%d (rc %d)" % (
+                    c.name, kind, got, 2 * n, dim, ext // 2, r.returncode))
+    return bad
+
+
 def dnnl_chunk_limit(case):
     """The --workspace-limit under which vcc plans oneDNN's weight-gradient pass of `case` (a Conv) for one
     sample per execution (ir/ops/conv.c, dnnl_ws_bytes with the weights: blocked input and output of one
@@ -335,6 +400,16 @@ if __name__ == "__main__":
         rc = oc.main(BATCH_CHUNK_CASES)
         a = sys.argv
         problems = check_batch_chunks(BATCH_CHUNK_CASES, os.path.abspath(a[a.index("--work") + 1]), refused)
+        for b in problems:
+            print("FAIL " + b)
+        sys.exit(rc or (1 if problems else 0))
+    if "--dnnl-slabs" in sys.argv:
+        sys.argv.remove("--dnnl-slabs")
+        for c in SLAB_CASES:
+            c.flags += ["--cpu-conv", "dnnl", "--workspace-limit", str(dnnl_slab_limit(c))]
+        rc = oc.main(SLAB_CASES)
+        a = sys.argv
+        problems = check_slabs(SLAB_CASES, os.path.abspath(a[a.index("--work") + 1]))
         for b in problems:
             print("FAIL " + b)
         sys.exit(rc or (1 if problems else 0))
