@@ -16,7 +16,7 @@ MODEL is a small training model (tests/e2e/tiny_models.py's res3d).
     gradient is 2 bytes per element and every parameter, gradient and optimizer state 4, each parameter a
     Conv or Gemm reads has a bfloat16 copy, the arena is below fp32's; a .c output keeps the same values
     at 4 bytes; a dump from before 'precision' is accepted and gives the ONNX file's plan, a dump after
-    it (or a bf16 dump without --precision bf16) is refused.
+    it (or a bf16 dump without --precision bf16), with or without a plan, is refused in one line.
   - --workspace-limit 16MiB, 16M and 16777216 give the same plan; a plan compiled with a limit and
     dumped is accepted back with the same limit.
   - A .vir dump is an input: the dump after each pass, fed back to vcc, gives the same final nodes,
@@ -152,12 +152,15 @@ def check_bf16_plan(vcc, model, work):
           "a dump after fuse with --precision bf16 plans as the ONNX file does", p.stderr)
     for pas, args, words in [("precision", [], ["--precision bf16", "CastBF16"]),
                              ("precision", ["--precision", "bf16"], ["'precision'", "ONNX model"]),
-                             ("autodiff", ["--precision", "bf16"], ["autodiff", "ONNX model"])]:
+                             ("autodiff", ["--precision", "bf16"], ["autodiff", "ONNX model"]),
+                             ("liveness", [], ["--precision bf16", "CastBF16"]),
+                             ("liveness", ["--precision", "bf16"], ["liveness", "ONNX model"])]:
         text = run([vcc, model, "--precision", "bf16", "--dump-ir", pas], d).stdout
         open(os.path.join(d, pas + ".vir"), "w").write(text)
         p = run([vcc, pas + ".vir"] + args, d)
-        check(p.returncode == 1 and all(w in p.stderr for w in words),
-              "a bf16 dump after %s %s is refused" % (pas, "with" if args else "without --precision bf16"), p.stderr)
+        check(p.returncode == 1 and all(w in p.stderr for w in words) and len(p.stderr.strip().splitlines()) == 1,
+              "a bf16 dump after %s %s is refused in one line" % (pas, "with" if args else "without --precision bf16"),
+              p.stderr)
 
 
 def main():
