@@ -160,11 +160,12 @@ static __global__ void gather_backward_kernel(int64_t outer, int64_t len, int64_
     }
 }
 
-/* gather_backward_kernel into bfloat16 dx (vcc --precision bf16): each dx element sums its dy in float in
- * the order above and is rounded once, as the float32 kernel's sum then the C trainer's rounding */
+/* gather_backward_kernel into bfloat16 dx (vcc --precision bf16; an overload, so gather_backward's one
+ * launch picks it by dx's type): each dx element sums its dy in float in the order above and is rounded
+ * once, as the float32 kernel's sum then the C trainer's rounding */
 template <class TD>
-static __global__ void gather_backward_bf16_kernel(int64_t outer, int64_t len, int64_t inner, int64_t nidx,
-                                                   const int64_t *idx, const TD *dy, __nv_bfloat16 *dx)
+static __global__ void gather_backward_kernel(int64_t outer, int64_t len, int64_t inner, int64_t nidx,
+                                              const int64_t *idx, const TD *dy, __nv_bfloat16 *dx)
 {
     VCC_GRID_STRIDE(k, outer * inner) {
         const int64_t i = k % inner, o = k / inner;
@@ -195,11 +196,7 @@ static inline void gather_backward(VccRt *rt, int64_t outer, int64_t len, int64_
     static_assert(VccStored<TX>::value, "gather_backward: float or __nv_bfloat16");
     (void)rt;
     if (outer * len * inner <= 0) return;
-    if constexpr (std::is_same<TX, float>::value)
-        gather_backward_kernel<<<vcc__grid(outer * inner), VCC_CUDA_THREADS>>>(outer, len, inner, nidx, idx, dy, dx);
-    else
-        gather_backward_bf16_kernel<<<vcc__grid(outer * inner), VCC_CUDA_THREADS>>>(outer, len, inner, nidx, idx, dy,
-                                                                                     dx);
+    gather_backward_kernel<<<vcc__grid(outer * inner), VCC_CUDA_THREADS>>>(outer, len, inner, nidx, idx, dy, dx);
     VCC_CUDA_LAUNCHED();
 }
 

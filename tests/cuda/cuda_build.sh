@@ -2,7 +2,8 @@
 # cuda_build.sh MODE OUTDIR - build (and run) the CUDA runtime tests with nvcc.
 #
 #   compile        compile_test.cu with the trainer's warning flags, once with
-#                  -arch=sm_90 and once with nvcc's default arch, and once
+#                  -arch=sm_90 (C++17) and once with nvcc's default arch (C++14,
+#                  nvcc 11's default standard), and once
 #                  more for sm_90 with -DVCC_PRECISION_TF32=1 (vcc --precision
 #                  tf32); links against cuDNN and cuBLAS. Nothing is run.
 #   numeric-build  numeric_test.cu (nvcc) + cpu_ref.c (cc, OpenBLAS or the
@@ -150,13 +151,14 @@ build_compile() {
     # shellcheck disable=SC2086
     run "$NVCC" -O2 -std=c++17 $WARN -arch=sm_90 $INC "$here/compile_test.cu" -o "$out/compile_test_sm90" $LINK ||
         return 1
+    # the default arch in C++14 (nvcc 11's default standard): the runtime needs nothing newer
     # shellcheck disable=SC2086
-    run "$NVCC" -O2 -std=c++17 $WARN $INC "$here/compile_test.cu" -o "$out/compile_test" $LINK || return 1
+    run "$NVCC" -O2 -std=c++14 $WARN $INC "$here/compile_test.cu" -o "$out/compile_test" $LINK || return 1
     # the runtime as vcc --precision tf32 writes it (TF32 cuDNN math types, cuBLAS TF32 tensor-op mode)
     # shellcheck disable=SC2086
     run "$NVCC" -O2 -std=c++17 $WARN -arch=sm_90 -DVCC_PRECISION_TF32=1 $INC "$here/compile_test.cu" \
         -o "$out/compile_test_tf32" $LINK || return 1
-    echo "compile_test: built with zero warnings (sm_90 and the default arch; sm_90 with VCC_PRECISION_TF32=1)"
+    echo "compile_test: built with zero warnings (sm_90 in C++17 and the default arch in C++14; sm_90 with VCC_PRECISION_TF32=1)"
 }
 
 build_numeric() {
