@@ -140,13 +140,33 @@ static bool cuda_bf16_ok(const VccGraph *g, const VccNode *n) {
            n->op != VCC_OP_CAST;
 }
 
+/* The model's node that node n was made for (autodiff's "<name>.grad", the optimizer's, a copy's): the
+ * forward node whose name is n's up to its last '.', or NULL (n is one of the model's own, or none has
+ * that name). */
+static const VccNode *derived_from(const VccGraph *g, const VccNode *n) {
+    if (n->phase == VCC_PHASE_FORWARD || !n->name) return NULL;
+    const char *dot = strrchr(n->name, '.');
+    if (!dot || dot == n->name) return NULL;
+    size_t len = (size_t)(dot - n->name);
+    for (int k = 0; k < g->nnodes; k++) {
+        const VccNode *f = &g->nodes[k];
+        if (f->phase == VCC_PHASE_FORWARD && f->name && strlen(f->name) == len && !strncmp(f->name, n->name, len))
+            return f;
+    }
+    return NULL;
+}
+
 /* The code of scheduled node k: a comment naming it, then its family's emission (VccOpDef.emit). */
 static VccStatus emit_node(VccEmit *e, int k) {
     const VccNode *n = &e->g->nodes[k];
     if (e->target == VCC_TARGET_CUDA && e->ctx->precision == VCC_PRECISION_BF16 && !cuda_bf16_ok(e->g, n)) {
-        vcc_error(e->ctx, "node '%s' (%s): the CUDA trainer has no bfloat16 kernel for this op yet; compile with "
+        const VccNode *src = derived_from(e->g, n);
+        char from[512] = "";
+        if (src)
+            snprintf(from, sizeof from, ", made for node '%s' (%s)", src->name, vcc_node_op(src));
+        vcc_error(e->ctx, "node '%s' (%s%s): the CUDA trainer has no bfloat16 kernel for this op yet; compile with "
                   "--precision fp32 or tf32, or -o FILE.c (a C trainer computes the bf16 numbers)", n->name,
-                  vcc_node_op(n));
+                  vcc_node_op(n), from);
         return VCC_ERR_UNSUPPORTED;
     }
     fprintf(e->f, "    /* %d: %s '", k, vcc_op_name(n->op));

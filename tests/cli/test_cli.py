@@ -16,7 +16,9 @@ MODEL is a small training model (tests/e2e/tiny_models.py's res3d).
     gradient is 2 bytes per element and every parameter, gradient and optimizer state 4, each parameter a
     Conv or Gemm reads has a bfloat16 copy, the arena is below fp32's; a .c output keeps the same values
     at 4 bytes; a dump from before 'precision' is accepted and gives the ONNX file's plan, a dump after
-    it (or a bf16 dump without --precision bf16), with or without a plan, is refused in one line.
+    it (or a bf16 dump without --precision bf16), with or without a plan, is refused in one line; a bf16
+    .cu output with an op that has no bfloat16 CUDA kernel (Pow's gradient) is refused in one line naming
+    that node and the model's node it was made for, and writes nothing.
   - --workspace-limit 16MiB, 16M and 16777216 give the same plan; a plan compiled with a limit and
     dumped is accepted back with the same limit.
   - A .vir dump is an input: the dump after each pass, fed back to vcc, gives the same final nodes,
@@ -38,7 +40,9 @@ import re
 import subprocess
 import sys
 
+import numpy as np
 import onnx
+from onnx import TensorProto, helper, numpy_helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 fails = []
@@ -163,6 +167,31 @@ def check_bf16_plan(vcc, model, work):
               p.stderr)
 
 
+def check_bf16_cuda_refusal(vcc, work):
+    """A bf16 .cu output of a model whose op has no bfloat16 CUDA kernel (Pow's gradient, reading the
+    Conv's bfloat16 output): exit 1, nothing written, one line naming the gradient node, its op and the
+    model's node and op it was made for."""
+    d = os.path.join(work, "bf16_refusal")
+    os.makedirs(d, exist_ok=True)
+    w = numpy_helper.from_array(np.full((4, 3, 3, 3, 3), 0.01, np.float32), "w")
+    two = numpy_helper.from_array(np.array(2.0, np.float32), "two")
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1] * 6),
+             helper.make_node("Pow", ["c", "two"], ["p"], name="square"),
+             helper.make_node("GlobalAveragePool", ["p"], ["g"], name="pool"),
+             helper.make_node("Flatten", ["g"], ["logits"], name="flatten")]
+    graph = helper.make_graph(nodes, "pow_net", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4, 8, 8])],
+                              [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [2, 4])], [w, two])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), os.path.join(d, "pow.onnx"))
+    p = run([vcc, "pow.onnx", "--precision", "bf16", "-o", "t.cu"], d)
+    lines = p.stderr.strip().splitlines()
+    check(p.returncode == 1 and len(lines) == 1 and all(w in p.stderr for w in ("'square.grad'", "PowGrad",
+                                                                                "'square' (Pow)", "--precision fp32")) and
+          not os.path.exists(os.path.join(d, "t.cu")),
+          "a bf16 .cu with Pow's gradient on a bfloat16 value is refused naming the node it was made for", p.stderr)
+    p = run([vcc, "pow.onnx", "--precision", "bf16", "-o", "t.c"], d)
+    check(p.returncode == 0, "the same model compiles to a bf16 C trainer", p.stderr)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--vcc", required=True)
@@ -222,6 +251,7 @@ def main():
     check(p.returncode == 2 and "given twice" in p.stderr, "usage error: --workspace-limit twice", p.stderr)
     check_precision(vcc, model, work)
     check_bf16_plan(vcc, model, work)
+    check_bf16_cuda_refusal(vcc, work)
     small = run([vcc, model, "--workspace-limit", "4096", "--dump-ir", "memplan"], work).stdout
     with open(os.path.join(work, "m4096.vir"), "w") as f:
         f.write(small)
