@@ -192,6 +192,9 @@ VCC_CPU_FN int vcc_dnnl_mds(const VccConvDesc *d, int64_t nb, int64_t slab, dnnl
         wd[2 + g + i] = d->kernel[i];
     }
     bd[0] = d->K;
+    if (dnnl_memory_desc_init_by_tag(w, wn, wd, dnnl_f32, (g ? gwt : wt)[d->nsp - 1]) != dnnl_success ||
+        dnnl_memory_desc_init_by_tag(b, 1, bd, dnnl_f32, dnnl_x) != dnnl_success)
+        return 1;
     if (slab > 0) {
         int c = vcc_dnnl_slab_dim(d);
         dnnl_dims_t xw, yw;
@@ -199,14 +202,10 @@ VCC_CPU_FN int vcc_dnnl_mds(const VccConvDesc *d, int64_t nb, int64_t slab, dnnl
         memcpy(xw, xd, sizeof xw);
         memcpy(yw, yd, sizeof yw);
         xw[2 + c] = yw[2 + c] = slab;
-        return vcc_dnnl_view(x, 2 + d->nsp, xd, xw) || vcc_dnnl_view(y, 2 + d->nsp, yd, yw) ||
-               dnnl_memory_desc_init_by_tag(w, wn, wd, dnnl_f32, (g ? gwt : wt)[d->nsp - 1]) != dnnl_success ||
-               dnnl_memory_desc_init_by_tag(b, 1, bd, dnnl_f32, dnnl_x) != dnnl_success;
+        return vcc_dnnl_view(x, 2 + d->nsp, xd, xw) || vcc_dnnl_view(y, 2 + d->nsp, yd, yw);
     }
     return dnnl_memory_desc_init_by_tag(x, 2 + d->nsp, xd, dnnl_f32, act[d->nsp - 1]) != dnnl_success ||
-           dnnl_memory_desc_init_by_tag(w, wn, wd, dnnl_f32, (g ? gwt : wt)[d->nsp - 1]) != dnnl_success ||
-           dnnl_memory_desc_init_by_tag(y, 2 + d->nsp, yd, dnnl_f32, act[d->nsp - 1]) != dnnl_success ||
-           dnnl_memory_desc_init_by_tag(b, 1, bd, dnnl_f32, dnnl_x) != dnnl_success;
+           dnnl_memory_desc_init_by_tag(y, 2 + d->nsp, yd, dnnl_f32, act[d->nsp - 1]) != dnnl_success;
 }
 
 /* vcc_dnnl_any: md with the layout left to the primitive (VCC_DNNL_PLAIN: md itself). */
