@@ -518,12 +518,13 @@ void vir_plan(VirParser *p, const VirLoc *loc, char *name, const VirLoc *nloc, c
             push_int(&p->plan_order, &p->nplan, &p->cap_plan_order, t);
             /* a --precision bf16 plan gives its bfloat16 values 2 bytes per element, which the dump's types do
              * not say: vcc_precision_check_dump refuses such a dump in one message once it is read */
-            if (bytes.v != vcc_tensor_bytes(x) && !(2 * bytes.v == vcc_tensor_bytes(x) && has_bf16_casts(g))) {
+            int64_t whole = vcc_tensor_bytes(x);
+            if (bytes.v != whole && !(whole % 2 == 0 && bytes.v == whole / 2 && has_bf16_casts(g))) {
                 char ty[160];
                 vcc_format_type(ty, sizeof ty, x);
                 vir_report(p, &bytes.vloc, VCC_ERR_SHAPE,
                            "type mismatch: tensor '%s' is %s (%" PRId64 " bytes) but its plan says bytes=%" PRId64,
-                           x->name, ty, vcc_tensor_bytes(x), bytes.v);
+                           x->name, ty, whole, bytes.v);
             }
             x->start = persistent ? -1 : (int)live.start;
             x->end = persistent ? -1 : (int)live.end;
