@@ -229,19 +229,25 @@ def slab_dim(case):
                 pads[nsp + i] == 0 and x[2 + i] > 1)
 
 
-def dnnl_slab_limit(case):
-    """The --workspace-limit under which vcc plans oneDNN's forward and backward-data passes of `case` for one
-    sample and half of slab_dim's extent per execution (ir/ops/conv.c, dnnl_ws_bytes without the weights:
-    blocked input and output of the slab, channels rounded up to 16, one blocked weight, alignment and
-    64 KiB)."""
+def dnnl_blocked_floats(case):
+    """(x, y, w): the floats of one sample's blocked input and output and of the blocked weights of `case` (a
+    Conv) as ir/ops/conv.c's dnnl_ws_bytes counts them: channels rounded up to 16, per group for the
+    weights."""
     x, w = case.inputs["X"], case.inputs["W"]
     y = conv_ref(case.attrs)(torch.zeros(x), torch.zeros(w))
     r16 = lambda c: -(-c // 16) * 16
     g = case.attrs.get("group", 1)
-    ext = x[2 + slab_dim(case)]
-    wts = r16(w[0] // g) * r16(x[1] // g) * g * math.prod(w[2:])
-    floats = (r16(x[1]) * math.prod(x[2:]) + r16(w[0]) * math.prod(y.shape[2:])) // ext * (ext // 2) + wts
-    return 4 * floats + 3 * 64 + 65536
+    return (r16(x[1]) * math.prod(x[2:]), r16(w[0]) * math.prod(y.shape[2:]),
+            r16(w[0] // g) * r16(x[1] // g) * g * math.prod(w[2:]))
+
+
+def dnnl_slab_limit(case):
+    """The --workspace-limit under which vcc plans oneDNN's forward and backward-data passes of `case` for one
+    sample and half of slab_dim's extent per execution (ir/ops/conv.c, dnnl_ws_bytes without the weights:
+    blocked input and output of the slab, one blocked weight, alignment and 64 KiB)."""
+    xf, yf, wts = dnnl_blocked_floats(case)
+    ext = case.inputs["X"][2 + slab_dim(case)]
+    return 4 * ((xf + yf) // ext * (ext // 2) + wts) + 3 * 64 + 65536
 
 
 def check_slabs(cases, work):
@@ -268,15 +274,11 @@ def check_slabs(cases, work):
 def dnnl_chunk_limit(case):
     """The --workspace-limit under which vcc plans oneDNN's weight-gradient pass of `case` (a Conv) for one
     sample per execution (ir/ops/conv.c, dnnl_ws_bytes with the weights: blocked input and output of one
-    sample, channels rounded up to 16, three blocked weights, the plain accumulator, alignment and 64 KiB)."""
+    sample, three blocked weights, the plain accumulator, alignment and 64 KiB)."""
     x, w = case.inputs["X"], case.inputs["W"]
-    y = conv_ref(case.attrs)(torch.zeros(x), torch.zeros(w))
-    r16 = lambda c: -(-c // 16) * 16
-    g = case.attrs.get("group", 1)
-    kk = math.prod(w[2:])
-    wts = r16(w[0] // g) * r16(x[1] // g) * g * kk
-    floats = r16(x[1]) * math.prod(x[2:]) + r16(w[0]) * math.prod(y.shape[2:]) + 3 * wts + w[0] * (x[1] // g) * kk
-    return 4 * floats + 4 * 64 + 65536
+    xf, yf, wts = dnnl_blocked_floats(case)
+    plain_w = w[0] * (x[1] // case.attrs.get("group", 1)) * math.prod(w[2:])
+    return 4 * (xf + yf + 3 * wts + plain_w) + 4 * 64 + 65536
 
 
 def run_verbose(d):
