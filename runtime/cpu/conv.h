@@ -16,7 +16,8 @@
 /* -DVCC_CONV_DNNL (vcc --cpu-conv dnnl): conv_forward, conv_backward_data and conv_backward_filter (so
  * every conv-family op) try oneDNN first (cpu/conv_dnnl.h) and take the im2col path below for the calls
  * it does not compute: a shape oneDNN refuses, a pass that does not fit its workspace, and weight
- * gradients where oneDNN's only kernel is its gemm convolution (no faster than this path, bench/conv). */
+ * gradients where oneDNN's only kernel is its gemm convolution (no faster than this path, bench/conv);
+ * those weight gradients' products run through oneDNN's dnnl_sgemm (vcc_conv_filter_sgemm). */
 #ifdef VCC_CONV_DNNL
 #include "conv_dnnl.h"
 #endif
@@ -273,14 +274,41 @@ VCC_CPU_FN void conv_backward_data(VccRt *rt, VccConvDesc *d, const float *dy, c
     }
 }
 
+/* VCC_CONV_FILTER_CHUNK_BYTES: the most bytes of im2col columns one weight-gradient sgemm reads
+ * (conv_backward_filter), however large the workspace. Its sgemm reads each chunk once, right after
+ * im2col wrote it, so a chunk that stays in cache runs faster than one of the whole workspace
+ * (bench/README.md, "weight-gradient chunks"). A chunk is at least one column. */
+#ifndef VCC_CONV_FILTER_CHUNK_BYTES
+#define VCC_CONV_FILTER_CHUNK_BYTES ((size_t)4 << 20)
+#endif
+
+/* vcc_conv_filter_sgemm: one weight-gradient product, row-major,
+ *   dw_g (Kg, R) = beta * dw_g + dy_g (Kg, m; row stride ldy) * col^T (col: (R, m), row stride ldc),
+ * R = Cg * KK. Under VCC_CONV_DNNL through oneDNN's dnnl_sgemm, which ran these shapes (a few hundred
+ * output channels against thousands of im2col rows) 4-14% faster than OpenBLAS on AVX2 at 1 and 2
+ * threads (bench/README.md, "weight-gradient chunks"); OpenBLAS otherwise. Aborts if oneDNN fails. */
+VCC_CPU_FN void vcc_conv_filter_sgemm(int64_t Kg, int64_t R, int64_t m, const float *dyg, int64_t ldy,
+                                      const float *col, int64_t ldc, float beta, float *dwg)
+{
+#ifdef VCC_CONV_DNNL
+    const dnnl_status_t st = dnnl_sgemm('N', 'T', Kg, R, m, 1.0f, dyg, ldy, col, ldc, beta, dwg, R);
+    VCC_CPU_CHECK(st == dnnl_success, "dnnl_sgemm (%lld x %lld x %lld) failed: status %d", (long long)Kg,
+                  (long long)R, (long long)m, (int)st);
+#else
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)Kg, (int)R, (int)m, 1.0f, dyg, (int)ldy, col,
+                (int)ldc, beta, dwg, (int)R);
+#endif
+}
+
 /* conv_backward_filter: weight and bias gradients of conv_forward (ONNX Conv /
  * torch conv weight.grad, bias.grad).
  *   x (N, C, *in)   dy (N, K, *out)
  *   dw (K, C/G, *kernel), OVERWRITTEN: sum over samples and chunks of dy_g[:, chunk] * col^T
  *   db (K) or NULL, OVERWRITTEN: sum of dy over N and spatial (double accumulation)
- *   ws: the im2col buffer of pc = vcc_conv_chunk_cols output positions (aborts when pc < 1).
+ *   ws: the im2col buffer of vcc_conv_chunk_cols output positions (aborts when not one fits).
  * Per sample, group and chunk [p0, p0 + pc) (in that order, so the sum's order is fixed for a given
- * workspace): im2col into ws, one sgemm accumulating into dw_g (beta 0 for the first). */
+ * workspace): im2col into ws, one sgemm accumulating into dw_g (beta 0 for the first). pc is the
+ * workspace's chunk, at most VCC_CONV_FILTER_CHUNK_BYTES of columns (and at least one column). */
 VCC_CPU_FN void conv_backward_filter(VccRt *rt, VccConvDesc *d, const float *x, const float *dy, float *dw,
                                         float *db, void *ws, size_t ws_bytes)
 {
@@ -290,6 +318,11 @@ VCC_CPU_FN void conv_backward_filter(VccRt *rt, VccConvDesc *d, const float *x, 
     (void)rt;
     vcc_conv_geo(d, &g);
     col = vcc_conv_ws(d, &g, ws, ws_bytes, &pc);
+    if (ws_bytes > VCC_CONV_FILTER_CHUNK_BYTES) {
+        int64_t cap = vcc_conv_chunk_cols(&g, VCC_CONV_FILTER_CHUNK_BYTES);
+        if (cap < 1) cap = 1;
+        if (cap < pc) pc = cap;
+    }
 #ifdef VCC_CONV_DNNL
     if (d->N > 0 && g.OUT > 0 && vcc_dnnl_conv(rt, d, VCC_DNNL_BWD_WEIGHTS, x, dy, NULL, dw, ws, ws_bytes)) {
         if (db) vcc_conv_bias_backward(d->N, d->K, g.OUT, dy, db);
@@ -303,16 +336,14 @@ VCC_CPU_FN void conv_backward_filter(VccRt *rt, VccConvDesc *d, const float *x, 
             const float *dyg = dy + (n * d->K + gi * g.Kg) * g.OUT;
             float *dwg = dw + gi * g.Kg * g.Cg * g.KK;
             if (g.pointwise) {
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)g.Kg, (int)g.Cg, (int)g.OUT, 1.0f, dyg,
-                            (int)g.OUT, xg, (int)g.OUT, n == 0 ? 0.0f : 1.0f, dwg, (int)g.Cg);
+                vcc_conv_filter_sgemm(g.Kg, g.Cg, g.OUT, dyg, g.OUT, xg, g.OUT, n == 0 ? 0.0f : 1.0f, dwg);
                 continue;
             }
             for (p0 = 0; p0 < g.OUT; p0 += pc) {
                 const int64_t m = g.OUT - p0 < pc ? g.OUT - p0 : pc;
                 vcc_im2col(&g, xg, p0, m, col);
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)g.Kg, (int)(g.Cg * g.KK), (int)m, 1.0f,
-                            dyg + p0, (int)g.OUT, col, (int)m, n == 0 && p0 == 0 ? 0.0f : 1.0f, dwg,
-                            (int)(g.Cg * g.KK));
+                vcc_conv_filter_sgemm(g.Kg, g.Cg * g.KK, m, dyg + p0, g.OUT, col, m,
+                                      n == 0 && p0 == 0 ? 0.0f : 1.0f, dwg);
             }
         }
     }

@@ -1,7 +1,8 @@
 /*
  * cpu/conv_dnnl.h - oneDNN (DNNL 2.x C API, dnnl.h) as the C target's convolution backend for
  * conv_forward, conv_backward_data and conv_backward_filter (cpu/conv.h calls vcc_dnnl_conv first and
- * falls back to its chunked im2col + OpenBLAS path when it returns 0). Compiled only with
+ * falls back to its chunked im2col path when it returns 0: OpenBLAS's sgemm, oneDNN's dnnl_sgemm for the
+ * weight gradients). Compiled only with
  * -DVCC_CONV_DNNL (vcc --cpu-conv dnnl writes that define into the program); link with -ldnnl and build
  * with -fopenmp (Debian's libdnnl 2.6 threads with GCC's OpenMP runtime, libgomp).
  *

@@ -23,7 +23,9 @@ vcc, float ones would be trained, so give float constants only when the op treat
 `ref(**tensors)` computes the output(s) in PyTorch from float64 tensors (constants as torch tensors too).
 `outputs` is the number of node outputs (all are compared in the forward check; an int64 reference
 output is declared INT64, e.g. MaxPool's Indices). `flags` are extra vcc options for every program of
-the case (e.g. ["--allow-inference-export"] for an op's inference form).
+the case (e.g. ["--allow-inference-export"] for an op's inference form). The environment variable
+VCC_OPS_CFLAGS, when set, is appended to every C program's build command (e.g. a -D that a family's
+runtime reads).
 
 Each case is checked three ways:
   forward   `vcc --forward-only`, built with the printed command, run on the case's inputs (float32);
@@ -145,6 +147,8 @@ def _build(vcc, onnx_path, out, cwd, extra, fast=True):
     cmd = _run([vcc, onnx_path, "-o", out] + extra, cwd).strip().splitlines()[-1]
     if fast and out.endswith(".c"):
         cmd = cmd.replace("-O2 -march=native", "-O0")
+    if out.endswith(".c") and os.environ.get("VCC_OPS_CFLAGS"):
+        cmd += " " + os.environ["VCC_OPS_CFLAGS"]
     if out.endswith(".cu"):
         cmd += NVCC_STRICT
     _run(cmd, cwd, shell=True)

@@ -22,6 +22,7 @@ and 17.
 
     test_conv.py --vcc BUILD/vcc --work DIR [--only NAME] [--cuda | --cuda-one] [--chunked]
                  [--cpu-conv dnnl|im2col] [--dnnl-batch-chunks [--expect-refused]] [--dnnl-slabs]
+                 [--filter-chunk-cap]
 (--cuda without a GPU exits 77: the CUDA programs are only worth building one by one where they run.)
 
 --cpu-conv compiles every program with that C conv backend (vcc's default, im2col, when absent): dnnl,
@@ -36,6 +37,10 @@ compute with im2col).
 and half of that dim's do: checked against PyTorch as above, and oneDNN's verbose log must show the
 forward and backward-data passes run in 2N executions of minibatch 1 and half that dim each
 (runtime/cpu/conv_dnnl.h's slabs).
+
+--filter-chunk-cap builds every C program with -DVCC_CONV_FILTER_CHUNK_BYTES=256 (FILTER_CAP), so the
+weight gradients computed on im2col run in chunks of a few columns (one where a column is larger) while
+the workspace holds them all: the chunks the runtime cuts below its workspace's, checked as above.
 
 --chunked (run with --cpu-conv im2col) compiles every program with a --workspace-limit that makes each conv op (Conv, ConvTranspose and
 their ConvGradData/ConvGradFilter) unfold its input in several chunks of output positions: every other
@@ -327,6 +332,20 @@ def chunking(case):
     return 4 * rows * p + 3, p, out
 
 
+# --filter-chunk-cap: every C program built with -DVCC_CONV_FILTER_CHUNK_BYTES=FILTER_CAP, so each weight
+# gradient on im2col runs in chunks of at most that many bytes of columns (at least one column), however
+# large the workspace (runtime/cpu/conv.h)
+FILTER_CAP = 256
+
+
+def filter_chunks(case):
+    """(rows, output positions, columns per chunk under FILTER_CAP) of case's weight gradient on im2col."""
+    x, w = case.inputs["X"], case.inputs["W"]
+    rows = w[1] * math.prod(w[2:])
+    out = chunking(case)[2]
+    return rows, out, max(1, FILTER_CAP // (4 * rows))
+
+
 def check_plans(cases, vcc, work):
     """--chunked: every conv workspace of each case's trainer plan is the columns of P positions."""
     bad = []
@@ -422,6 +441,19 @@ if __name__ == "__main__":
     if "--cuda" in sys.argv and not oc._gpu():
         print("skip: no GPU, nothing to run the CUDA programs on")
         sys.exit(77)
+    if "--filter-chunk-cap" in sys.argv:
+        sys.argv.remove("--filter-chunk-cap")
+        os.environ["VCC_OPS_CFLAGS"] = "-DVCC_CONV_FILTER_CHUNK_BYTES=%d" % FILTER_CAP
+        split = 0
+        for c in CASES:
+            rows, out, p = filter_chunks(c)
+            split += p < out
+            print("%-40s weight gradient: %d columns of %d rows in chunks of %d" % (c.name, out, rows, p))
+        rc = oc.main(CASES)
+        if split < len(CASES) // 2:
+            print("FAIL only %d of %d cases run their weight gradient in more than one chunk" % (split, len(CASES)))
+            rc = rc or 1
+        sys.exit(rc)
     if "--chunked" in sys.argv:
         sys.argv.remove("--chunked")
         for c in CASES:
