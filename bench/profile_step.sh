@@ -17,7 +17,9 @@
 # 3. sgemm accounting: the trainer rebuilt with bench/sgemm_wrap.c (-Wl,--wrap=cblas_sgemm) is run
 #    with 1 and with 1 + STEPS steps; the difference gives, per step, the wall seconds inside
 #    cblas_sgemm by transpose flags (NN conv forward, TN conv backward-data, NT conv
-#    backward-filter), their GFLOP/s, and sgemm's share of the step's wall time.
+#    backward-filter), their GFLOP/s, and sgemm's share of the step's wall time. A --cpu-conv dnnl
+#    trainer (-ldnnl) also gets bench/sgemm_wrap_dnnl.c: its weight gradients' dnnl_sgemm calls
+#    (dnnl-NT).
 set -eu
 
 MODEL=r3d_18
@@ -121,10 +123,13 @@ else
 fi
 
 echo
-echo "== sgemm accounting: $MODEL, per step over steps 2..$((STEPS + 1)) (wall seconds in cblas_sgemm)"
+echo "== sgemm accounting: $MODEL, per step over steps 2..$((STEPS + 1)) (wall seconds in cblas_sgemm, and dnnl_sgemm in a oneDNN build)"
 cd "$D"
 BUILD=$(sed -n "1s|^// build (from this file's folder): ||p" train.c)
 BUILD=$(printf '%s\n' "$BUILD" | sed "s| train.c | train.c $ROOT/bench/sgemm_wrap.c -Wl,--wrap=cblas_sgemm |; s|-o train |-o train_sgemm |")
+case $BUILD in *-ldnnl*) # a --cpu-conv dnnl trainer: its weight gradients' products are dnnl_sgemm calls
+    BUILD=$(printf '%s\n' "$BUILD" | sed "s| -Wl,--wrap=cblas_sgemm | $ROOT/bench/sgemm_wrap_dnnl.c -Wl,--wrap=cblas_sgemm -Wl,--wrap=dnnl_sgemm |") ;;
+esac
 echo "  build: $BUILD"
 sh -c "$BUILD"
 ./train_sgemm --data data.npy --labels labels.npy --weights train.safetensors --threads "$THREADS" --steps 1 \
@@ -141,10 +146,10 @@ awk -v steps="$STEPS" '
         kind[++n] = $2; c[n] = calls; s[n] = sec; g[n] = gf; tot += sec; totg += gf
     }
     END {
-        printf "  %-4s %8s %10s %10s %9s %8s\n", "kind", "calls", "seconds", "GFLOP", "GFLOP/s", "of step"
+        printf "  %-7s %8s %10s %10s %9s %8s\n", "kind", "calls", "seconds", "GFLOP", "GFLOP/s", "of step"
         for (i = 1; i <= n; i++)
-            printf "  %-4s %8d %10.3f %10.2f %9.1f %7.1f%%\n", kind[i], c[i], s[i], g[i], g[i] / s[i], 100 * s[i] / wall
-        printf "  %-4s %8s %10.3f %10.2f %9.1f %7.1f%%\n", "all", "", tot, totg, totg / tot, 100 * tot / wall
+            printf "  %-7s %8d %10.3f %10.2f %9.1f %7.1f%%\n", kind[i], c[i], s[i], g[i], g[i] / s[i], 100 * s[i] / wall
+        printf "  %-7s %8s %10.3f %10.2f %9.1f %7.1f%%\n", "all", "", tot, totg, totg / tot, 100 * tot / wall
         printf "  step wall %.3f s; outside sgemm %.3f s (%.1f%%: im2col, col2im, batch norm, ReLU, adds, SGD...)\n",
             wall, wall - tot, 100 * (wall - tot) / wall
     }' sgemm.1 sgemm.n

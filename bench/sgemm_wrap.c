@@ -15,6 +15,10 @@
  * In vcc's C runtime (runtime/vcc_cpu.h) NN is conv_forward, TN conv_backward_data
  * (w^T * dy), NT conv_backward_filter (dy * col^T) and the fc Gemm's forward; the
  * fc backward calls are a few small ones of either kind.
+ *
+ * A --cpu-conv dnnl trainer computes its im2col weight gradients with oneDNN's dnnl_sgemm instead:
+ * bench/sgemm_wrap_dnnl.c (linked too, with -Wl,--wrap=dnnl_sgemm) counts those calls here
+ * (vcc_sgemm_count), as dnnl-NN .. dnnl-TT.
  */
 #define _POSIX_C_SOURCE 199309L
 #include <cblas.h>
@@ -30,7 +34,7 @@ void __real_cblas_sgemm(const enum CBLAS_ORDER order, const enum CBLAS_TRANSPOSE
 static struct {
     long calls;
     double seconds, flop;
-} sgemm_acct[4];
+} sgemm_acct[8];
 static double sgemm_t0;
 
 static double sgemm_now(void)
@@ -42,8 +46,8 @@ static double sgemm_now(void)
 
 static void sgemm_report(void)
 {
-    static const char *names[4] = {"NN", "NT", "TN", "TT"};
-    for (int i = 0; i < 4; i++)
+    static const char *names[8] = {"NN", "NT", "TN", "TT", "dnnl-NN", "dnnl-NT", "dnnl-TN", "dnnl-TT"};
+    for (int i = 0; i < 8; i++)
         fprintf(stderr, "sgemm %s calls %ld seconds %.6f gflop %.6f\n", names[i], sgemm_acct[i].calls,
                 sgemm_acct[i].seconds, sgemm_acct[i].flop * 1e-9);
     fprintf(stderr, "sgemm_process_wall seconds %.6f\n", sgemm_now() - sgemm_t0);
@@ -55,6 +59,20 @@ __attribute__((constructor)) static void sgemm_init(void)
     atexit(sgemm_report);
 }
 
+/* vcc_sgemm_count: account one call of kind i (0..3 cblas NN, NT, TN, TT; 4..7 dnnl_sgemm's) that took
+ * seconds and did 2*m*n*k flop. */
+void vcc_sgemm_count(int i, double seconds, double m, double n, double k);
+void vcc_sgemm_count(int i, double seconds, double m, double n, double k)
+{
+    sgemm_acct[i].seconds += seconds;
+    sgemm_acct[i].calls++;
+    sgemm_acct[i].flop += 2.0 * m * n * k;
+}
+
+/* vcc_sgemm_now: CLOCK_MONOTONIC seconds, for the wrappers. */
+double vcc_sgemm_now(void);
+double vcc_sgemm_now(void) { return sgemm_now(); }
+
 void __wrap_cblas_sgemm(const enum CBLAS_ORDER order, const enum CBLAS_TRANSPOSE ta,
                         const enum CBLAS_TRANSPOSE tb, const blasint m, const blasint n, const blasint k,
                         const float alpha, const float *a, const blasint lda, const float *b,
@@ -63,7 +81,5 @@ void __wrap_cblas_sgemm(const enum CBLAS_ORDER order, const enum CBLAS_TRANSPOSE
     int i = (ta != CblasNoTrans) * 2 + (tb != CblasNoTrans);
     double t = sgemm_now();
     __real_cblas_sgemm(order, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-    sgemm_acct[i].seconds += sgemm_now() - t;
-    sgemm_acct[i].calls++;
-    sgemm_acct[i].flop += 2.0 * (double)m * (double)n * (double)k;
+    vcc_sgemm_count(i, sgemm_now() - t, (double)m, (double)n, (double)k);
 }
