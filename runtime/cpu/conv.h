@@ -284,9 +284,10 @@ VCC_CPU_FN void conv_backward_data(VccRt *rt, VccConvDesc *d, const float *dy, c
 
 /* vcc_conv_filter_sgemm: one weight-gradient product, row-major,
  *   dw_g (Kg, R) = beta * dw_g + dy_g (Kg, m; row stride ldy) * col^T (col: (R, m), row stride ldc),
- * R = Cg * KK. Under VCC_CONV_DNNL through oneDNN's dnnl_sgemm, which ran these shapes (a few hundred
- * output channels against thousands of im2col rows) 4-14% faster than OpenBLAS on AVX2 at 1 and 2
- * threads (bench/README.md, "weight-gradient chunks"); OpenBLAS otherwise. Aborts if oneDNN fails. */
+ * R = Cg * KK. Under VCC_CONV_DNNL through oneDNN's dnnl_sgemm: on AVX2 it took r3d_18's 1-thread
+ * trainer to 0.956 of the time with OpenBLAS here (timed alone it is faster on some of these shapes and
+ * slower on others; bench/README.md, "weight-gradient chunks"); OpenBLAS otherwise. Aborts if oneDNN
+ * fails. */
 VCC_CPU_FN void vcc_conv_filter_sgemm(int64_t Kg, int64_t R, int64_t m, const float *dyg, int64_t ldy,
                                       const float *col, int64_t ldc, float beta, float *dwg)
 {
