@@ -339,10 +339,15 @@ FILTER_CAP = 256
 
 
 def filter_chunks(case):
-    """(rows, output positions, columns per chunk under FILTER_CAP) of case's weight gradient on im2col."""
-    x, w = case.inputs["X"], case.inputs["W"]
+    """(rows, output positions, columns per chunk under FILTER_CAP) of case's weight gradient on im2col; a
+    pointwise Conv (kernel 1, stride 1, no padding) reads x as its columns, in one chunk."""
+    w = case.inputs["W"]
     rows = w[1] * math.prod(w[2:])
     out = chunking(case)[2]
+    nsp = len(w) - 2
+    if (case.op == "Conv" and all(k == 1 for k in w[2:]) and all(v == 1 for v in case.attrs.get("strides", [1] * nsp))
+            and not any(case.attrs.get("pads", [0] * 2 * nsp)) and "auto_pad" not in case.attrs):
+        return rows, out, out
     return rows, out, max(1, FILTER_CAP // (4 * rows))
 
 
