@@ -33,9 +33,11 @@ import conv_backends as cb  # noqa: E402
 
 OMP_BLAS = "/usr/lib/x86_64-linux-gnu/openblas-openmp"
 MIB = 1 << 20
-# how many of r3d_18's convolutions each row of conv_backends.SHAPES stands for (the strided entries of
-# layer3 and layer4 have no row)
-COUNT = {"stem": 1, "layer1": 4, "layer2.0": 1, "layer2.0 down": 1, "layer2": 3, "layer3": 3, "layer4": 3}
+# how many of r3d_18's convolutions each row of conv_backends.SHAPES stands for, by its name (the strided
+# entries of layer3 and layer4 have no row)
+COUNT = {"stem 3->64 k3x7x7 s1x2x2": 1, "layer1 64->64 k3": 4, "layer2.0 64->128 k3 s2": 1,
+         "layer2.0 down 64->128 k1 s2": 1, "layer2 128->128 k3": 3, "layer3 256->256 k3": 3,
+         "layer4 512->512 k3": 3}
 VARIANTS = [  # name, defines
     ("openblas-16M", ["-DVCC_CONV_FILTER_CHUNK_BYTES=%d" % (16 * MIB)]),
     ("openblas-4M", []),
@@ -78,9 +80,8 @@ def main():
                 times[name].append(r["bwd_filter"])
                 impl = r.get("impl_bwd_filter", impl)
         med = {n: statistics.median(t) for n, t in times.items()}
-        count = COUNT[shape[0].rsplit(" ", 3)[0] if "down" in shape[0] else shape[0].split()[0]]
         for n in total:
-            total[n] += count * med[n]
+            total[n] += COUNT[shape[0]] * med[n]
         torch_ms = cb.torch_times(shape, 3, True)["bwd_filter"]
         base = med[VARIANTS[0][0]]
         print("%-28s" % shape[0] + "".join("%14.1f" % med[n] for n, _ in VARIANTS) + "%10.1f" % torch_ms +

@@ -315,21 +315,19 @@ VCC_CPU_FN void conv_backward_filter(VccRt *rt, VccConvDesc *d, const float *x, 
 {
     VccConvGeo g;
     float *col;
-    int64_t n, gi, pc, p0;
+    int64_t n, gi, pc, p0, cap;
     (void)rt;
     vcc_conv_geo(d, &g);
     col = vcc_conv_ws(d, &g, ws, ws_bytes, &pc);
-    if (ws_bytes > VCC_CONV_FILTER_CHUNK_BYTES) {
-        int64_t cap = vcc_conv_chunk_cols(&g, VCC_CONV_FILTER_CHUNK_BYTES);
-        if (cap < 1) cap = 1;
-        if (cap < pc) pc = cap;
-    }
 #ifdef VCC_CONV_DNNL
     if (d->N > 0 && g.OUT > 0 && vcc_dnnl_conv(rt, d, VCC_DNNL_BWD_WEIGHTS, x, dy, NULL, dw, ws, ws_bytes)) {
         if (db) vcc_conv_bias_backward(d->N, d->K, g.OUT, dy, db);
         return;
     }
 #endif
+    cap = vcc_conv_chunk_cols(&g, VCC_CONV_FILTER_CHUNK_BYTES);
+    if (cap < 1) cap = 1;
+    if (cap < pc) pc = cap;
     if (d->N == 0 || g.OUT == 0) memset(dw, 0, (size_t)(d->K * g.Cg * g.KK) * sizeof(float));
     for (n = 0; n < d->N; n++) {
         for (gi = 0; gi < d->G; gi++) {
