@@ -294,6 +294,25 @@ static int dnnl_slab_dim(const VccConvParams *p) {
     return -1;
 }
 
+/* The taps of spatial dim i of p that oneDNN runs: from the first to the last one that reads an input
+ * position in [0, in) for some output position (the others read only zero padding); the whole kernel
+ * where that drops nothing, where no tap reads the input, or where a cut pad would be negative.
+ * runtime/cpu/conv_dnnl.h's vcc_dnnl_live_taps, whose rule this must stay. */
+static int64_t dnnl_live_taps(const VccConvParams *p, int i) {
+    int64_t first = -1, last = -1, K = p->kernel[i], dl = p->dilation[i], pb = p->pad_begin[i];
+    for (int64_t t = 0; t < K; t++)
+        for (int64_t o = 0; o < p->out[i]; o++) {
+            int64_t at = o * p->stride[i] - pb + t * dl;
+            if (at >= 0 && at < p->in[i]) {
+                if (first < 0) first = t;
+                last = t;
+                break;
+            }
+        }
+    if (first < 0 || pb - first * dl < 0 || p->pad_end[i] - (K - 1 - last) * dl < 0) return K;
+    return last - first + 1;
+}
+
 /* oneDNN's workspace for geometry p under limit: vcc_conv_dnnl_ws_bytes; with weights, the
  * weight-gradient pass's: the same plus two more blocked copies of the weights for the partial sums of
  * its threads (its scratchpad: one per thread past the first) and, when the batch runs in chunks
@@ -303,16 +322,17 @@ static int dnnl_slab_dim(const VccConvParams *p) {
  * and backward-data passes run one slab at a time: one sample, a divisor of the extent of
  * dnnl_slab_dim's dim (the runtime tries the same sizes in the same order). */
 static int64_t dnnl_ws_bytes(const VccConvParams *p, int64_t limit, bool weights) {
-    int64_t in = 1, out = 1, kk = 1, g = p->group;
+    int64_t in = 1, out = 1, kk = 1, live = 1, g = p->group;
     for (int i = 0; i < p->nsp; i++) {
         if (p->pad_begin[i] < 0 || p->pad_end[i] < 0) return 0;
         /* each factor below 2^31 (conv_common): the products are checked */
         if (!vcc_mul_i64(in, p->in[i], &in) || !vcc_mul_i64(out, p->out[i], &out) ||
-            !vcc_mul_i64(kk, p->kernel[i], &kk))
+            !vcc_mul_i64(kk, p->kernel[i], &kk) || !vcc_mul_i64(live, dnnl_live_taps(p, i), &live))
             return 0;
     }
+    /* oneDNN's blocked weights hold the live taps only; the plain accumulator the whole kernel */
     int64_t wts, x1, y1, plain_w;
-    if (!vcc_mul_i64(round16(p->K / g) * round16(p->C / g), g, &wts) || !vcc_mul_i64(wts, kk, &wts) ||
+    if (!vcc_mul_i64(round16(p->K / g) * round16(p->C / g), g, &wts) || !vcc_mul_i64(wts, live, &wts) ||
         !vcc_mul_i64(round16(p->C), in, &x1) || !vcc_mul_i64(round16(p->K), out, &y1) ||
         !vcc_mul_i64(p->K * (p->C / g), kk, &plain_w))
         return 0;

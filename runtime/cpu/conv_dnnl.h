@@ -39,6 +39,12 @@
  * the first chunk's gradient into dw and each later chunk's into the accumulator, added into dw in
  * chunk order (a fixed order for a fixed ws and thread count).
  *
+ * Dead taps: kernel taps that read only zero padding for every output position (a 3x3x3 kernel on a clip
+ * down to depth 1, as in r3d_18's layer4) are left out: oneDNN runs the kernel cut to the taps that read
+ * the input, with the pads cut to match, and reads the weights (writes their gradient, whose dropped
+ * taps are set to 0) through a window of the whole tensor (vcc_dnnl_live_taps). Its blocked weight copy
+ * is that much smaller too (a third for r3d_18's layer4, which then fits the default workspace).
+ *
  * Layouts: VCC_DNNL_PLAIN (compile-time define) asks oneDNN for the operands' own layouts (its gemm
  * convolution, im2col inside the scratchpad); without it, format_tag any (its direct JIT kernels
  * on blocked layouts) with reorders. bench/conv measures both.
@@ -72,6 +78,8 @@ typedef struct {
     int64_t nb;                        /* samples per execution (a divisor of N) */
     int64_t slab;                      /* 0, or with nb 1: positions of spatial dim vcc_dnnl_slab_dim(d) per
                                           execution (a divisor of that dim's extent) */
+    int64_t woff;                      /* floats from w (dw) to its box of live taps (vcc_dnnl_live_taps) */
+    int trimmed;                       /* the box is smaller than the kernel */
 } VccDnnlPass;
 
 /* d->backend under this backend: the four passes, and the next descriptor in VccDnnlState's list. */
@@ -154,6 +162,48 @@ VCC_CPU_FN int vcc_dnnl_slab_dim(const VccConvDesc *d)
     return -1;
 }
 
+/* vcc_dnnl_weight_floats: the elements of d's weights (K, C/G, *kernel). */
+VCC_CPU_FN int64_t vcc_dnnl_weight_floats(const VccConvDesc *d)
+{
+    int64_t ne = d->K * (d->C / d->G);
+    int i;
+    for (i = 0; i < d->nsp; i++) ne *= d->kernel[i];
+    return ne;
+}
+
+/* vcc_dnnl_live_taps: for spatial dim i of d, the taps [*lo, *lo + *n) from the first to the last one that
+ * reads an input position inside [0, in) for some output position: a tap before or after them reads only
+ * the zero padding (tap t of output o reads o * stride - pad_begin + t * dilation), so its products are
+ * zeros and its weight gradient is exactly 0. oneDNN then runs the convolution with the kernel cut to
+ * those taps and the pads cut by what was dropped (same output size), the weights (and their gradient)
+ * seen through a window of the whole tensor: r3d_18's 3x3x3 layer4 convolutions at depth 1 do a third
+ * of the work. The whole kernel where nothing is dropped, where no tap reads the input, or where a cut
+ * pad would be negative (a dilated tap past the end pad). ir/ops/conv.c's dnnl_live_taps sizes the
+ * workspace by the same rule. */
+VCC_CPU_FN void vcc_dnnl_live_taps(const VccConvDesc *d, int i, int64_t *lo, int64_t *n)
+{
+    const int64_t K = d->kernel[i], s = d->stride[i], dl = d->dilation[i], pb = d->pad_begin[i];
+    int64_t t, o, first = -1, last = -1;
+    *lo = 0;
+    *n = K;
+#ifndef VCC_DNNL_PLAIN
+    for (t = 0; t < K; t++)
+        for (o = 0; o < d->out[i]; o++) {
+            const int64_t at = o * s - pb + t * dl;
+            if (at >= 0 && at < d->in[i]) {
+                if (first < 0) first = t;
+                last = t;
+                break;
+            }
+        }
+    if (first < 0 || pb - first * dl < 0 || d->pad_end[i] - (K - 1 - last) * dl < 0) return;
+    *lo = first;
+    *n = last - first + 1;
+#else
+    (void)t, (void)o, (void)first, (void)last, (void)s, (void)dl, (void)pb;
+#endif
+}
+
 /* vcc_dnnl_view: md as the plain (row-major) tensor of dims full[0..nd-1] seen through a window of
  * dims win[0..nd-1] (a slab: the same strides as the whole tensor). */
 VCC_CPU_FN int vcc_dnnl_view(dnnl_memory_desc_t *md, int nd, const dnnl_dim_t *full, const dnnl_dim_t *win)
@@ -193,9 +243,21 @@ VCC_CPU_FN int vcc_dnnl_mds(const VccConvDesc *d, int64_t nb, int64_t slab, dnnl
         wd[2 + g + i] = d->kernel[i];
     }
     bd[0] = d->K;
-    if (dnnl_memory_desc_init_by_tag(w, wn, wd, dnnl_f32, (g ? gwt : wt)[d->nsp - 1]) != dnnl_success ||
-        dnnl_memory_desc_init_by_tag(b, 1, bd, dnnl_f32, dnnl_x) != dnnl_success)
-        return 1;
+    if (dnnl_memory_desc_init_by_tag(b, 1, bd, dnnl_f32, dnnl_x) != dnnl_success) return 1;
+    {
+        dnnl_dims_t ww; /* the window of live taps (vcc_dnnl_live_taps); its offset is the caller's */
+        int trimmed = 0;
+        memcpy(ww, wd, sizeof ww);
+        for (i = 0; i < d->nsp; i++) {
+            int64_t lo, n;
+            vcc_dnnl_live_taps(d, i, &lo, &n);
+            ww[2 + g + i] = n;
+            trimmed |= n < d->kernel[i];
+        }
+        if (trimmed ? vcc_dnnl_view(w, wn, wd, ww)
+                    : dnnl_memory_desc_init_by_tag(w, wn, wd, dnnl_f32, (g ? gwt : wt)[d->nsp - 1]) != dnnl_success)
+            return 1;
+    }
     if (slab > 0) {
         int c = vcc_dnnl_slab_dim(d);
         dnnl_dims_t xw, yw;
@@ -249,11 +311,16 @@ VCC_CPU_FN void vcc_dnnl_pass_try(VccDnnlState *s, const VccConvDesc *d, int whi
     p->slab = slab;
     if (vcc_dnnl_mds(d, nb, slab, &x, &w, &y, &b)) return;
     for (i = 0; i < d->nsp; i++) {
+        int64_t lo, n, j, wstride = 1;
+        if (d->pad_begin[i] < 0 || d->pad_end[i] < 0) return; /* a cropping ConvTranspose: im2col */
+        vcc_dnnl_live_taps(d, i, &lo, &n);
+        for (j = i + 1; j < d->nsp; j++) wstride *= d->kernel[j];
+        p->woff += lo * wstride;
+        p->trimmed |= n < d->kernel[i];
         strides[i] = d->stride[i];
         dil[i] = d->dilation[i] - 1; /* oneDNN counts dilation from 0 */
-        pl[i] = d->pad_begin[i];
-        pr[i] = d->pad_end[i];
-        if (pl[i] < 0 || pr[i] < 0) return; /* a cropping ConvTranspose: im2col */
+        pl[i] = d->pad_begin[i] - lo * d->dilation[i];
+        pr[i] = d->pad_end[i] - (d->kernel[i] - lo - n) * d->dilation[i];
     }
     xa = vcc_dnnl_any(&x);
     wa = vcc_dnnl_any(&w);
@@ -313,7 +380,7 @@ VCC_CPU_FN void vcc_dnnl_pass_try(VccDnnlState *s, const VccConvDesc *d, int whi
         off += vcc_dnnl_round(dnnl_memory_desc_get_size(want[i]));
     }
     p->acc_off = off;
-    if (which == VCC_DNNL_BWD_WEIGHTS && nb < d->N) off += vcc_dnnl_round(dnnl_memory_desc_get_size(&w));
+    if (which == VCC_DNNL_BWD_WEIGHTS && nb < d->N) off += vcc_dnnl_round(vcc_dnnl_weight_floats(d) * sizeof(float));
     p->scratch_off = off;
     p->bytes = off + scratch;
     if (p->bytes > ws_bytes) goto done;
@@ -396,7 +463,7 @@ VCC_CPU_FN int vcc_dnnl_conv(VccRt *rt, VccConvDesc *d, int which, const float *
     dnnl_exec_arg_t args[6];
     void *ptr[3];
     unsigned char *base = (unsigned char *)ws;
-    int64_t in_s, out_s, step[3], zstep[3] = {0, 0, 0}, s0, z, nz = 1;
+    int64_t in_s, out_s, step[3], zstep[3] = {0, 0, 0}, s0, z, nz = 1, ne;
     int i, n = 0;
     if (!c) {
         c = (VccDnnlConv *)calloc(1, sizeof *c);
@@ -448,13 +515,20 @@ VCC_CPU_FN int vcc_dnnl_conv(VccRt *rt, VccConvDesc *d, int which, const float *
         zstep[2] = which == VCC_DNNL_BWD_DATA ? xs : ys;
         nz = d->in[c] / p->slab;
     }
+    ne = vcc_dnnl_weight_floats(d);
+    if (p->trimmed && which == VCC_DNNL_BWD_WEIGHTS) { /* the dropped taps' gradient is 0: never written */
+        memset(out, 0, (size_t)ne * sizeof(float));
+        if (p->nb < d->N) memset(base + p->acc_off, 0, (size_t)ne * sizeof(float));
+    }
     for (s0 = 0; s0 < d->N; s0 += p->nb)
     for (z = 0; z < nz; z++) {
         /* a weight gradient's later chunks: into the accumulator, then added into dw */
         const int acc = which == VCC_DNNL_BWD_WEIGHTS && s0 > 0;
+        /* the weights (dw) through the window of live taps: p->woff floats in */
         ptr[0] = (void *)(a + s0 * step[0] + z * zstep[0]);
-        ptr[1] = (void *)(b + s0 * step[1]);
-        ptr[2] = acc ? (void *)(base + p->acc_off) : (void *)(out + s0 * step[2] + z * zstep[2]);
+        ptr[1] = (void *)(b + s0 * step[1] + (step[1] ? 0 : p->woff));
+        ptr[2] = acc ? (void *)((float *)(base + p->acc_off) + p->woff)
+                     : (void *)(out + s0 * step[2] + z * zstep[2] + (step[2] ? 0 : p->woff));
         for (i = 0; i < 3; i++) VCC_DNNL_CALL(dnnl_memory_set_data_handle(p->user[i], ptr[i]));
         for (i = 0; i < 2; i++)
             if (p->reorder[i] && ((s0 == 0 && z == 0) || step[i])) /* weights: reordered once */
@@ -463,8 +537,7 @@ VCC_CPU_FN int vcc_dnnl_conv(VccRt *rt, VccConvDesc *d, int which, const float *
         if (p->reorder[2]) vcc_dnnl_reorder(s, p->reorder[2], p->prim[2], p->user[2], p->scratch);
         if (acc) {
             const float *g = (const float *)(base + p->acc_off);
-            int64_t e, ne = d->K * (d->C / d->G);
-            for (i = 0; i < d->nsp; i++) ne *= d->kernel[i];
+            int64_t e;
             VCC_DNNL_CALL(dnnl_stream_wait(s->stream));
             VCC_CPU_PARALLEL_MAP
             for (e = 0; e < ne; e++) out[e] += g[e];

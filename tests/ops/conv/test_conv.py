@@ -30,7 +30,8 @@ oneDNN's convolutions (runtime/cpu/conv_dnnl.h; weight gradients only where it h
 rest; im2col, im2col + OpenBLAS for every pass. With dnnl, each case's trainer is also run once with
 oneDNN's verbose log (DNNL_VERBOSE=1), which must show convolutions executed by oneDNN wherever it takes
 the case (it refuses the negative pads of cropping ConvTransposes: those cases must show none, and
-compute with im2col).
+compute with im2col), and for a Conv case with explicit pads the kernel it ran must be the taps that read
+the input (dead_taps: the runtime leaves out the taps that read only zero padding, the *_dead_taps cases).
 
 --dnnl-slabs runs SLAB_CASES, convolutions with a spatial dim of kernel 1, stride 1 and no padding, with
 --cpu-conv dnnl under a --workspace-limit (dnnl_slab_limit) where one sample's blocked copies do not fit
@@ -174,6 +175,14 @@ CASES = [
     conv("conv3d_same_lower_groups", (2, 4, 5, 5, 6), (4, 2, 2, 3, 2), auto_pad="SAME_LOWER", group=2,
          strides=[2, 2, 3]),
     conv("conv3d_dilated_pointwise", (2, 4, 3, 4, 4), (5, 4, 1, 1, 1), dilations=[2, 2, 2]),
+    # taps that read only zero padding for every output position (dead_taps below): r3d_18's 3x3x3 layer4
+    # convolutions once the clip is down to depth 1, a grouped and strided one, a kernel taller than its
+    # input with dead taps at both ends, a dilated one
+    conv("conv3d_dead_taps_depth1", (2, 8, 1, 5, 5), (8, 8, 3, 3, 3), pads=[1] * 6),
+    conv("conv3d_dead_taps_grouped_strided", (2, 8, 1, 6, 5), (8, 4, 3, 3, 3), bias=False, group=2, pads=[1] * 6,
+         strides=[1, 2, 1]),
+    conv("conv2d_dead_taps_both_ends", (2, 3, 2, 6), (4, 3, 5, 3), pads=[2, 1, 2, 1]),
+    conv("conv2d_dead_taps_dilated", (2, 3, 1, 7), (4, 3, 3, 3), bias=False, dilations=[2, 1], pads=[2, 1, 2, 1]),
     # ---- ConvTranspose
     convt("convt1d_default", (2, 3, 5), (3, 2, 3)),
     convt("convt1d_same_upper_opset1", (2, 2, 4), (2, 3, 4), opset=1, auto_pad="SAME_UPPER", strides=[2]),
@@ -208,6 +217,8 @@ BATCH_CHUNK_CASES = [
     conv("conv3d_wgrad_batch_chunks", (3, 16, 8, 16, 16), (16, 16, 3, 3, 3), pads=[1] * 6, grad_tol=1e-5),
     conv("conv3d_wgrad_batch_chunks_strided", (4, 16, 8, 16, 16), (32, 16, 3, 3, 3), bias=False, pads=[1] * 6,
          strides=[1, 2, 2], grad_tol=1e-5),
+    # depth 1: oneDNN runs the (1, 3, 3) taps that read the input, into a window of dw and of the accumulator
+    conv("conv3d_wgrad_batch_chunks_dead_taps", (3, 16, 1, 24, 24), (16, 16, 3, 3, 3), pads=[1] * 6, grad_tol=1e-5),
 ]
 
 
@@ -237,13 +248,13 @@ def slab_dim(case):
 def dnnl_blocked_floats(case):
     """(x, y, w): the floats of one sample's blocked input and output and of the blocked weights of `case` (a
     Conv) as ir/ops/conv.c's dnnl_ws_bytes counts them: channels rounded up to 16, per group for the
-    weights."""
+    weights, whose kernel holds the taps that read the input only (dead_taps)."""
     x, w = case.inputs["X"], case.inputs["W"]
     y = conv_ref(case.attrs)(torch.zeros(x), torch.zeros(w))
     r16 = lambda c: -(-c // 16) * 16
     g = case.attrs.get("group", 1)
     return (r16(x[1]) * math.prod(x[2:]), r16(w[0]) * math.prod(y.shape[2:]),
-            r16(w[0] // g) * r16(x[1] // g) * g * math.prod(w[2:]))
+            r16(w[0] // g) * r16(x[1] // g) * g * math.prod(dead_taps(case) or w[2:]))
 
 
 def dnnl_slab_limit(case):
@@ -299,14 +310,17 @@ def check_batch_chunks(cases, work, refused=False):
     each of minibatch 1 (the later ones summed into dw by runtime/cpu/conv_dnnl.h). On a CPU where
     oneDNN's only weight-gradient kernel for the case is its gemm convolution (AVX2), which the trainer
     refuses, there must be no backward_weights execution at all (im2col computed it; said so). With
-    refused (--expect-refused: oneDNN held to AVX2 by DNNL_MAX_CPU_ISA), only the latter is right."""
+    refused (--expect-refused: oneDNN held to AVX2 by DNNL_MAX_CPU_ISA), only the latter is right, except
+    for a case whose taps that read the input (dead_taps) are one deep: without depth padding oneDNN's
+    AVX2 kernel takes it, so N executions of minibatch 1 are the only right answer there."""
     bad = []
     for c in cases:
         d, n = os.path.join(work, c.name), c.inputs["X"][0]
         r = run_verbose(d)
         mbs = [int(m) for m in re.findall(r"(?:onednn|dnnl)_verbose,exec,cpu,convolution,[^,]*,backward_weights,"
                                           r".*?,mb(\d+)", r.stdout)]
-        ok = r.returncode == 0 and mbs in (([],) if refused else ([1] * n, []))
+        depth1 = (dead_taps(c) or [0])[0] == 1
+        ok = r.returncode == 0 and mbs in ((([1] * n,) if depth1 else ([],)) if refused else ([1] * n, []))
         print("%-40s %-22s %9s %s%s" % (c.name, "oneDNN wgrad minibatch", ",".join(map(str, mbs)) or "-",
                                         "ok  " if ok else "FAIL",
                                         "  no direct oneDNN weight-gradient kernel on this CPU: im2col ran, the "
@@ -382,6 +396,30 @@ def check_plans(cases, vcc, work):
     return bad
 
 
+def dead_taps(case):
+    """For a Conv case with explicit (or no) pads: the kernel oneDNN should run, per spatial dim the taps
+    from the first to the last one that reads an input position for some output position (tap t of
+    output o reads o * stride - pad_begin + t * dilation; ONNX Operators "Conv"), all of them where a
+    pad cut by the dropped taps would be negative; None for other cases."""
+    if case.op != "Conv" or case.attrs.get("auto_pad", "NOTSET") != "NOTSET":
+        return None
+    x, w = case.inputs["X"], case.inputs["W"]
+    nsp = len(x) - 2
+    pads = case.attrs.get("pads", [0] * 2 * nsp)
+    strides = case.attrs.get("strides", [1] * nsp)
+    dil = case.attrs.get("dilations", [1] * nsp)
+    kernel = []
+    for i in range(nsp):
+        n_in, k, s, d, pb, pe = x[2 + i], w[2 + i], strides[i], dil[i], pads[i], pads[nsp + i]
+        n_out = (n_in + pb + pe - ((k - 1) * d + 1)) // s + 1
+        live = [t for t in range(k) if any(0 <= o * s - pb + t * d < n_in for o in range(n_out))]
+        if not live or pb - live[0] * d < 0 or pe - (k - 1 - live[-1]) * d < 0:
+            kernel.append(k)
+        else:
+            kernel.append(live[-1] - live[0] + 1)
+    return kernel
+
+
 def check_dnnl_ran(cases, work):
     """--cpu-conv dnnl: each case's trainer (built by op_check in WORK/<case>) defines VCC_CONV_DNNL, and
     run once more with oneDNN's verbose log (DNNL_VERBOSE=1) it executes oneDNN convolutions, unless every
@@ -401,12 +439,23 @@ def check_dnnl_ran(cases, work):
         descs = [re.findall(r"\{([-0-9, ]+)\}", ln) for ln in table.splitlines()[1:]]
         takes = any(all(int(v) >= 0 for g in ds[5:7] for v in g.split(",")) for ds in descs if len(ds) >= 7)
         r = run_verbose(d)
-        n = sum(1 for ln in r.stdout.splitlines() if re.match(r"(onednn|dnnl)_verbose,exec,cpu,convolution,", ln))
+        lines = [ln for ln in r.stdout.splitlines() if re.match(r"(onednn|dnnl)_verbose,exec,cpu,convolution,", ln)]
+        n = len(lines)
         ok = r.returncode == 0 and (n > 0) == takes
         print("%-40s %-22s %9d %s" % (c.name, "oneDNN conv executions", n, "ok  " if ok else "FAIL"))
         if not ok:
             bad.append("%s: %d oneDNN convolution executions, expected %s (rc %d)" % (
                 c.name, n, "some" if takes else "none", r.returncode))
+        # the kernel each execution ran: the taps that read the input (dead_taps), from its problem
+        # descriptor (..._kd3..._kh3..._kw3...)
+        want = dead_taps(c)
+        if want is not None and n:
+            got = sorted({tuple(int(k) for k in re.findall(r"k[dhw](\d+)", ln.split(",")[-2])) for ln in lines})
+            ok = got == [tuple(want)]
+            print("%-40s %-22s %9s %s" % (c.name, "kernel run", "x".join(map(str, want)), "ok  " if ok else "FAIL"))
+            if not ok:
+                bad.append("%s: oneDNN ran kernels %s, expected %s (the taps that read the input)" % (
+                    c.name, got, tuple(want)))
     return bad
 
 
