@@ -186,7 +186,9 @@ VCC_CPU_FN void vcc_dnnl_live_taps(const VccConvDesc *d, int i, int64_t *lo, int
     int64_t t, o, first = -1, last = -1;
     *lo = 0;
     *n = K;
-#ifndef VCC_DNNL_PLAIN
+#ifdef VCC_DNNL_PLAIN
+    return; /* oneDNN's gemm convolution on the operands' own layouts: the whole kernel */
+#endif
     for (t = 0; t < K; t++)
         for (o = 0; o < d->out[i]; o++) {
             const int64_t at = o * s - pb + t * dl;
@@ -199,9 +201,6 @@ VCC_CPU_FN void vcc_dnnl_live_taps(const VccConvDesc *d, int i, int64_t *lo, int
     if (first < 0 || pb - first * dl < 0 || d->pad_end[i] - (K - 1 - last) * dl < 0) return;
     *lo = first;
     *n = last - first + 1;
-#else
-    (void)t, (void)o, (void)first, (void)last, (void)s, (void)dl, (void)pb;
-#endif
 }
 
 /* vcc_dnnl_view: md as the plain (row-major) tensor of dims full[0..nd-1] seen through a window of
@@ -217,9 +216,12 @@ VCC_CPU_FN int vcc_dnnl_view(dnnl_memory_desc_t *md, int nd, const dnnl_dim_t *f
 
 /* vcc_dnnl_mds: d's memory descriptors for nb samples in the user's (plain) layouts: x (nb, C, *in),
  * w, y (nb, K, *out), b ((K), tag x); with slab > 0 (and nb 1), x and y are windows of slab positions
- * along spatial dim vcc_dnnl_slab_dim(d), with the strides of the whole tensors. */
-VCC_CPU_FN int vcc_dnnl_mds(const VccConvDesc *d, int64_t nb, int64_t slab, dnnl_memory_desc_t *x,
-                            dnnl_memory_desc_t *w, dnnl_memory_desc_t *y, dnnl_memory_desc_t *b)
+ * along spatial dim vcc_dnnl_slab_dim(d), with the strides of the whole tensors; where live[i] (the taps
+ * vcc_dnnl_live_taps keeps) is below a kernel extent, w is the window of live[] taps of the whole
+ * weights (its offset is the caller's). */
+VCC_CPU_FN int vcc_dnnl_mds(const VccConvDesc *d, int64_t nb, int64_t slab, const int64_t *live,
+                            dnnl_memory_desc_t *x, dnnl_memory_desc_t *w, dnnl_memory_desc_t *y,
+                            dnnl_memory_desc_t *b)
 {
     static const dnnl_format_tag_t act[3] = {dnnl_ncw, dnnl_nchw, dnnl_ncdhw};
     static const dnnl_format_tag_t wt[3] = {dnnl_oiw, dnnl_oihw, dnnl_oidhw};
@@ -245,14 +247,12 @@ VCC_CPU_FN int vcc_dnnl_mds(const VccConvDesc *d, int64_t nb, int64_t slab, dnnl
     bd[0] = d->K;
     if (dnnl_memory_desc_init_by_tag(b, 1, bd, dnnl_f32, dnnl_x) != dnnl_success) return 1;
     {
-        dnnl_dims_t ww; /* the window of live taps (vcc_dnnl_live_taps); its offset is the caller's */
+        dnnl_dims_t ww;
         int trimmed = 0;
         memcpy(ww, wd, sizeof ww);
         for (i = 0; i < d->nsp; i++) {
-            int64_t lo, n;
-            vcc_dnnl_live_taps(d, i, &lo, &n);
-            ww[2 + g + i] = n;
-            trimmed |= n < d->kernel[i];
+            ww[2 + g + i] = live[i];
+            trimmed |= live[i] < d->kernel[i];
         }
         if (trimmed ? vcc_dnnl_view(w, wn, wd, ww)
                     : dnnl_memory_desc_init_by_tag(w, wn, wd, dnnl_f32, (g ? gwt : wt)[d->nsp - 1]) != dnnl_success)
@@ -296,6 +296,7 @@ VCC_CPU_FN void vcc_dnnl_pass_try(VccDnnlState *s, const VccConvDesc *d, int whi
     dnnl_primitive_attr_t attr = NULL;
     dnnl_primitive_desc_t hint = NULL, pd = NULL;
     dnnl_dims_t strides, dil, pl, pr;
+    int64_t live[3];
     const dnnl_memory_desc_t *user[3], *want[3], *smd;
     static const dnnl_query_t q[4][3] = {
         {dnnl_query_src_md, dnnl_query_weights_md, dnnl_query_dst_md},
@@ -309,19 +310,19 @@ VCC_CPU_FN void vcc_dnnl_pass_try(VccDnnlState *s, const VccConvDesc *d, int whi
     p->state = -1;
     p->nb = nb;
     p->slab = slab;
-    if (vcc_dnnl_mds(d, nb, slab, &x, &w, &y, &b)) return;
     for (i = 0; i < d->nsp; i++) {
-        int64_t lo, n, j, wstride = 1;
+        int64_t lo, j, wstride = 1;
         if (d->pad_begin[i] < 0 || d->pad_end[i] < 0) return; /* a cropping ConvTranspose: im2col */
-        vcc_dnnl_live_taps(d, i, &lo, &n);
+        vcc_dnnl_live_taps(d, i, &lo, &live[i]);
         for (j = i + 1; j < d->nsp; j++) wstride *= d->kernel[j];
         p->woff += lo * wstride;
-        p->trimmed |= n < d->kernel[i];
+        p->trimmed |= live[i] < d->kernel[i];
         strides[i] = d->stride[i];
         dil[i] = d->dilation[i] - 1; /* oneDNN counts dilation from 0 */
         pl[i] = d->pad_begin[i] - lo * d->dilation[i];
-        pr[i] = d->pad_end[i] - (d->kernel[i] - lo - n) * d->dilation[i];
+        pr[i] = d->pad_end[i] - (d->kernel[i] - lo - live[i]) * d->dilation[i];
     }
+    if (vcc_dnnl_mds(d, nb, slab, live, &x, &w, &y, &b)) return;
     xa = vcc_dnnl_any(&x);
     wa = vcc_dnnl_any(&w);
     ya = vcc_dnnl_any(&y);
