@@ -17,11 +17,16 @@ through _ReLU:
   TIES["gout"]   None, or a dict the backward fills with each call's output gradient dloss/dy (flat)
 
 explain_by_ties(resid, ties) picks the ties that account for a residual (see its doc comment); tie_flips
-gives the picked ones' flips, to redo them together.
+gives the picked ones' flips, to redo them together. MaxPool windows have ties of the same kind (two
+largest inputs within float32's rounding of each other): every nn.MaxPool module is patched the same way
+(_MaxPool, find_pool_ties below).
 """
+
+import math
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 
 class _ReLU(torch.autograd.Function):
@@ -49,7 +54,8 @@ class _ReLU(torch.autograd.Function):
         return g * mask.reshape(x.shape), None
 
 
-TIES = {"pre": [], "flip": {}, "mask": None, "names": [], "modules": {}, "gout": None}
+TIES = {"pre": [], "flip": {}, "mask": None, "names": [], "modules": {}, "gout": None,
+        "pools": [], "pool_idx": None, "pool_flip": {}, "pool_gout": None}
 
 
 def _relu_forward(self, x):
@@ -59,6 +65,112 @@ def _relu_forward(self, x):
 
 
 torch.nn.ReLU.forward = _relu_forward  # every model's ReLUs are nn.ReLU modules
+
+
+# ---- MaxPool ties: a window whose two largest inputs are within float32's rounding of each other may send
+# its gradient to either of them in a correct float32 program (s3d_small's features.4 on an AVX-512 EPYC:
+# one such window moved a BN bias's update by 300 times its allowance). Every nn.MaxPool{1,2,3}d module
+# records its input and runs its backward through _MaxPool:
+#   TIES["pools"]      per MaxPool call of the forward pass: {"x": input (detached), "idx": argmax (flat per
+#                      (n, c) plane, as return_indices gives), "name", "k", "s", "p", "ceil"}
+#   TIES["pool_idx"]   None, or per call the argmax the backward must route by (float64's: the float32
+#                      references take float64's side of every window, like every ReLU)
+#   TIES["pool_flip"]  {call: (flat output positions, flat input positions)}: those windows send their
+#                      gradient to the given input (the runner-up) instead
+#   TIES["pool_gout"]  None, or a dict the backward fills with each call's output gradient (flat)
+
+def _tuple(v, n):
+    return tuple(v) if isinstance(v, (tuple, list)) else (v,) * n
+
+
+class _MaxPool(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, k, rec):
+        nsp = x.dim() - 2
+        pool = (F.max_pool1d, F.max_pool2d, F.max_pool3d)[nsp - 1]
+        y, idx = pool(x, rec["k"], rec["s"], rec["p"], ceil_mode=rec["ceil"], return_indices=True)
+        forced = TIES["pool_idx"][k] if TIES["pool_idx"] is not None else None
+        ctx.idx = forced if forced is not None else idx
+        ctx.shape, ctx.k = x.shape, k
+        rec["idx"] = idx
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        if TIES["pool_gout"] is not None:
+            TIES["pool_gout"][ctx.k] = g.detach().reshape(-1).clone()
+        n, c = ctx.shape[0], ctx.shape[1]
+        idx = ctx.idx.reshape(-1)
+        flip = TIES["pool_flip"].get(ctx.k)
+        if flip is not None:
+            idx = idx.clone()
+            idx[flip[0]] = flip[1]
+        dx = torch.zeros(n * c, ctx.shape[2:].numel(), dtype=g.dtype)
+        dx.scatter_add_(1, idx.reshape(n * c, -1), g.reshape(n * c, -1))
+        return dx.reshape(ctx.shape), None, None
+
+
+def _maxpool_forward(self, x):
+    nsp = x.dim() - 2
+    if _tuple(self.dilation, nsp) != (1,) * nsp or self.return_indices:
+        raise NotImplementedError("relu_ties: MaxPool with dilation or return_indices")
+    rec = {"x": x.detach().clone(), "name": TIES["modules"].get(id(self), "maxpool"), "k": _tuple(self.kernel_size, nsp),
+           "s": _tuple(self.stride if self.stride is not None else self.kernel_size, nsp),
+           "p": _tuple(self.padding, nsp), "ceil": bool(self.ceil_mode)}
+    TIES["pools"].append(rec)
+    return _MaxPool.apply(x, len(TIES["pools"]) - 1, rec)
+
+
+for _cls in (torch.nn.MaxPool1d, torch.nn.MaxPool2d, torch.nn.MaxPool3d):
+    _cls.forward = _maxpool_forward
+
+
+def find_pool_ties(pools64, pools32s):
+    """The MaxPool windows whose two largest float64 inputs are within float32's rounding of each other
+    (0 < gap <= max|x32 - x64| over that call, either float32 run; two equal ones are copies of one value,
+    as a stride-1 pool after another pool holds, or a ReLU's zeros, and both programs take the first, as
+    PyTorch does), one entry per pair of inputs (the argmax and the runner-up) with every window where they
+    are the two largest: [(call, [flat output positions], [flat input positions of the runner-up], gap)]."""
+    out = []
+    for k, rec in enumerate(pools64):
+        x = rec["x"]
+        err = max(float((r[k]["x"].double() - x).abs().max()) for r in pools32s)
+        nsp, ins = x.dim() - 2, x.shape[2:]
+        outs = rec["idx"].shape[2:]
+        pad = []
+        for i in reversed(range(nsp)):  # F.pad lists the last dim first; the end padded for ceil_mode
+            end = max(rec["p"][i], (outs[i] - 1) * rec["s"][i] + rec["k"][i] - ins[i] - rec["p"][i])
+            pad += [rec["p"][i], end]
+        u = F.pad(x, pad, value=-float("inf"))
+        for i in range(nsp):
+            u = u.unfold(2 + i, rec["k"][i], rec["s"][i]).narrow(2 + i, 0, outs[i])
+        top = u.reshape(*u.shape[:2 + nsp], -1).topk(2, dim=-1)
+        v1, v2 = top.values[..., 0], top.values[..., 1]
+        tie = ((v1 - v2) <= err) & (v1 > v2)
+        first = rec["idx"].reshape(-1)
+        groups = {}  # (argmax, runner-up) -> the windows where they are the two largest
+        for o in torch.nonzero(tie.reshape(-1)).reshape(-1).tolist():
+            pos = int(top.indices.reshape(-1, 2)[o, 1])
+            rest, flat, coords = o, 0, []
+            for i in reversed(range(nsp)):  # the output position's spatial coordinates
+                coords.append(rest % outs[i])
+                rest //= outs[i]
+            coords.reverse()
+            local = []
+            for i in reversed(range(nsp)):  # the runner-up's place in its window
+                local.append(pos % rec["k"][i])
+                pos //= rec["k"][i]
+            local.reverse()
+            for i in range(nsp):
+                flat = flat * ins[i] + coords[i] * rec["s"][i] - rec["p"][i] + local[i]
+            plane = o // math.prod(outs)
+            g = groups.setdefault((plane, int(first[o]), flat), [[], [], 0.0])
+            g[0].append(o)
+            g[1].append(flat)
+            g[2] = max(g[2], float(v1.reshape(-1)[o] - v2.reshape(-1)[o]))
+        # a float32 program orders two values one way in every window that holds them both
+        out += [(k, o, a, gap) for o, a, gap in groups.values()]
+    return out
 
 
 def find_ties(pre64, pre32s):

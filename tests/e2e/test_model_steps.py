@@ -52,6 +52,11 @@ used (samples (k-1)*N + i mod S). Checked per step:
                 its allowance, redone together 0.86), and the rest of the distance is held to the
                 allowance. The taken ties are printed with their ReLU and float64 value. A wrong update
                 is not such a combination, so it still fails.
+  MaxPool ties  the same for a MaxPool window whose two largest inputs are within float32's rounding of
+                each other (0 < gap <= max|x32 - x64| over that call): one tie per pair of inputs, every
+                window holding both routed to the runner-up at once (a float32 program orders the two
+                one way everywhere); the float32 references route by float64's argmax, and a taken tie's
+                loss change is bounded by its gap (relu_ties.py, find_pool_ties).
 With --remat vcc compiles with --memory-limit at the smallest arena its recomputation reaches (the size it
 names when refusing --memory-limit 1): the recomputed values must leave every step as close to PyTorch.
 With --remat-workspaces, at the smaller arena it names beside it with conv workspaces at the peak halved
@@ -89,7 +94,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 MODELS_DIR = os.path.join(HERE, "..", "..", "models")
 sys.path.insert(0, MODELS_DIR)
 import video_nets  # noqa: E402
-from relu_ties import TIES, explain_by_ties, find_ties, tie_flips  # noqa: E402  (patches torch.nn.ReLU)
+from relu_ties import TIES, explain_by_ties, find_pool_ties, find_ties, tie_flips  # noqa: E402  (patches nn.ReLU, nn.MaxPool*)
 
 LR, MOMENTUM, WD = 0.01, 0.9, 1e-4
 ADAMW = {"lr": 1e-3, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 1e-2}
@@ -161,10 +166,11 @@ def adamw_param(p, g, st, lr):
     return p
 
 
-def forward(name, clip, num_classes, state, momenta, x, y, dtype, mkldnn=True, masks=None):
+def forward(name, clip, num_classes, state, momenta, x, y, dtype, mkldnn=True, masks=None, pool_idx=None):
     """The PyTorch module from state (state dict names) with its optimizer state (momenta, make_optimizer),
     and its loss on (x, y), its CPU convolutions through oneDNN (mkldnn, PyTorch's default for float32) or through its own
-    im2col + GEMM path (mkldnn=False), its ReLUs' backward on masks (one per ReLU call) when given.
+    im2col + GEMM path (mkldnn=False), its ReLUs' backward on masks (one per ReLU call) and its MaxPools'
+    on the argmax pool_idx (one per MaxPool call) when given (relu_ties.py; TIES["pools"] records them).
     Returns (model, optimizer, loss, the ReLU inputs in call order, their module names)."""
     torch.backends.mkldnn.enabled = mkldnn
     torch.manual_seed(0)
@@ -176,12 +182,13 @@ def forward(name, clip, num_classes, state, momenta, x, y, dtype, mkldnn=True, m
     opt = make_optimizer(model, momenta, dtype)
     xt = torch.tensor(x, dtype=dtype)
     TIES["pre"], TIES["flip"], TIES["mask"], TIES["names"] = [], {}, masks, []
+    TIES["pools"], TIES["pool_flip"], TIES["pool_idx"] = [], {}, pool_idx
     TIES["modules"] = {id(m): n for n, m in model.named_modules()}
     if name == "unet3d_block":
         loss = model(xt, torch.tensor(y, dtype=dtype))
     else:
         loss = torch.nn.functional.cross_entropy(model(xt), torch.tensor(y))
-    TIES["mask"] = None
+    TIES["mask"], TIES["pool_idx"] = None, None
     opt.zero_grad()
     return model, opt, loss, TIES["pre"], TIES["names"]
 
@@ -194,16 +201,20 @@ def ref_step(name, clip, num_classes, state, momenta, x, y):
     """Step k in PyTorch: returns (loss64, state64, [state32 per convolution path], ties), each tie a
     (description, {parameter: the change of its float64 update with that ReLU element on its other side})."""
     m64, o64, l64, pre64, relus = forward(name, clip, num_classes, state, momenta, x, y, torch.float64)
-    TIES["gout"] = {}  # each ReLU call's output gradient, dloss/dy
+    pools64 = TIES["pools"]
+    TIES["gout"], TIES["pool_gout"] = {}, {}  # each ReLU and MaxPool call's output gradient, dloss/dy
     l64.backward(retain_graph=True)
-    gout, TIES["gout"] = TIES["gout"], None
+    gout, pool_gout, TIES["gout"], TIES["pool_gout"] = TIES["gout"], TIES["pool_gout"], None, None
     masks = [p > 0 for p in pre64]
-    s32, pre32, g32, l32 = [], [], [], []
+    pool_idx = [r["idx"] for r in pools64]
+    s32, pre32, g32, l32, pools32 = [], [], [], [], []
     # PyTorch's float32 on both convolution paths, each on 1 thread and on 2 (the trainer's default on
     # the CI machine): their summation orders differ, and on a badly conditioned step so do their results
     for mk, threads in ((True, 1), (False, 1), (True, 2), (False, 2)):
         torch.set_num_threads(threads)
-        m, o, l, pre, _ = forward(name, clip, num_classes, state, momenta, x, y, torch.float32, mk, masks)
+        m, o, l, pre, _ = forward(name, clip, num_classes, state, momenta, x, y, torch.float32, mk, masks,
+                                  pool_idx)
+        pools32.append(TIES["pools"])
         l32.append(float(l))
         l.backward()
         torch.set_num_threads(1)
@@ -248,13 +259,16 @@ def ref_step(name, clip, num_classes, state, momenta, x, y):
         elif noise:
             sens[n] = lr * coef * dg
 
-    def moved_by(flips):
+    def moved_by(flips, pool_flips=None):
         """The change of every parameter's float64 update with the ReLU elements flips ({call: [flat
-        indices]}) on their other side in backward (p.grad is left holding the changed gradients)."""
+        indices]}) on their other side in backward, and the MaxPool windows pool_flips ({call: ([flat
+        output positions], [flat input positions])}) routing their gradient to those inputs (p.grad is left
+        holding the changed gradients)."""
         TIES["flip"] = {k: torch.tensor(v) for k, v in flips.items()}
+        TIES["pool_flip"] = {k: (torch.tensor(o), torch.tensor(a)) for k, (o, a) in (pool_flips or {}).items()}
         o64.zero_grad()
         l64.backward(retain_graph=True)
-        TIES["flip"] = {}
+        TIES["flip"], TIES["pool_flip"] = {}, {}
         changed = [(n, p) for n, p in m64.named_parameters() if n in grads and not torch.equal(p.grad, grads[n])]
         # with --clip-grad-norm the flipped gradients have their own clip factor; the other tensors'
         # change through it (second order in the flipped elements) is left out
@@ -272,12 +286,25 @@ def ref_step(name, clip, num_classes, state, momenta, x, y):
         tie_loss["%s[%d] %.1e" % (relus[k], i, xi)] = abs(float(gout[k][i])) * (xi if xi > 0 else err)
         ties.append(("%s[%d] %.1e" % (relus[k], i, xi), moved_by({k: [i]})))
         tie_at.append((k, i))
+    for k, o, alt, gap in find_pool_ties(pools64, pools32):
+        # a MaxPool window whose two largest inputs are within float32's rounding: its output moves by at
+        # most the gap when the runner-up wins, the loss by dloss/dy times that
+        desc = "%s(%s->%d) gap %.1e" % (pools64[k]["name"], ",".join(map(str, o)), alt[0], gap)
+        tie_loss[desc] = sum(abs(float(pool_gout[k][j])) for j in o) * gap
+        ties.append((desc, moved_by({}, {k: (o, alt)})))
+        tie_at.append(("pool", k, o, alt))
 
     def together(picked):
         """moved_by for the ties picked (indices into ties) all on their other side at once: a tie's
         change of the gradients reaching another tie upstream in backward is in it, which the sum of
         their single changes leaves out."""
-        return moved_by(tie_flips(tie_at, picked))
+        pool_flips = {}
+        for j in picked:
+            if tie_at[j][0] == "pool":
+                o, a = pool_flips.setdefault(tie_at[j][1], ([], []))
+                o.extend(tie_at[j][2])
+                a.extend(tie_at[j][3])
+        return moved_by(tie_flips(tie_at, [j for j in picked if tie_at[j][0] != "pool"]), pool_flips)
 
     # the step runs on a copy, so that together() can still run backward through m64's graph (a
     # Parameter's deepcopy leaves its .grad behind: the gradients are set on the copy)
