@@ -23,8 +23,10 @@ used (samples (k-1)*N + i mod S). Checked per step:
                 float64 at 2 threads (2.9e-6 at 1); with --loss-report-only the figures are printed, not
                 asserted
   each tensor   parameters and BN running statistics after the step:
-                max|vcc - ref64| <= max(F * max|ref32 - ref64| + 4 ulp(max|ref64|), 1e-4 * max|update64|)
-                (F: --update-factor, 2 unless a test gives its measured reason for more)
+                max|vcc - ref64| <= max(F * max|ref32 - ref64| + 4 ulp(max|ref64|), F * max|free32 - ref64|,
+                                        1e-4 * max|update64|)
+                (F: --update-factor, 2 unless a test gives its measured reason for more; free32: PyTorch
+                float32 as it runs by itself, its own side of every tie, on both paths at 2 threads)
                 i.e. within PyTorch float32's own distance from float64 on the same step (the larger of
                 its two paths; a step of a badly conditioned net, s3d's for one, moves float32 far from
                 float64 in PyTorch too; for AdamW plus twice the change of the float64 step when the
@@ -222,6 +224,17 @@ def ref_step(name, clip, num_classes, state, momenta, x, y):
         clipped_step(m, o)
         s32.append(state_of(m))
         pre32.append(pre)
+    # PyTorch's float32 as it runs by itself, its own side of every ReLU and MaxPool tie, on both paths at
+    # 2 threads: a step where the ties PyTorch's im2col path takes move it as far from float64 as vcc's
+    # (s3d_small's second on an AVX-512 EPYC: 4.8e-4 on a BN bias, vcc 4.9e-4) is judged by that distance
+    free32 = []
+    for mk in (True, False):
+        torch.set_num_threads(2)
+        m, o, l, _, _ = forward(name, clip, num_classes, state, momenta, x, y, torch.float32, mk)
+        l.backward()
+        torch.set_num_threads(1)
+        clipped_step(m, o)
+        free32.append(state_of(m))
     torch.backends.mkldnn.enabled = True
     grads = {n: p.grad.clone() for n, p in m64.named_parameters() if p.grad is not None}
     lr = o64.param_groups[0]["lr"]
@@ -313,7 +326,7 @@ def ref_step(name, clip, num_classes, state, momenta, x, y):
         if n in grads:
             p.grad = grads[n].clone()
     clipped_step(m64s, o64s)
-    return float(l64), state_of(m64s), s32, ties, sens, (lr, coef), l32, tie_loss, together
+    return float(l64), state_of(m64s), s32, ties, sens, (lr, coef), l32, tie_loss, together, free32
 
 
 def main():
@@ -424,7 +437,7 @@ def main():
     for k in range(1, args.steps + 1):
         idx = [((k - 1) * N + i) % S for i in range(N)]
         OPT["k"] = k
-        l64, s64, s32, ties, sens, (lr_k, coef), l32, tie_loss, together = ref_step(name, clip, args.num_classes, state, momenta, data[idx],
+        l64, s64, s32, ties, sens, (lr_k, coef), l32, tie_loss, together, free32 = ref_step(name, clip, args.num_classes, state, momenta, data[idx],
                                                                 second[idx])
         got = load_file(os.path.join(ck, "step%d.safetensors" % k))
         with safe_open(os.path.join(ck, "step%d.safetensors" % k), "np") as f:
@@ -440,8 +453,9 @@ def main():
                 failed.append("step %d: checkpoint lacks %s" % (k, t))
                 continue
             d32 = max(float(np.abs(r32[t] - ref).max()) for r32 in s32)
+            free = max(float(np.abs(r32[t] - ref).max()) for r32 in free32)
             allowed[t] = max(args.update_factor * d32 + 4 * ulp(float(np.abs(ref).max())) + 2 * sens.get(t, 0.0),
-                             1e-4 * float(np.abs(ref - before).max()), 1e-30)
+                             args.update_factor * free, 1e-4 * float(np.abs(ref - before).max()), 1e-30)
             resid[t] = (got[t].astype(np.float64) - ref) / allowed[t]
         for _, moved in ties:
             for t in moved:
