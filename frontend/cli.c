@@ -79,13 +79,14 @@ static void usage(FILE *f) {
           "                     trainer's --save-grads and --clip-grad-norm (which need all gradients after\n"
           "                     backward). By default each parameter is updated as soon as its gradient is\n"
           "                     final and the gradient's bytes are reused: a smaller arena, the same numbers\n"
-          "  --workspace-limit BYTES  the most bytes one convolution's workspace may take (default 16MiB; a\n"
+          "  --workspace-limit BYTES  the most bytes one convolution's workspace may take (default 16MiB, 32MiB\n"
+          "                     with --cpu-conv dnnl; a\n"
           "                     number, optionally with a suffix K, M, G or KiB, MiB, GiB: powers of 1024). The\n"
           "                     C trainer unfolds a conv's input (im2col) in chunks of output positions that fit\n"
           "                     and multiplies chunk by chunk; the CUDA trainer chunks its im2col path alike and\n"
           "                     hands cuDNN the same bytes as its workspace limit. A conv whose single output\n"
           "                     position needs more gets one position's columns, and vcc says so. Without\n"
-          "                     this option vcc starts from 16MiB and halves the chunks of the workspaces that\n"
+          "                     this option vcc starts from that default and halves the chunks of the workspaces that\n"
           "                     set the peak (down to 64 output positions), undoing the last halvings where\n"
           "                     together they lower it by less than 0.5%; with it, every conv keeps what the\n"
           "                     limit gives\n"
@@ -643,6 +644,7 @@ int main(int argc, char **argv) {
     /* a CUDA bf16 trainer runs attention unfused (MatMul, Softmax, MatMul): the fused kernel is float32 only */
     ctx.no_fuse_attention = no_fuse || (precision == VCC_PRECISION_BF16 && out && target == VCC_TARGET_CUDA);
     ctx.keep_grads = keep_grads;
+    if (!ws_text && cpu_conv_dnnl) ws_limit = VCC_WORKSPACE_LIMIT_DNNL_DEFAULT;
     ctx.workspace_limit = ws_limit;
     ctx.workspace_limit_fixed = ws_text != NULL;
     ctx.cpu_conv_dnnl = cpu_conv_dnnl; /* both targets plan alike: the CUDA trainer gets the same workspaces */

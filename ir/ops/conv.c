@@ -360,18 +360,76 @@ static int64_t dnnl_ws_bytes(const VccConvParams *p, int64_t limit, bool weights
 
 int64_t vcc_conv_dnnl_ws_bytes(const VccConvParams *p, int64_t limit) { return dnnl_ws_bytes(p, limit, false); }
 
+/* The fewest output tiles per execution of a Winograd pass: runtime/cpu/conv_dnnl.h's
+ * VCC_DNNL_WINO_MIN_TILES, whose value this must stay. */
+#define DNNL_WINO_MIN_TILES 32
+
+/* Output tiles (4x4 positions) per image where geometry p runs as oneDNN's Winograd F(4x4, 3x3)
+ * convolution, else 0: a 2-D convolution of a 3x3 kernel, stride 1, no dilation, pads 1, one group and
+ * channels in multiples of 16, or a 3-D one that is such a convolution of each depth position (one live
+ * depth tap, depth stride 1, the depth kept). runtime/cpu/conv_dnnl.h's vcc_dnnl_wino_tiles, whose rule
+ * this must stay. */
+static int64_t dnnl_wino_tiles(const VccConvParams *p) {
+    int h = p->nsp - 2;
+    if (p->nsp < 2 || p->group != 1 || p->C % 16 || p->K % 16) return 0;
+    for (int i = 0; i < p->nsp; i++)
+        if (p->pad_begin[i] < 0 || p->pad_end[i] < 0) return 0;
+    /* one live depth tap, the depth kept: the cut depth pads are both 0 */
+    if (p->nsp == 3 && (dnnl_live_taps(p, 0) != 1 || p->stride[0] != 1 || p->in[0] != p->out[0])) return 0;
+    for (int i = h; i < p->nsp; i++)
+        if (p->kernel[i] != 3 || p->stride[i] != 1 || p->dilation[i] != 1 || p->pad_begin[i] != 1 ||
+            p->pad_end[i] != 1 || p->in[i] != p->out[i])
+            return 0;
+    return ((p->out[h] + 3) / 4) * ((p->out[h + 1] + 3) / 4);
+}
+
+/* oneDNN's workspace for a Winograd pass of geometry p under limit (0: none fits, or p is not
+ * Winograd's): for the most images per execution n (a divisor of the depth of a 3-D conv, of the batch
+ * of a 2-D one) with at least DNNL_WINO_MIN_TILES tiles whose bytes fit, an estimate from above of what
+ * the runtime measures: the transformed weights, 6x6 per kernel (one copy; with weights, the weight
+ * gradient's, three: its threads' partial sums), the transformed input and output tiles of n images,
+ * the blocked copies of x, y and w, the plain accumulator of a weight gradient, and 8 MiB for oneDNN's
+ * per-thread buffers. The runtime takes the most images that its real need fits. */
+static int64_t dnnl_wino_ws_bytes(const VccConvParams *p, int64_t limit, bool weights) {
+    int64_t tiles = dnnl_wino_tiles(p);
+    if (tiles <= 0) return 0;
+    /* every factor below 2^31 (conv_common); the images' sizes as the products below */
+    int64_t imgs = p->nsp == 3 ? p->in[0] : p->N, hw = p->in[p->nsp - 2] * p->in[p->nsp - 1];
+    int64_t ck = p->C * p->K, kk = 1;
+    for (int i = 0; i < p->nsp; i++) kk *= p->kernel[i];
+    if (p->C > (1 << 20) || p->K > (1 << 20) || hw > ((int64_t)1 << 31) / 16 || imgs > (1 << 20)) return 0;
+    for (int64_t n = imgs; n >= 1 && n * tiles >= DNNL_WINO_MIN_TILES; n--) {
+        if (imgs % n) continue;
+        double floats = 36.0 * (double)ck * (weights ? 3 : 1) + 36.0 * (double)(n * tiles) * (double)(p->C + p->K) +
+                        (double)(n * hw) * (double)(p->C + p->K) + 9.0 * (double)ck +
+                        (weights ? (double)ck * (double)kk : 0.0);
+        double bytes = 4.0 * floats + 4 * 64 + 8.0 * 1048576;
+        if (bytes <= (double)limit) return (int64_t)bytes / 4 * 4;
+    }
+    return 0;
+}
+
 /* oneDNN's workspace for conv-family op `op` of geometry p under limit: the weight-gradient pass's for
- * the GradFilter ops, the forward's otherwise. */
-static int64_t dnnl_op_ws_bytes(VccOp op, const VccConvParams *p, int64_t limit) {
+ * the GradFilter ops, the forward's otherwise; with wino, the larger of the direct and the Winograd
+ * convolution's (dnnl_wino_ws_bytes). */
+static int64_t dnnl_op_ws_bytes(VccOp op, const VccConvParams *p, int64_t limit, bool wino) {
     bool filter = op == VCC_OP_CONV_GRAD_FILTER || op == VCC_OP_CONV_TRANSPOSE_GRAD_FILTER;
-    return dnnl_ws_bytes(p, limit, filter);
+    int64_t d = dnnl_ws_bytes(p, limit, filter), w = wino ? dnnl_wino_ws_bytes(p, limit, filter) : 0;
+    return w > d ? w : d;
+}
+
+/* The workspace of conv-family op `op` of geometry p: the im2col chunk's under --cpu-conv im2col; under
+ * --cpu-conv dnnl the largest of that, oneDNN's direct convolution's and, with wino, its Winograd
+ * convolution's. -1 as vcc_conv_ws_bytes. */
+static int64_t plan_ws_bytes(const VccCtx *ctx, VccOp op, const VccConvParams *p, bool wino) {
+    int64_t bytes = vcc_conv_ws_bytes(p, ctx->workspace_limit);
+    if (bytes < 0 || !ctx->cpu_conv_dnnl) return bytes;
+    int64_t d = (dnnl_op_ws_bytes(op, p, ctx->workspace_limit, wino) + 3) / 4 * 4;
+    return d > bytes ? d : bytes;
 }
 
 int64_t vcc_conv_plan_ws_bytes(const VccCtx *ctx, VccOp op, const VccConvParams *p) {
-    int64_t bytes = vcc_conv_ws_bytes(p, ctx->workspace_limit);
-    if (bytes < 0 || !ctx->cpu_conv_dnnl) return bytes;
-    int64_t d = (dnnl_op_ws_bytes(op, p, ctx->workspace_limit) + 3) / 4 * 4;
-    return d > bytes ? d : bytes;
+    return plan_ws_bytes(ctx, op, p, true);
 }
 
 /* The geometry of conv-family node n as its shape rule reads it: the forward op's X and W are Conv's in[0]
@@ -393,9 +451,13 @@ int64_t vcc_conv_ws_halved(VccCtx *ctx, const VccGraph *g, int k, int64_t bytes)
     int64_t rows = ws_rows(&p), out = 1;
     for (int i = 0; i < p.nsp; i++)
         if (!vcc_mul_i64(out, p.out[i], &out)) return bytes;
+    /* the room for oneDNN's Winograd convolution goes first: the runtime then runs it on fewer images,
+     * or runs the direct convolution */
+    int64_t base = plan_ws_bytes(ctx, n->op, &p, false);
+    if (ctx->cpu_conv_dnnl && base >= 0 && bytes > base) return base;
     /* oneDNN's blocked copies are sized by batch, not by columns: left as planned */
     if (rows <= 0 || bytes % (4 * rows) ||
-        (ctx->cpu_conv_dnnl && dnnl_op_ws_bytes(n->op, &p, ctx->workspace_limit) > 0))
+        (ctx->cpu_conv_dnnl && dnnl_op_ws_bytes(n->op, &p, ctx->workspace_limit, false) > 0))
         return bytes;
     int64_t cols = bytes / 4 / rows, floor = out < VCC_WORKSPACE_MIN_COLS ? out : VCC_WORKSPACE_MIN_COLS;
     if (cols <= floor) return bytes;
@@ -444,6 +506,9 @@ static bool check_ws(VccCtx *ctx, VccGraph *g, const VccNode *n, int ws, const V
     const VccTensor *t = &g->tensors[ws];
     int64_t have = t->shape.rank == 1 ? t->shape.dims[0] : -1, rows = ws_rows(p);
     if (t->dtype == VCC_F32 && rows > 0 && have >= rows && have < bytes / 4 && have % rows == 0) return true;
+    /* or without the room for oneDNN's Winograd convolution, which the shrinking takes first */
+    if (t->dtype == VCC_F32 && have >= 0 && have < bytes / 4 && have * 4 == plan_ws_bytes(ctx, n->op, p, false))
+        return true;
     return vcc_put_output(ctx, g, n, true, ws, VCC_F32, &s);
 }
 

@@ -18,9 +18,9 @@
  * aligned; the accumulator (the plain weight gradient, (K, C/G, *kernel)) only for a weight-gradient
  * pass that runs in batch chunks.
  * The sizes are known only once the primitive is created (they depend on the CPU's ISA and the
- * thread count), so the program queries them at the first call of each pass of each descriptor and
- * uses oneDNN only when they fit ws_bytes; otherwise that pass of that conv stays on im2col for the
- * whole run (the decision is cached, so one run always takes the same path).
+ * thread count), so the program queries them at the first call of each pass of each descriptor (and
+ * workspace size) and uses oneDNN only when they fit ws_bytes; otherwise that pass of that conv stays on
+ * im2col for the whole run (the decision is cached, so one run always takes the same path).
  * Executions: the whole batch, else nb samples (the largest divisor of N that fits), else, for the
  * forward and backward-data passes of a conv with a spatial dim of kernel 1, stride 1 and no padding
  * (R(2+1)D's (1, 3, 3) and (3, 1, 1) convolutions, 1x1x1 ones), one sample in slabs along that dim:
@@ -28,8 +28,15 @@
  * convolution of its own, and x and y are viewed through oneDNN memory descriptors with the whole
  * tensors' strides. Each output element sums the same products as in one execution.
  *
+ * Winograd: a 3x3 convolution of stride 1 and pads 1 over 2-D images (a 2-D conv, or a 3-D one with one
+ * live depth tap: mc3_18's and R(2+1)D's (1, 3, 3) convolutions) with channels in multiples of 16 runs as
+ * oneDNN's Winograd F(4x4, 3x3) convolution where that fits ws (AVX-512: jit_wino_4x3), the
+ * depth positions of one sample as its batch of images (vcc_dnnl_wino_tiles). It does about half the
+ * work of the direct kernel (bench/README.md, "Winograd"); its scratchpad holds the transformed weights
+ * and tiles, which ir/ops/conv.c's dnnl_wino_ws_bytes sizes the workspace for from above.
+ *
  * Cache: the primitives, their memory objects and the decision live in d->backend (VccDnnlConv),
- * created once per descriptor and pass; the engine and stream in rt->conv_state (VccDnnlState), which
+ * created once per descriptor, workspace size and pass; the engine and stream in rt->conv_state (VccDnnlState), which
  * also lists the descriptors so vcc_rt_destroy frees everything at exit.
  *
  * Weight gradients: only through a direct (JIT) implementation. Where oneDNN's choice is its gemm
@@ -80,12 +87,17 @@ typedef struct {
                                           execution (a divisor of that dim's extent) */
     int64_t woff;                      /* floats from w (dw) to its box of live taps (vcc_dnnl_live_taps) */
     int trimmed;                       /* the box is smaller than the kernel */
+    int wino;                          /* oneDNN's Winograd convolution (vcc_dnnl_wino_tiles); for a 3-D conv,
+                                          slab: depth positions per execution, the batch of a 2-D one */
 } VccDnnlPass;
 
-/* d->backend under this backend: the four passes, and the next descriptor in VccDnnlState's list. */
+/* d->backend under this backend: the four passes for one workspace size, the descriptor's passes for
+ * its other workspace sizes (alt: nodes of one geometry whose workspaces the plan shrank differently
+ * each decide for their own bytes), and the next one in VccDnnlState's list. */
 typedef struct VccDnnlConv {
     VccDnnlPass pass[4];
-    struct VccDnnlConv *next;
+    size_t ws_bytes;
+    struct VccDnnlConv *alt, *next;
 } VccDnnlConv;
 
 /* rt->conv_state: the CPU engine and an in-order stream, and every VccDnnlConv made. */
@@ -203,6 +215,45 @@ VCC_CPU_FN void vcc_dnnl_live_taps(const VccConvDesc *d, int i, int64_t *lo, int
     *n = last - first + 1;
 }
 
+/* Winograd: the fewest output tiles (4x4 positions) per execution for which vcc_dnnl_pass_make tries
+ * oneDNN's Winograd convolution. It transforms the weights at every execution, which costs about as much
+ * as the products of a few dozen tiles (bench/README.md, "Winograd"). */
+#define VCC_DNNL_WINO_MIN_TILES 32
+/* The most images per Winograd execution (a build-time cap, for tests: -DVCC_DNNL_WINO_MAX_IMAGES=k makes a
+ * 3-D conv run in slabs of depth positions; default no cap). */
+#ifndef VCC_DNNL_WINO_MAX_IMAGES
+#define VCC_DNNL_WINO_MAX_IMAGES ((int64_t)1 << 40)
+#endif
+
+/* vcc_dnnl_wino_tiles: the output tiles per image (a depth position of a 3-D conv) when d runs as oneDNN's
+ * Winograd F(4x4, 3x3) convolution (jit_wino_4x3, AVX-512 only), else 0. That takes a 2-D convolution with
+ * a 3x3 kernel, stride 1, no dilation, pads 1 (the output the size of the input), one group and channels in
+ * multiples of 16. A 3-D conv (N, C, D, H, W) qualifies when its depth taps are one (a (1, 3, 3) kernel,
+ * or a 3x3x3 one cut to one live depth tap, vcc_dnnl_live_taps) with stride 1 and no depth padding left:
+ * each depth position is then a 2-D image of its own, so one sample runs as a 2-D convolution of a
+ * batch of D images, seen through memory descriptors with the whole tensor's strides. Winograd sums each
+ * output's products in another order, from transformed operands: within float32's rounding of the direct
+ * sum (tests/ops: test_conv.py checks it against PyTorch float64). */
+VCC_CPU_FN int64_t vcc_dnnl_wino_tiles(const VccConvDesc *d)
+{
+    int64_t lo, n;
+    int i, h = d->nsp - 2;
+#ifdef VCC_DNNL_PLAIN
+    return 0;
+#endif
+    if (d->nsp < 2 || d->G != 1 || d->C % 16 || d->K % 16) return 0;
+    if (d->nsp == 3) {
+        vcc_dnnl_live_taps(d, 0, &lo, &n);
+        if (n != 1 || d->stride[0] != 1 || d->in[0] != d->out[0] || d->pad_begin[0] != lo * d->dilation[0])
+            return 0;
+    }
+    for (i = h; i < d->nsp; i++)
+        if (d->kernel[i] != 3 || d->stride[i] != 1 || d->dilation[i] != 1 || d->pad_begin[i] != 1 ||
+            d->pad_end[i] != 1 || d->in[i] != d->out[i])
+            return 0;
+    return ((d->out[h] + 3) / 4) * ((d->out[h + 1] + 3) / 4);
+}
+
 /* vcc_dnnl_view: md as the plain (row-major) tensor of dims full[0..nd-1] seen through a window of
  * dims win[0..nd-1] (a slab: the same strides as the whole tensor). */
 VCC_CPU_FN int vcc_dnnl_view(dnnl_memory_desc_t *md, int nd, const dnnl_dim_t *full, const dnnl_dim_t *win)
@@ -271,6 +322,29 @@ VCC_CPU_FN int vcc_dnnl_mds(const VccConvDesc *d, int64_t nb, int64_t slab, cons
            dnnl_memory_desc_init_by_tag(y, 2 + d->nsp, yd, dnnl_f32, act[d->nsp - 1]) != dnnl_success;
 }
 
+/* vcc_dnnl_wino_mds: d's memory descriptors for a Winograd pass (vcc_dnnl_wino_tiles), as a 2-D
+ * convolution: a 2-D conv's x (nb, C, H, W), w (K, C, 3, 3), y (nb, K, H, W); a 3-D conv's one sample
+ * seen as slab images (depth positions) through windows with the whole tensors' strides, x (slab, C, H, W),
+ * y (slab, K, H, W), and w (K, C, 3, 3) the window of its live depth tap (its offset is the caller's). */
+VCC_CPU_FN int vcc_dnnl_wino_mds(const VccConvDesc *d, int64_t nb, int64_t slab, dnnl_memory_desc_t *x,
+                                 dnnl_memory_desc_t *w, dnnl_memory_desc_t *y, dnnl_memory_desc_t *b)
+{
+    const int64_t H = d->in[d->nsp - 2], W = d->in[d->nsp - 1], kd = d->nsp == 3 ? d->kernel[0] : 1;
+    const int64_t D = d->nsp == 3 ? d->in[0] : 1;
+    dnnl_dims_t xd = {d->nsp == 3 ? slab : nb, d->C, H, W}, yd = {xd[0], d->K, H, W}, wd = {d->K, d->C, 3, 3};
+    /* strides: a 2-D conv's own; a 3-D one's images one depth position apart, channels D positions */
+    dnnl_dims_t xs = {H * W, D * H * W, W, 1}, ys = {H * W, D * H * W, W, 1};
+    dnnl_dims_t ws = {d->C * kd * 9, kd * 9, 3, 1}, bd = {d->K};
+    if (d->nsp == 2) {
+        xs[0] = d->C * H * W;
+        ys[0] = d->K * H * W;
+    }
+    return dnnl_memory_desc_init_by_tag(b, 1, bd, dnnl_f32, dnnl_x) != dnnl_success ||
+           dnnl_memory_desc_init_by_strides(x, 4, xd, dnnl_f32, xs) != dnnl_success ||
+           dnnl_memory_desc_init_by_strides(y, 4, yd, dnnl_f32, ys) != dnnl_success ||
+           dnnl_memory_desc_init_by_strides(w, 4, wd, dnnl_f32, ws) != dnnl_success;
+}
+
 /* vcc_dnnl_any: md with the layout left to the primitive (VCC_DNNL_PLAIN: md itself). */
 VCC_CPU_FN dnnl_memory_desc_t vcc_dnnl_any(const dnnl_memory_desc_t *md)
 {
@@ -287,9 +361,11 @@ VCC_CPU_FN size_t vcc_dnnl_round(size_t n) { return (n + 63) & ~(size_t)63; }
 
 /* vcc_dnnl_pass_try: create pass `which` of d for nb samples (and, slab > 0, slab positions along
  * vcc_dnnl_slab_dim(d)) per execution into p (p->state 1), or leave p->state -1 (p->bytes: what it would
- * need, 0 when unknown) when oneDNN refuses the descriptor or the pass needs more than ws_bytes. */
+ * need, 0 when unknown) when oneDNN refuses the descriptor or the pass needs more than ws_bytes. With
+ * wino, oneDNN's Winograd convolution (vcc_dnnl_wino_tiles) for nb images of a 2-D conv, or one sample
+ * of a 3-D conv in slabs of slab depth positions. */
 VCC_CPU_FN void vcc_dnnl_pass_try(VccDnnlState *s, const VccConvDesc *d, int which, int64_t nb, int64_t slab,
-                                  VccDnnlPass *p, size_t ws_bytes)
+                                  int wino, VccDnnlPass *p, size_t ws_bytes)
 {
     dnnl_memory_desc_t x, w, y, b, xa, wa, ya;
     dnnl_convolution_desc_t fd, cd;
@@ -304,12 +380,14 @@ VCC_CPU_FN void vcc_dnnl_pass_try(VccDnnlState *s, const VccConvDesc *d, int whi
         {dnnl_query_src_md, dnnl_query_diff_dst_md, dnnl_query_diff_weights_md},
         {dnnl_query_src_md, dnnl_query_weights_md, dnnl_query_dst_md}};
     const int fwd = which == VCC_DNNL_FWD || which == VCC_DNNL_FWD_BIAS;
+    const dnnl_alg_kind_t alg = wino ? dnnl_convolution_winograd : dnnl_convolution_direct;
     size_t scratch = 0, off = 0;
     int i, ok = 0;
     memset(p, 0, sizeof *p);
     p->state = -1;
     p->nb = nb;
     p->slab = slab;
+    p->wino = wino;
     for (i = 0; i < d->nsp; i++) {
         int64_t lo, j, wstride = 1;
         if (d->pad_begin[i] < 0 || d->pad_end[i] < 0) return; /* a cropping ConvTranspose: im2col */
@@ -322,13 +400,22 @@ VCC_CPU_FN void vcc_dnnl_pass_try(VccDnnlState *s, const VccConvDesc *d, int whi
         pl[i] = d->pad_begin[i] - lo * d->dilation[i];
         pr[i] = d->pad_end[i] - (d->kernel[i] - lo - live[i]) * d->dilation[i];
     }
-    if (vcc_dnnl_mds(d, nb, slab, live, &x, &w, &y, &b)) return;
+    if (wino) { /* a 2-D convolution: 3x3, stride 1, pads 1 (the depth tap's offset is in p->woff) */
+        for (i = 0; i < 2; i++) {
+            strides[i] = 1;
+            dil[i] = 0;
+            pl[i] = pr[i] = 1;
+        }
+        if (vcc_dnnl_wino_mds(d, nb, slab, &x, &w, &y, &b)) return;
+    } else if (vcc_dnnl_mds(d, nb, slab, live, &x, &w, &y, &b)) {
+        return;
+    }
     xa = vcc_dnnl_any(&x);
     wa = vcc_dnnl_any(&w);
     ya = vcc_dnnl_any(&y);
     if (dnnl_primitive_attr_create(&attr) != dnnl_success) return;
     if (dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) != dnnl_success) goto done;
-    if (dnnl_dilated_convolution_forward_desc_init(&fd, dnnl_forward_training, dnnl_convolution_direct, &xa, &wa,
+    if (dnnl_dilated_convolution_forward_desc_init(&fd, dnnl_forward_training, alg, &xa, &wa,
                                                    which == VCC_DNNL_FWD_BIAS ? &b : NULL, &ya, strides, dil, pl,
                                                    pr) != dnnl_success)
         goto done;
@@ -337,10 +424,9 @@ VCC_CPU_FN void vcc_dnnl_pass_try(VccDnnlState *s, const VccConvDesc *d, int whi
     } else {
         if (dnnl_primitive_desc_create(&hint, &fd, attr, s->engine, NULL) != dnnl_success) goto done;
         if ((which == VCC_DNNL_BWD_DATA
-                 ? dnnl_dilated_convolution_backward_data_desc_init(&cd, dnnl_convolution_direct, &xa, &wa, &ya,
-                                                                    strides, dil, pl, pr)
-                 : dnnl_dilated_convolution_backward_weights_desc_init(&cd, dnnl_convolution_direct, &xa, &wa,
-                                                                       NULL, &ya, strides, dil, pl, pr)) !=
+                 ? dnnl_dilated_convolution_backward_data_desc_init(&cd, alg, &xa, &wa, &ya, strides, dil, pl, pr)
+                 : dnnl_dilated_convolution_backward_weights_desc_init(&cd, alg, &xa, &wa, NULL, &ya, strides, dil,
+                                                                       pl, pr)) !=
             dnnl_success)
             goto done;
     }
@@ -381,7 +467,8 @@ VCC_CPU_FN void vcc_dnnl_pass_try(VccDnnlState *s, const VccConvDesc *d, int whi
         off += vcc_dnnl_round(dnnl_memory_desc_get_size(want[i]));
     }
     p->acc_off = off;
-    if (which == VCC_DNNL_BWD_WEIGHTS && nb < d->N) off += vcc_dnnl_round(vcc_dnnl_weight_floats(d) * sizeof(float));
+    if (which == VCC_DNNL_BWD_WEIGHTS && (nb < d->N || (wino && d->nsp == 3 && slab < d->in[0])))
+        off += vcc_dnnl_round(vcc_dnnl_weight_floats(d) * sizeof(float));
     p->scratch_off = off;
     p->bytes = off + scratch;
     if (p->bytes > ws_bytes) goto done;
@@ -411,25 +498,38 @@ done:
     dnnl_primitive_attr_destroy(attr);
 }
 
-/* vcc_dnnl_pass_make: pass `which` of d into p, N samples per execution, else the largest divisor of N
+/* vcc_dnnl_pass_make: pass `which` of d into p. First, where d runs as a Winograd convolution
+ * (vcc_dnnl_wino_tiles), the most images per execution (a 2-D conv's samples, a 3-D conv's depth positions
+ * of one sample; a divisor of N or D) that fit ws_bytes and hold at least VCC_DNNL_WINO_MIN_TILES tiles.
+ * Else the direct convolution: N samples per execution, else the largest divisor of N
  * whose copies, accumulator (backward weights) and scratchpad fit ws_bytes; else, for the forward and
  * backward-data passes, one sample and the largest divisor of the extent of vcc_dnnl_slab_dim(d) that
  * fits. p->state -1 when none fits or oneDNN refuses d (p->bytes 0: refused, then no smaller execution
- * is tried). */
+ * is tried). The choice depends on d, ws_bytes, the ISA and the thread count only: one program on one
+ * machine always takes the same one. */
 VCC_CPU_FN void vcc_dnnl_pass_make(VccDnnlState *s, const VccConvDesc *d, int which, VccDnnlPass *p,
                                    size_t ws_bytes)
 {
-    int64_t nb, slab;
+    int64_t nb, slab, tiles = vcc_dnnl_wino_tiles(d);
     int c = vcc_dnnl_slab_dim(d);
+    if (tiles > 0) {
+        const int64_t n = d->nsp == 3 ? d->in[0] : d->N; /* images: depth positions, or samples */
+        for (nb = n; nb >= 1 && nb * tiles >= VCC_DNNL_WINO_MIN_TILES; nb--) {
+            if (n % nb || nb > VCC_DNNL_WINO_MAX_IMAGES) continue;
+            vcc_dnnl_pass_try(s, d, which, d->nsp == 3 ? 1 : nb, d->nsp == 3 ? nb : 0, 1, p, ws_bytes);
+            if (p->state > 0) return;
+            if (p->bytes == 0) break; /* refused: the direct convolution */
+        }
+    }
     for (nb = d->N; nb >= 1; nb--) {
         if (d->N % nb) continue;
-        vcc_dnnl_pass_try(s, d, which, nb, 0, p, ws_bytes);
+        vcc_dnnl_pass_try(s, d, which, nb, 0, 0, p, ws_bytes);
         if (p->state > 0 || p->bytes == 0) return; /* fits, or refused */
     }
     if (which == VCC_DNNL_BWD_WEIGHTS || c < 0) return;
     for (slab = d->in[c] - 1; slab >= 1; slab--) {
         if (d->in[c] % slab) continue;
-        vcc_dnnl_pass_try(s, d, which, 1, slab, p, ws_bytes);
+        vcc_dnnl_pass_try(s, d, which, 1, slab, 0, p, ws_bytes);
         if (p->state > 0 || p->bytes == 0) return;
     }
 }
@@ -450,7 +550,7 @@ VCC_CPU_FN void vcc_dnnl_reorder(VccDnnlState *s, dnnl_primitive_t r, dnnl_memor
  *                         chunks of nb samples, in order (the bias gradient is the caller's)
  * ws: the node's planned workspace of ws_bytes (the blocked copies and the scratchpad). Returns 1 when
  * the pass was computed, 0 when the caller must compute it (oneDNN refused the descriptor, or the pass
- * needs more than ws_bytes; decided at the first call and kept). */
+ * needs more than ws_bytes; decided at the first call with these ws_bytes and kept). */
 VCC_CPU_FN int vcc_dnnl_conv(VccRt *rt, VccConvDesc *d, int which, const float *a, const float *b,
                              const float *bias, float *out, void *ws, size_t ws_bytes)
 {
@@ -459,6 +559,7 @@ VCC_CPU_FN int vcc_dnnl_conv(VccRt *rt, VccConvDesc *d, int which, const float *
                                   {DNNL_ARG_SRC, DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_WEIGHTS},
                                   {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST}};
     VccDnnlState *s = vcc_dnnl_state(rt);
+    const size_t wb = ws ? ws_bytes : 0;
     VccDnnlConv *c = (VccDnnlConv *)d->backend;
     VccDnnlPass *p;
     dnnl_exec_arg_t args[6];
@@ -466,16 +567,19 @@ VCC_CPU_FN int vcc_dnnl_conv(VccRt *rt, VccConvDesc *d, int which, const float *
     unsigned char *base = (unsigned char *)ws;
     int64_t in_s, out_s, step[3], zstep[3] = {0, 0, 0}, s0, z, nz = 1, ne;
     int i, n = 0;
+    while (c && c->ws_bytes != wb) c = c->alt;
     if (!c) {
         c = (VccDnnlConv *)calloc(1, sizeof *c);
         VCC_CPU_CHECK(c != NULL, "out of memory for oneDNN's primitives");
+        c->ws_bytes = wb;
+        c->alt = (VccDnnlConv *)d->backend;
         c->next = s->convs;
         s->convs = c;
         d->backend = c;
     }
     if (which == VCC_DNNL_FWD && bias) which = VCC_DNNL_FWD_BIAS;
     p = &c->pass[which];
-    if (p->state == 0) vcc_dnnl_pass_make(s, d, which, p, ws ? ws_bytes : 0);
+    if (p->state == 0) vcc_dnnl_pass_make(s, d, which, p, wb);
     if (p->state < 0) return 0;
     /* floats per sample of the pass's operands (0: the weights, the same for every execution) */
     in_s = d->C;
@@ -503,31 +607,32 @@ VCC_CPU_FN int vcc_dnnl_conv(VccRt *rt, VccConvDesc *d, int which, const float *
         args[n].arg = DNNL_ARG_SCRATCHPAD;
         args[n++].memory = p->scratch;
     }
-    /* slabs: floats from one slab to the next in x and in y (positions past the slab dim) */
+    /* slabs: floats from one slab to the next in x and in y (positions past the slab dim; a Winograd
+     * pass's are along depth) */
     if (p->slab > 0) {
-        int c = vcc_dnnl_slab_dim(d);
+        int c = p->wino ? 0 : vcc_dnnl_slab_dim(d);
         int64_t xs = p->slab, ys = p->slab;
         for (i = c + 1; i < d->nsp; i++) {
             xs *= d->in[i];
             ys *= d->out[i];
         }
         zstep[0] = which == VCC_DNNL_BWD_DATA ? ys : xs;
-        zstep[1] = 0;
+        zstep[1] = which == VCC_DNNL_BWD_WEIGHTS ? ys : 0; /* dy of a Winograd weight gradient's slab */
         zstep[2] = which == VCC_DNNL_BWD_DATA ? xs : ys;
         nz = d->in[c] / p->slab;
     }
     ne = vcc_dnnl_weight_floats(d);
     if (p->trimmed && which == VCC_DNNL_BWD_WEIGHTS) { /* the dropped taps' gradient is 0: never written */
         memset(out, 0, (size_t)ne * sizeof(float));
-        if (p->nb < d->N) memset(base + p->acc_off, 0, (size_t)ne * sizeof(float));
+        if (p->nb < d->N || nz > 1) memset(base + p->acc_off, 0, (size_t)ne * sizeof(float));
     }
     for (s0 = 0; s0 < d->N; s0 += p->nb)
     for (z = 0; z < nz; z++) {
-        /* a weight gradient's later chunks: into the accumulator, then added into dw */
-        const int acc = which == VCC_DNNL_BWD_WEIGHTS && s0 > 0;
+        /* a weight gradient's later chunks (and slabs): into the accumulator, then added into dw */
+        const int acc = which == VCC_DNNL_BWD_WEIGHTS && (s0 > 0 || z > 0);
         /* the weights (dw) through the window of live taps: p->woff floats in */
         ptr[0] = (void *)(a + s0 * step[0] + z * zstep[0]);
-        ptr[1] = (void *)(b + s0 * step[1] + (step[1] ? 0 : p->woff));
+        ptr[1] = (void *)(b + s0 * step[1] + z * zstep[1] + (step[1] ? 0 : p->woff));
         ptr[2] = acc ? (void *)((float *)(base + p->acc_off) + p->woff)
                      : (void *)(out + s0 * step[2] + z * zstep[2] + (step[2] ? 0 : p->woff));
         for (i = 0; i < 3; i++) VCC_DNNL_CALL(dnnl_memory_set_data_handle(p->user[i], ptr[i]));

@@ -22,7 +22,7 @@ and 17.
 
     test_conv.py --vcc BUILD/vcc --work DIR [--only NAME] [--cuda | --cuda-one] [--chunked]
                  [--cpu-conv dnnl|im2col] [--dnnl-batch-chunks [--expect-refused]] [--dnnl-slabs]
-                 [--filter-chunk-cap]
+                 [--dnnl-winograd [--dnnl-winograd-slabs]] [--filter-chunk-cap]
 (--cuda without a GPU exits 77: the CUDA programs are only worth building one by one where they run.)
 
 --cpu-conv compiles every program with that C conv backend (vcc's default, im2col, when absent): dnnl,
@@ -38,6 +38,12 @@ the input (dead_taps: the runtime leaves out the taps that read only zero paddin
 and half of that dim's do: checked against PyTorch as above, and oneDNN's verbose log must show the
 forward and backward-data passes run in 2N executions of minibatch 1 and half that dim each
 (runtime/cpu/conv_dnnl.h's slabs).
+
+--dnnl-winograd runs WINO_CASES, 3x3 convolutions of stride 1 and pads 1 over 2-D images (3-D ones with one
+live depth tap, and a 2-D one) with channels in multiples of 16, with --cpu-conv dnnl: checked against
+PyTorch as above, and oneDNN's verbose log must show each pass as its Winograd convolution of the expected
+images per execution where oneDNN runs AVX-512 code, and its direct kernels elsewhere (check_wino). With
+--dnnl-winograd-slabs, WINO_SLAB_CASES, their programs capped at WINO_SLAB images per Winograd execution.
 
 --filter-chunk-cap builds every C program with -DVCC_CONV_FILTER_CHUNK_BYTES=256 (FILTER_CAP), so the
 weight gradients computed on im2col run in chunks of a few columns (one where a column is larger) while
@@ -232,6 +238,73 @@ SLAB_CASES = [
          grad_tol=1e-5),
     conv("conv3d_slabs_pointwise_grouped", (2, 32, 6, 24, 24), (32, 16, 1, 1, 1), group=2, grad_tol=1e-5),
 ]
+
+
+# --dnnl-winograd: 3x3 convolutions of stride 1 and pads 1 over 2-D images with channels in multiples of 16
+# (a (1, 3, 3) one, as mc3_18's and R(2+1)D's; a 3x3x3 one at depth 1, whose one live depth tap makes it
+# one; a 2-D one), which runtime/cpu/conv_dnnl.h runs as oneDNN's Winograd F(4x4, 3x3) convolution on
+# AVX-512, under a fixed --workspace-limit of WINO_LIMIT (without one, the plan of a graph this small
+# gives the room back: its conv workspaces are its peak)
+WINO_CASES = [
+    conv("conv3d_wino_133", (2, 16, 8, 8, 8), (16, 16, 1, 3, 3), pads=[0, 1, 1, 0, 1, 1], grad_tol=1e-5),
+    conv("conv3d_wino_dead_taps", (2, 16, 1, 24, 24), (32, 16, 3, 3, 3), bias=False, pads=[1] * 6, grad_tol=1e-5),
+    conv("conv2d_wino", (4, 32, 12, 12), (16, 32, 3, 3), pads=[1] * 4, grad_tol=1e-5),
+]
+# --dnnl-winograd-slabs: a (1, 3, 3) convolution whose programs are built with at most WINO_SLAB images per
+# Winograd execution (-DVCC_DNNL_WINO_MAX_IMAGES): each sample's depth in two slabs, the weight gradient
+# summed over slabs and samples
+WINO_SLAB_CASES = [
+    conv("conv3d_wino_slabs", (2, 16, 16, 8, 8), (16, 16, 1, 3, 3), bias=False, pads=[0, 1, 1, 0, 1, 1],
+         grad_tol=1e-5),
+]
+# Winograd computes each output from transformed operands, each transform a rounded sum of up to 36 terms
+# with coefficients up to 8 (F(4x4, 3x3)): its forward lands a few float32 roundings further from float64
+# than a direct sum, so the forward is held to WINO_FWD_TOL, not op_check's 1e-6
+WINO_FWD_TOL = 4e-6
+for _c in WINO_CASES + WINO_SLAB_CASES:
+    _c.fwd_tol = WINO_FWD_TOL
+WINO_LIMIT = 32 << 20
+WINO_SLAB = 8
+WINO_MIN_TILES = 32  # runtime/cpu/conv_dnnl.h's VCC_DNNL_WINO_MIN_TILES
+
+
+def wino_images(case):
+    """(images per sample, images of the batch, tiles per image): a 3-D case's depth positions, a 2-D one's
+    samples; 4x4 output tiles (the output is the input's size: stride 1, pads 1)."""
+    x = case.inputs["X"]
+    per = x[2] if len(x) == 5 else 1
+    return per, x[0] * per, -(-x[-2] // 4) * -(-x[-1] // 4)
+
+
+def check_wino(cases, work, slab=None):
+    """--dnnl-winograd(-slabs): each case's trainer, run once more with oneDNN's verbose log at one thread.
+    Where oneDNN runs AVX-512 code (its log's isa line), every forward, backward-data and weight-gradient
+    execution is its Winograd convolution (jit_wino_4x3) of a 2-D problem (kh3, kw3, no depth) with the
+    expected images per execution (a 3-D case: one sample's depth positions, or slab of them; a 2-D one:
+    the batch). Elsewhere (AVX2) none is, and oneDNN's direct kernels ran."""
+    bad = []
+    for c in cases:
+        d = os.path.join(work, c.name)
+        r = run_verbose(d)
+        avx512 = bool(re.search(r"_verbose,info,cpu,isa:.*AVX-512", r.stdout))
+        per, total, tiles = wino_images(c)
+        mb = slab or (per if len(c.inputs["X"]) == 5 else total)
+        assert mb * tiles >= WINO_MIN_TILES and per % mb == 0 if per > 1 else True, c.name
+        for kind in ("forward_training", "backward_data", "backward_weights"):
+            got = re.findall(r"(?:onednn|dnnl)_verbose,exec,cpu,convolution,([^,]*),%s,.*?,mb(\d+)(\S*?)," % kind,
+                             r.stdout)
+            if avx512:
+                want = [("jit_wino_4x3:avx512_core", str(mb))] * (total // mb)
+                ok = [(impl, m) for impl, m, _ in got] == want and all("kd" not in p and "kh3" in p for _, _, p in got)
+            else:
+                want = "no jit_wino executions"
+                ok = got and not any("wino" in impl for impl, _, _ in got)
+            ok = ok and r.returncode == 0
+            print("%-40s %-28s %s %s" % (c.name, "oneDNN " + kind, ",".join("%s/mb%s" % (i, m) for i, m, _ in got) or "-",
+                                         "ok" if ok else "FAIL"))
+            if not ok:
+                bad.append("%s: oneDNN %s executions %s, expected %s (rc %d)" % (c.name, kind, got, want, r.returncode))
+    return bad
 
 
 def slab_dim(case):
@@ -475,6 +548,21 @@ if __name__ == "__main__":
         rc = oc.main(BATCH_CHUNK_CASES)
         a = sys.argv
         problems = check_batch_chunks(BATCH_CHUNK_CASES, os.path.abspath(a[a.index("--work") + 1]), refused)
+        for b in problems:
+            print("FAIL " + b)
+        sys.exit(rc or (1 if problems else 0))
+    if "--dnnl-winograd" in sys.argv:
+        sys.argv.remove("--dnnl-winograd")
+        slabs = "--dnnl-winograd-slabs" in sys.argv
+        if slabs:
+            sys.argv.remove("--dnnl-winograd-slabs")
+            os.environ["VCC_OPS_CFLAGS"] = "-DVCC_DNNL_WINO_MAX_IMAGES=%d" % WINO_SLAB
+        cases = WINO_SLAB_CASES if slabs else WINO_CASES
+        for c in cases:
+            c.flags += ["--cpu-conv", "dnnl", "--workspace-limit", str(WINO_LIMIT)]
+        rc = oc.main(cases)
+        a = sys.argv
+        problems = check_wino(cases, os.path.abspath(a[a.index("--work") + 1]), WINO_SLAB if slabs else None)
         for b in problems:
             print("FAIL " + b)
         sys.exit(rc or (1 if problems else 0))
