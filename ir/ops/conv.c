@@ -383,28 +383,56 @@ static int64_t dnnl_wino_tiles(const VccConvParams *p) {
     return ((p->out[h] + 3) / 4) * ((p->out[h + 1] + 3) / 4);
 }
 
+/* Whether geometry p runs as three 2-D Winograd convolutions, one per depth tap, each over the depth
+ * positions as images (a 3x3x3 kernel, stride 1, no dilation, pads 1, one group, channels in multiples of
+ * 16, depth 2 or more, DNNL_WINO_MIN_TILES tiles in D - 1 images): runtime/cpu/conv_dnnl.h's
+ * vcc_dnnl_taps_ok, whose rule this must stay. */
+static bool dnnl_taps_ok(const VccConvParams *p) {
+    if (p->nsp != 3 || p->group != 1 || p->C % 16 || p->K % 16 || p->in[0] < 2) return false;
+    for (int i = 0; i < 3; i++)
+        if (p->kernel[i] != 3 || p->stride[i] != 1 || p->dilation[i] != 1 || p->pad_begin[i] != 1 ||
+            p->pad_end[i] != 1 || p->in[i] != p->out[i])
+            return false;
+    return (p->in[0] - 1) * ((p->out[1] + 3) / 4) * ((p->out[2] + 3) / 4) >= DNNL_WINO_MIN_TILES;
+}
+
+/* The room for a Winograd pass over n images of hw positions and tiles tiles each, of p's channels:
+ * where what it needs for certain fits limit (the blocked copies of the images' input and output and of
+ * the weights, the transformed weights, 6x6 per kernel: one copy; for a weight gradient three, its threads'
+ * partial sums; extra floats), the smaller of limit and an estimate from above of oneDNN's need (that
+ * and the transformed tiles of the n images, plus 8 MiB for its per-thread buffers); else 0. oneDNN's real
+ * scratchpad depends on its blocking, which depends on the CPU's caches and the threads: the runtime
+ * measures it and runs the direct convolution where it does not fit. */
+static int64_t wino_room(const VccConvParams *p, int64_t n, int64_t hw, int64_t tiles, bool weights, double extra,
+                         int64_t limit) {
+    double ck = (double)p->C * (double)p->K, cpk = (double)(p->C + p->K);
+    double sure = 36.0 * ck * (weights ? 3 : 1) + (double)n * (double)hw * cpk + 9.0 * ck + extra;
+    double bytes = 4.0 * sure + 4 * 64, est = bytes + 4.0 * 36.0 * (double)n * (double)tiles * cpk + 8.0 * 1048576;
+    if (bytes > (double)limit) return 0;
+    return (est < (double)limit ? (int64_t)est : limit) / 4 * 4;
+}
+
 /* oneDNN's workspace for a Winograd pass of geometry p under limit (0: none fits, or p is not
- * Winograd's): for the most images per execution n (a divisor of the depth of a 3-D conv, of the batch
- * of a 2-D one) with at least DNNL_WINO_MIN_TILES tiles whose bytes fit, an estimate from above of what
- * the runtime measures: the transformed weights, 6x6 per kernel (one copy; with weights, the weight
- * gradient's, three: its threads' partial sums), the transformed input and output tiles of n images,
- * the blocked copies of x, y and w, the plain accumulator of a weight gradient, and 8 MiB for oneDNN's
- * per-thread buffers. The runtime takes the most images that its real need fits. */
+ * Winograd's), wino_room's: for the most images per execution n (a divisor of the depth of a 3-D conv
+ * with one live depth tap, of the batch of a 2-D one) with at least DNNL_WINO_MIN_TILES tiles whose
+ * certain need fits; for a 3x3x3 conv run tap by tap (dnnl_taps_ok), one sample's depth, with the turned
+ * weights of the backward-data pass or the accumulator of a weight gradient. The runtime takes the most
+ * images that its real need fits. */
 static int64_t dnnl_wino_ws_bytes(const VccConvParams *p, int64_t limit, bool weights) {
+    /* every factor below 2^31 (conv_common); the sizes below as doubles */
+    int64_t hw = p->in[p->nsp - 2] * p->in[p->nsp - 1], kk = 1;
+    for (int i = 0; i < p->nsp; i++) kk *= p->kernel[i];
+    double plain_w = (double)p->C * (double)p->K * (double)kk;
+    if (p->nsp >= 2 && dnnl_taps_ok(p))
+        return wino_room(p, p->in[0], hw, ((p->out[1] + 3) / 4) * ((p->out[2] + 3) / 4), weights,
+                         weights ? (p->N > 1 ? plain_w : 0) : plain_w, limit);
     int64_t tiles = dnnl_wino_tiles(p);
     if (tiles <= 0) return 0;
-    /* every factor below 2^31 (conv_common); the images' sizes as the products below */
-    int64_t imgs = p->nsp == 3 ? p->in[0] : p->N, hw = p->in[p->nsp - 2] * p->in[p->nsp - 1];
-    int64_t ck = p->C * p->K, kk = 1;
-    for (int i = 0; i < p->nsp; i++) kk *= p->kernel[i];
-    if (p->C > (1 << 20) || p->K > (1 << 20) || hw > ((int64_t)1 << 31) / 16 || imgs > (1 << 20)) return 0;
+    int64_t imgs = p->nsp == 3 ? p->in[0] : p->N;
     for (int64_t n = imgs; n >= 1 && n * tiles >= DNNL_WINO_MIN_TILES; n--) {
         if (imgs % n) continue;
-        double floats = 36.0 * (double)ck * (weights ? 3 : 1) + 36.0 * (double)(n * tiles) * (double)(p->C + p->K) +
-                        (double)(n * hw) * (double)(p->C + p->K) + 9.0 * (double)ck +
-                        (weights ? (double)ck * (double)kk : 0.0);
-        double bytes = 4.0 * floats + 4 * 64 + 8.0 * 1048576;
-        if (bytes <= (double)limit) return (int64_t)bytes / 4 * 4;
+        int64_t bytes = wino_room(p, n, hw, tiles, weights, weights ? plain_w : 0, limit);
+        if (bytes > 0) return bytes;
     }
     return 0;
 }
@@ -414,6 +442,9 @@ static int64_t dnnl_wino_ws_bytes(const VccConvParams *p, int64_t limit, bool we
  * convolution's (dnnl_wino_ws_bytes). */
 static int64_t dnnl_op_ws_bytes(VccOp op, const VccConvParams *p, int64_t limit, bool wino) {
     bool filter = op == VCC_OP_CONV_GRAD_FILTER || op == VCC_OP_CONV_TRANSPOSE_GRAD_FILTER;
+    /* Winograd for the backward ops' passes only (runtime/cpu/conv_dnnl.h): Conv and ConvTranspose compute
+     * forward values, ConvTransposeGradData through the forward pass */
+    wino = wino && (filter || op == VCC_OP_CONV_GRAD_DATA);
     int64_t d = dnnl_ws_bytes(p, limit, filter), w = wino ? dnnl_wino_ws_bytes(p, limit, filter) : 0;
     return w > d ? w : d;
 }

@@ -240,17 +240,30 @@ VCC_CPU_FN void conv_forward(VccRt *rt, VccConvDesc *d, const float *x, const fl
  *   ws: the im2col buffer of pc = vcc_conv_chunk_cols output positions (aborts when pc < 1).
  * Per sample, group and chunk [p0, p0 + pc): col (C/G*KK, pc) = w_g^T * dy_g[:, p0:p0+pc] (one sgemm),
  * then col2im adds it into dx_g, chunk after chunk. */
+VCC_CPU_FN void conv_backward_data_role(VccRt *rt, VccConvDesc *d, const float *dy, const float *w, float *dx,
+                                        void *ws, size_t ws_bytes, int forward_role);
 VCC_CPU_FN void conv_backward_data(VccRt *rt, VccConvDesc *d, const float *dy, const float *w, float *dx,
                                       void *ws, size_t ws_bytes)
+{
+    conv_backward_data_role(rt, d, dy, w, dx, ws, ws_bytes, 0);
+}
+
+/* conv_backward_data_role: conv_backward_data; forward_role 1 when it computes a forward op's output
+ * (ConvTranspose), which oneDNN then computes as it does a forward pass (cpu/conv_dnnl.h: no Winograd). */
+VCC_CPU_FN void conv_backward_data_role(VccRt *rt, VccConvDesc *d, const float *dy, const float *w, float *dx,
+                                        void *ws, size_t ws_bytes, int forward_role)
 {
     VccConvGeo g;
     float *col;
     int64_t n, gi, pc, p0;
     (void)rt;
+    (void)forward_role;
     vcc_conv_geo(d, &g);
     col = vcc_conv_ws(d, &g, ws, ws_bytes, &pc);
 #ifdef VCC_CONV_DNNL
-    if (vcc_dnnl_conv(rt, d, VCC_DNNL_BWD_DATA, dy, w, NULL, dx, ws, ws_bytes)) return;
+    if (vcc_dnnl_conv(rt, d, VCC_DNNL_BWD_DATA | (forward_role ? VCC_DNNL_FORWARD_ROLE : 0), dy, w, NULL, dx, ws,
+                      ws_bytes))
+        return;
 #endif
     for (n = 0; n < d->N; n++) {
         float *dxn = dx + n * d->C * g.IN;
@@ -361,7 +374,7 @@ VCC_CPU_FN void conv_transpose_forward(VccRt *rt, VccConvDesc *d, const float *x
 {
     int64_t S = 1, nc;
     int i;
-    conv_backward_data(rt, d, x, w, y, ws, ws_bytes);
+    conv_backward_data_role(rt, d, x, w, y, ws, ws_bytes, 1);
     if (!b) return;
     for (i = 0; i < d->nsp; i++) S *= d->in[i];
 #ifdef _OPENMP

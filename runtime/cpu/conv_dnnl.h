@@ -28,12 +28,19 @@
  * convolution of its own, and x and y are viewed through oneDNN memory descriptors with the whole
  * tensors' strides. Each output element sums the same products as in one execution.
  *
- * Winograd: a 3x3 convolution of stride 1 and pads 1 over 2-D images (a 2-D conv, or a 3-D one with one
- * live depth tap: mc3_18's and R(2+1)D's (1, 3, 3) convolutions) with channels in multiples of 16 runs as
- * oneDNN's Winograd F(4x4, 3x3) convolution where that fits ws (AVX-512: jit_wino_4x3), the
- * depth positions of one sample as its batch of images (vcc_dnnl_wino_tiles). It does about half the
+ * Winograd: the backward-data and weight-gradient passes of a backward op (ConvGradData, ConvGradFilter,
+ * ConvTransposeGradFilter) with a 3x3 kernel of stride 1 and pads 1 over 2-D images and channels in
+ * multiples of 16 run as oneDNN's Winograd F(4x4, 3x3) convolution where that fits ws (AVX-512:
+ * jit_wino_4x3): a 2-D conv; a 3-D one with one live depth tap (mc3_18's and R(2+1)D's (1, 3, 3)
+ * convolutions), the depth positions of one sample as its batch of images (vcc_dnnl_wino_tiles); a 3x3x3
+ * one (r3d_18's) as three 2-D ones, one per depth tap, that add up (VccDnnlTaps). It does about half the
  * work of the direct kernel (bench/README.md, "Winograd"); its scratchpad holds the transformed weights
- * and tiles, which ir/ops/conv.c's dnnl_wino_ws_bytes sizes the workspace for from above.
+ * and tiles, which ir/ops/conv.c's dnnl_wino_ws_bytes sizes the workspace for. Its sums round
+ * differently, a few float32 ulps further from float64 than a direct sum; the forward passes (Conv's, and
+ * ConvTranspose's through the backward-data pass, VCC_DNNL_FORWARD_ROLE) stay on the direct kernels, as
+ * every later value of the step, loss and gradients included, inherits their rounding: with mc3_18's
+ * forward through Winograd too, a layer4 gradient landed 3 times PyTorch float32's own distance from
+ * float64 (tests/e2e, e2e_grads_mc3_18_dnnl).
  *
  * Cache: the primitives, their memory objects and the decision live in d->backend (VccDnnlConv),
  * created once per descriptor, workspace size and pass; the engine and stream in rt->conv_state (VccDnnlState), which
@@ -71,6 +78,10 @@
 /* The passes of one convolution descriptor (the forward pass with and without a bias are two
  * primitives: one descriptor may serve a Conv with a bias and one without). */
 enum { VCC_DNNL_FWD = 0, VCC_DNNL_BWD_DATA = 1, VCC_DNNL_BWD_WEIGHTS = 2, VCC_DNNL_FWD_BIAS = 3 };
+/* With VCC_DNNL_BWD_DATA: the pass computes a forward op's output (ConvTranspose's), and runs as a forward
+ * pass does (no Winograd; its own cached decision, slot VCC_DNNL_SLOTS - 1). */
+#define VCC_DNNL_FORWARD_ROLE 8
+#define VCC_DNNL_SLOTS 5
 
 /* One pass of one descriptor: the conv primitive, for each of its three operands (inputs 0 and 1,
  * output 2, in the order of the pass's kernel arguments) the user's memory object (plain layout, the
@@ -91,11 +102,24 @@ typedef struct {
                                           slab: depth positions per execution, the batch of a 2-D one */
 } VccDnnlPass;
 
+/* One pass of a 3x3x3 convolution as three 2-D Winograd convolutions, one per depth tap
+ * (vcc_dnnl_taps_ok): per tap t (0, 1, 2: the depth offsets -1, 0, +1) its primitive over the images it
+ * reaches; the D-image views of one sample's operands (user) and their blocked copies (blk), per tap the
+ * memory objects that see a range of those copies; the reorders between them; the weights' (per tap) and
+ * the weight gradient's blocked copies; state 0 not tried, 1 usable, -1 not. */
+typedef struct {
+    int state;
+    dnnl_primitive_t conv[3], rin[2], rout, rw[3];
+    dnnl_memory_t user[3], blk[3], tap[3][3], wuser[3], wblk, bias, scratch;
+    size_t off[3], wflip_off, wblk_off, acc_off, scratch_off, img[3], bytes;
+} VccDnnlTaps;
+
 /* d->backend under this backend: the four passes for one workspace size, the descriptor's passes for
  * its other workspace sizes (alt: nodes of one geometry whose workspaces the plan shrank differently
  * each decide for their own bytes), and the next one in VccDnnlState's list. */
 typedef struct VccDnnlConv {
-    VccDnnlPass pass[4];
+    VccDnnlPass pass[VCC_DNNL_SLOTS];
+    VccDnnlTaps taps[VCC_DNNL_SLOTS];
     size_t ws_bytes;
     struct VccDnnlConv *alt, *next;
 } VccDnnlConv;
@@ -128,6 +152,28 @@ VCC_CPU_FN void vcc_dnnl_pass_free(VccDnnlPass *p)
     memset(p, 0, sizeof *p);
 }
 
+/* vcc_dnnl_taps_free: destroy what vcc_dnnl_taps_make created (NULL members are skipped). */
+VCC_CPU_FN void vcc_dnnl_taps_free(VccDnnlTaps *t)
+{
+    int i, j;
+    for (i = 0; i < 3; i++) {
+        if (t->conv[i]) dnnl_primitive_destroy(t->conv[i]);
+        if (t->rw[i]) dnnl_primitive_destroy(t->rw[i]);
+        if (t->user[i]) dnnl_memory_destroy(t->user[i]);
+        if (t->blk[i]) dnnl_memory_destroy(t->blk[i]);
+        if (t->wuser[i]) dnnl_memory_destroy(t->wuser[i]);
+        for (j = 0; j < 3; j++)
+            if (t->tap[i][j]) dnnl_memory_destroy(t->tap[i][j]);
+    }
+    for (i = 0; i < 2; i++)
+        if (t->rin[i]) dnnl_primitive_destroy(t->rin[i]);
+    if (t->rout) dnnl_primitive_destroy(t->rout);
+    if (t->wblk) dnnl_memory_destroy(t->wblk);
+    if (t->bias) dnnl_memory_destroy(t->bias);
+    if (t->scratch) dnnl_memory_destroy(t->scratch);
+    memset(t, 0, sizeof *t);
+}
+
 /* vcc_dnnl_state_free: rt->conv_state_free for this backend: every descriptor's primitives, the
  * stream and the engine. */
 VCC_CPU_FN void vcc_dnnl_state_free(void *state)
@@ -137,7 +183,10 @@ VCC_CPU_FN void vcc_dnnl_state_free(void *state)
     int i;
     for (c = s->convs; c; c = next) {
         next = c->next;
-        for (i = 0; i < 4; i++) vcc_dnnl_pass_free(&c->pass[i]);
+        for (i = 0; i < VCC_DNNL_SLOTS; i++) {
+            vcc_dnnl_pass_free(&c->pass[i]);
+            vcc_dnnl_taps_free(&c->taps[i]);
+        }
         free(c);
     }
     if (s->stream) dnnl_stream_destroy(s->stream);
@@ -232,8 +281,9 @@ VCC_CPU_FN void vcc_dnnl_live_taps(const VccConvDesc *d, int i, int64_t *lo, int
  * or a 3x3x3 one cut to one live depth tap, vcc_dnnl_live_taps) with stride 1 and no depth padding left:
  * each depth position is then a 2-D image of its own, so one sample runs as a 2-D convolution of a
  * batch of D images, seen through memory descriptors with the whole tensor's strides. Winograd sums each
- * output's products in another order, from transformed operands: within float32's rounding of the direct
- * sum (tests/ops: test_conv.py checks it against PyTorch float64). */
+ * output's products in another order, from transformed operands: a few float32 roundings from the direct
+ * sum (tests/ops: test_conv.py checks it against PyTorch float64). ir/ops/conv.c's dnnl_wino_tiles,
+ * whose rule this must stay. */
 VCC_CPU_FN int64_t vcc_dnnl_wino_tiles(const VccConvDesc *d)
 {
     int64_t lo, n;
@@ -356,6 +406,40 @@ VCC_CPU_FN dnnl_memory_desc_t vcc_dnnl_any(const dnnl_memory_desc_t *md)
     return a;
 }
 
+/* vcc_dnnl_pd_scratch: the bytes of the scratchpad primitive descriptor pd needs (0: none). */
+VCC_CPU_FN size_t vcc_dnnl_pd_scratch(const_dnnl_primitive_desc_t pd)
+{
+    const dnnl_memory_desc_t *m = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    return m ? dnnl_memory_desc_get_size(m) : 0;
+}
+
+/* vcc_dnnl_scratch_make: *mem, a memory object of `bytes` bytes (u8, its handle set at each call) for a
+ * pass's scratchpad; nonzero when oneDNN refuses it. */
+VCC_CPU_FN int vcc_dnnl_scratch_make(VccDnnlState *s, size_t bytes, dnnl_memory_t *mem)
+{
+    dnnl_memory_desc_t sm;
+    dnnl_dims_t sd;
+    sd[0] = (dnnl_dim_t)bytes;
+    return dnnl_memory_desc_init_by_tag(&sm, 1, sd, dnnl_u8, dnnl_x) != dnnl_success ||
+           dnnl_memory_create(mem, &sm, s->engine, DNNL_MEMORY_NONE) != dnnl_success;
+}
+
+/* vcc_dnnl_reorder_make: *r, the reorder from layout `from` to `to` (its scratchpad user-managed by attr),
+ * *scratch raised to its scratchpad's bytes; nonzero when oneDNN refuses it. */
+VCC_CPU_FN int vcc_dnnl_reorder_make(VccDnnlState *s, const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *to,
+                                     const_dnnl_primitive_attr_t attr, dnnl_primitive_t *r, size_t *scratch)
+{
+    dnnl_primitive_desc_t rpd = NULL;
+    dnnl_status_t st = dnnl_reorder_primitive_desc_create(&rpd, from, s->engine, to, s->engine, attr);
+    size_t sz;
+    if (st != dnnl_success) return 1;
+    sz = vcc_dnnl_pd_scratch(rpd);
+    if (sz > *scratch) *scratch = sz;
+    st = dnnl_primitive_create(r, rpd);
+    dnnl_primitive_desc_destroy(rpd);
+    return st != dnnl_success;
+}
+
 /* vcc_dnnl_round: n rounded up to a multiple of 64 (the slices of ws). */
 VCC_CPU_FN size_t vcc_dnnl_round(size_t n) { return (n + 63) & ~(size_t)63; }
 
@@ -373,7 +457,7 @@ VCC_CPU_FN void vcc_dnnl_pass_try(VccDnnlState *s, const VccConvDesc *d, int whi
     dnnl_primitive_desc_t hint = NULL, pd = NULL;
     dnnl_dims_t strides, dil, pl, pr;
     int64_t live[3];
-    const dnnl_memory_desc_t *user[3], *want[3], *smd;
+    const dnnl_memory_desc_t *user[3], *want[3];
     static const dnnl_query_t q[4][3] = {
         {dnnl_query_src_md, dnnl_query_weights_md, dnnl_query_dst_md},
         {dnnl_query_diff_dst_md, dnnl_query_weights_md, dnnl_query_diff_src_md},
@@ -440,8 +524,7 @@ VCC_CPU_FN void vcc_dnnl_pass_try(VccDnnlState *s, const VccConvDesc *d, int whi
     user[0] = which == VCC_DNNL_BWD_DATA ? &y : &x;
     user[1] = which == VCC_DNNL_BWD_WEIGHTS ? &y : &w;
     user[2] = fwd ? &y : which == VCC_DNNL_BWD_DATA ? &x : &w;
-    smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
-    scratch = smd ? dnnl_memory_desc_get_size(smd) : 0;
+    scratch = vcc_dnnl_pd_scratch(pd);
     for (i = 0; i < 3; i++) {
         want[i] = dnnl_primitive_desc_query_md(pd, q[which][i], 0);
         if (!want[i]) goto done;
@@ -449,20 +532,9 @@ VCC_CPU_FN void vcc_dnnl_pass_try(VccDnnlState *s, const VccConvDesc *d, int whi
         p->off[i] = off;
         if (dnnl_memory_desc_equal(want[i], user[i])) continue;
         /* a blocked copy in ws and the reorder into it (inputs) or out of it (the output) */
-        {
-            dnnl_primitive_desc_t rpd = NULL;
-            const dnnl_memory_desc_t *rs;
-            dnnl_status_t st = i < 2 ? dnnl_reorder_primitive_desc_create(&rpd, user[i], s->engine, want[i],
-                                                                          s->engine, attr)
-                                     : dnnl_reorder_primitive_desc_create(&rpd, want[i], s->engine, user[i],
-                                                                          s->engine, attr);
-            if (st != dnnl_success) goto done;
-            rs = dnnl_primitive_desc_query_md(rpd, dnnl_query_scratchpad_md, 0);
-            if (rs && dnnl_memory_desc_get_size(rs) > scratch) scratch = dnnl_memory_desc_get_size(rs);
-            st = dnnl_primitive_create(&p->reorder[i], rpd);
-            dnnl_primitive_desc_destroy(rpd);
-            if (st != dnnl_success) goto done;
-        }
+        if (vcc_dnnl_reorder_make(s, i < 2 ? user[i] : want[i], i < 2 ? want[i] : user[i], attr, &p->reorder[i],
+                                  &scratch))
+            goto done;
         if (dnnl_memory_create(&p->prim[i], want[i], s->engine, DNNL_MEMORY_NONE) != dnnl_success) goto done;
         off += vcc_dnnl_round(dnnl_memory_desc_get_size(want[i]));
     }
@@ -472,14 +544,8 @@ VCC_CPU_FN void vcc_dnnl_pass_try(VccDnnlState *s, const VccConvDesc *d, int whi
     p->scratch_off = off;
     p->bytes = off + scratch;
     if (p->bytes > ws_bytes) goto done;
-    if (scratch) { /* bytes (u8, x), as large as the largest of the conv's and the reorders' scratchpads */
-        dnnl_memory_desc_t sm;
-        dnnl_dims_t sd;
-        sd[0] = (dnnl_dim_t)scratch;
-        if (dnnl_memory_desc_init_by_tag(&sm, 1, sd, dnnl_u8, dnnl_x) != dnnl_success ||
-            dnnl_memory_create(&p->scratch, &sm, s->engine, DNNL_MEMORY_NONE) != dnnl_success)
-            goto done;
-    }
+    /* as large as the largest of the conv's and the reorders' scratchpads */
+    if (scratch && vcc_dnnl_scratch_make(s, scratch, &p->scratch)) goto done;
     if (which == VCC_DNNL_FWD_BIAS && dnnl_memory_create(&p->bias, &b, s->engine, DNNL_MEMORY_NONE) != dnnl_success)
         goto done;
     if (dnnl_primitive_create(&p->conv, pd) != dnnl_success) goto done;
@@ -498,8 +564,8 @@ done:
     dnnl_primitive_attr_destroy(attr);
 }
 
-/* vcc_dnnl_pass_make: pass `which` of d into p. First, where d runs as a Winograd convolution
- * (vcc_dnnl_wino_tiles), the most images per execution (a 2-D conv's samples, a 3-D conv's depth positions
+/* vcc_dnnl_pass_make: pass `which` of d into p. First, with wino (a backward op's pass) where d runs as a
+ * Winograd convolution (vcc_dnnl_wino_tiles), the most images per execution (a 2-D conv's samples, a 3-D conv's depth positions
  * of one sample; a divisor of N or D) that fit ws_bytes and hold at least VCC_DNNL_WINO_MIN_TILES tiles.
  * Else the direct convolution: N samples per execution, else the largest divisor of N
  * whose copies, accumulator (backward weights) and scratchpad fit ws_bytes; else, for the forward and
@@ -508,9 +574,9 @@ done:
  * is tried). The choice depends on d, ws_bytes, the ISA and the thread count only: one program on one
  * machine always takes the same one. */
 VCC_CPU_FN void vcc_dnnl_pass_make(VccDnnlState *s, const VccConvDesc *d, int which, VccDnnlPass *p,
-                                   size_t ws_bytes)
+                                   size_t ws_bytes, int wino)
 {
-    int64_t nb, slab, tiles = vcc_dnnl_wino_tiles(d);
+    int64_t nb, slab, tiles = wino ? vcc_dnnl_wino_tiles(d) : 0;
     int c = vcc_dnnl_slab_dim(d);
     if (tiles > 0) {
         const int64_t n = d->nsp == 3 ? d->in[0] : d->N; /* images: depth positions, or samples */
@@ -542,10 +608,279 @@ VCC_CPU_FN void vcc_dnnl_reorder(VccDnnlState *s, dnnl_primitive_t r, dnnl_memor
     VCC_DNNL_CALL(dnnl_primitive_execute(r, s->stream, scratch ? 3 : 2, args));
 }
 
+/* vcc_dnnl_taps_ok: whether d runs as three 2-D Winograd convolutions, one per depth tap (VccDnnlTaps): a
+ * 3x3x3 kernel with stride 1, no dilation and pads 1 (the output the input's size), one group, channels in
+ * multiples of 16, a depth of 2 or more and at least VCC_DNNL_WINO_MIN_TILES output tiles in a tap's
+ * D - 1 images. By ONNX Conv's definition (zero padding), output depth position o sums, over the taps t,
+ * the 2-D convolution of input position o + t - 1 (where it exists) with the weights' depth slice t: each
+ * tap is a 2-D convolution over the depth positions as images, and the three add up. The backward-data
+ * pass is the same with the offsets negated and each slice's 3x3 kernels turned by 180 degrees, its
+ * channels swapped; the weight gradient's slice t is the 2-D weight gradient over tap t's image pairs.
+ * ir/ops/conv.c's dnnl_taps_ok, whose rule this must stay. */
+VCC_CPU_FN int vcc_dnnl_taps_ok(const VccConvDesc *d)
+{
+    int i;
+#ifdef VCC_DNNL_PLAIN
+    return 0;
+#endif
+    if (d->nsp != 3 || d->G != 1 || d->C % 16 || d->K % 16 || d->in[0] < 2) return 0;
+    for (i = 0; i < 3; i++)
+        if (d->kernel[i] != 3 || d->stride[i] != 1 || d->dilation[i] != 1 || d->pad_begin[i] != 1 ||
+            d->pad_end[i] != 1 || d->in[i] != d->out[i])
+            return 0;
+    return (d->in[0] - 1) * ((d->out[1] + 3) / 4) * ((d->out[2] + 3) / 4) >= VCC_DNNL_WINO_MIN_TILES;
+}
+
+/* vcc_dnnl_taps_md: md with the blocked layout of want (a tap's operand over some images) for n images:
+ * the layouts of oneDNN's blocked activations do not depend on the image count, so a range of n images of a
+ * D-image blocked copy is that tensor. */
+VCC_CPU_FN dnnl_memory_desc_t vcc_dnnl_taps_md(const dnnl_memory_desc_t *want, int64_t n)
+{
+    dnnl_memory_desc_t m = *want;
+    m.dims[0] = m.padded_dims[0] = n;
+    return m;
+}
+
+/* vcc_dnnl_taps_make: create the three taps of pass `which` of d into t (t->state 1), for one sample per
+ * execution round; t->state -1 when oneDNN refuses one (no Winograd kernel on this CPU), their layouts
+ * disagree, or the pass needs more than ws_bytes (t->bytes). ws is laid out as [blocked operand 0 | blocked
+ * operand 1 (operand 2 of a forward-like pass) | blocked weights (gradient) | turned weights (backward data)
+ * | accumulator (weight gradient, N > 1) | scratchpad]. */
+VCC_CPU_FN void vcc_dnnl_taps_make(VccDnnlState *s, const VccConvDesc *d, int which, VccDnnlTaps *t, size_t ws_bytes)
+{
+    const int wgt = which == VCC_DNNL_BWD_WEIGHTS, bwd = which == VCC_DNNL_BWD_DATA;
+    const int64_t D = d->in[0], H = d->in[1], W = d->in[2], ic = bwd ? d->K : d->C, oc = bwd ? d->C : d->K;
+    /* the operands: forward-like (src, -, dst) with ic and oc; weight gradient (x, dy, -) */
+    const int64_t ch[3] = {wgt ? d->C : ic, d->K, oc};
+    dnnl_memory_desc_t user[3], any[3], uw, wa, b;
+    const dnnl_memory_desc_t *want[3][3], *wwant[3];
+    dnnl_primitive_desc_t pd[3] = {NULL, NULL, NULL}, hint = NULL;
+    dnnl_primitive_attr_t attr[2] = {NULL, NULL};
+    dnnl_post_ops_t po = NULL;
+    dnnl_dims_t st = {1, 1}, pad = {1, 1}, dil = {0, 0};
+    size_t scratch = 0, off = 0, sz;
+    int i, k, ok = 0;
+    const int ops[2] = {0, wgt ? 1 : 2}; /* the activations of the pass */
+    memset(t, 0, sizeof *t);
+    t->state = -1;
+    for (k = 0; k < 2; k++) {
+        const int i2 = ops[k];
+        dnnl_dims_t dims = {D, ch[i2], H, W}, str = {H * W, D * H * W, W, 1};
+        if (dnnl_memory_desc_init_by_strides(&user[i2], 4, dims, dnnl_f32, str) != dnnl_success) goto done;
+    }
+    {
+        /* the user's weights (gradient) of one tap: a window of (oc, ic, 3, 3, 3), or one of the turned
+         * (ic of the forward as oc) plain (C, K, 3, 3) slices of the backward-data pass */
+        dnnl_dims_t wd = {oc, ic, 3, 3}, ws = {ic * 27, 27, 3, 1}, wt = {ic * 9, 9, 3, 1}, bd = {oc};
+        if (dnnl_memory_desc_init_by_strides(&uw, 4, wd, dnnl_f32, bwd ? wt : ws) != dnnl_success ||
+            dnnl_memory_desc_init_by_tag(&wa, 4, wd, dnnl_f32, dnnl_format_tag_any) != dnnl_success ||
+            dnnl_memory_desc_init_by_tag(&b, 1, bd, dnnl_f32, dnnl_x) != dnnl_success)
+            goto done;
+    }
+    for (k = 0; k < 2; k++) {
+        if (dnnl_primitive_attr_create(&attr[k]) != dnnl_success ||
+            dnnl_primitive_attr_set_scratchpad_mode(attr[k], dnnl_scratchpad_mode_user) != dnnl_success)
+            goto done;
+    }
+    /* attr[1]: the taps after the first add into the output (a sum post-op); a weight gradient's do not */
+    if (dnnl_post_ops_create(&po) != dnnl_success || dnnl_post_ops_append_sum(po, 1.0f) != dnnl_success ||
+        dnnl_primitive_attr_set_post_ops(attr[1], po) != dnnl_success)
+        goto done;
+    for (i = 0; i < 3; i++) { /* tap i over n images: the middle one first, over all D */
+        const int64_t n = i == 1 ? D : D - 1;
+        dnnl_convolution_desc_t fd, cd;
+        const char *impl = NULL;
+        for (k = 0; k < 3; k++) {
+            dnnl_dims_t dims = {n, k == 2 ? oc : k == 1 && wgt ? d->K : ic, H, W};
+            if (dnnl_memory_desc_init_by_tag(&any[k], 4, dims, dnnl_f32, dnnl_format_tag_any) != dnnl_success)
+                goto done;
+        }
+        if (wgt) { /* x as src, dy as dst */
+            if (dnnl_convolution_forward_desc_init(&fd, dnnl_forward_training, dnnl_convolution_winograd, &any[0], &wa,
+                                                   NULL, &any[1], st, pad, pad) != dnnl_success ||
+                dnnl_primitive_desc_create(&hint, &fd, attr[0], s->engine, NULL) != dnnl_success ||
+                dnnl_convolution_backward_weights_desc_init(&cd, dnnl_convolution_winograd, &any[0], &wa, NULL,
+                                                            &any[1], st, pad, pad) != dnnl_success ||
+                dnnl_primitive_desc_create(&pd[i], &cd, attr[0], s->engine, hint) != dnnl_success)
+                goto done;
+            dnnl_primitive_desc_destroy(hint);
+            hint = NULL;
+        } else if (dnnl_convolution_forward_desc_init(&fd, dnnl_forward_training, dnnl_convolution_winograd, &any[0],
+                                                      &wa, which == VCC_DNNL_FWD_BIAS && i == 1 ? &b : NULL, &any[2],
+                                                      st, pad, pad) != dnnl_success ||
+                   dnnl_primitive_desc_create(&pd[i], &fd, attr[i == 1 ? 0 : 1], s->engine, NULL) != dnnl_success) {
+            goto done;
+        }
+        if (dnnl_primitive_desc_query(pd[i], dnnl_query_impl_info_str, 0, &impl) != dnnl_success || !impl ||
+            !strstr(impl, "wino"))
+            goto done;
+        want[i][0] = dnnl_primitive_desc_query_md(pd[i], dnnl_query_src_md, 0);
+        want[i][1] = wgt ? dnnl_primitive_desc_query_md(pd[i], dnnl_query_diff_dst_md, 0) : NULL;
+        want[i][2] = wgt ? NULL : dnnl_primitive_desc_query_md(pd[i], dnnl_query_dst_md, 0);
+        wwant[i] = dnnl_primitive_desc_query_md(pd[i], wgt ? dnnl_query_diff_weights_md : dnnl_query_weights_md, 0);
+        sz = vcc_dnnl_pd_scratch(pd[i]);
+        if (sz > scratch) scratch = sz;
+    }
+    /* the blocked D-image copies of the activations, and each tap's view of a range of them */
+    for (k = 0; k < 2; k++) {
+        const int o = ops[k];
+        dnnl_memory_desc_t full = vcc_dnnl_taps_md(want[1][o], D);
+        if (!dnnl_memory_desc_equal(&full, want[1][o])) goto done;
+        for (i = 0; i < 3; i++) {
+            dnnl_memory_desc_t m = vcc_dnnl_taps_md(want[1][o], i == 1 ? D : D - 1);
+            if (!dnnl_memory_desc_equal(&m, want[i][o]) ||
+                dnnl_memory_create(&t->tap[i][o], want[i][o], s->engine, DNNL_MEMORY_NONE) != dnnl_success)
+                goto done;
+        }
+        if (dnnl_memory_create(&t->user[o], &user[o], s->engine, DNNL_MEMORY_NONE) != dnnl_success ||
+            dnnl_memory_create(&t->blk[o], want[1][o], s->engine, DNNL_MEMORY_NONE) != dnnl_success)
+            goto done;
+        if (vcc_dnnl_reorder_make(s, o < 2 ? &user[o] : want[1][o], o < 2 ? want[1][o] : &user[o], attr[0],
+                                  o < 2 ? &t->rin[k] : &t->rout, &scratch))
+            goto done;
+        t->off[o] = off;
+        t->img[o] = dnnl_memory_desc_get_size(want[1][o]) / (size_t)D;
+        off += vcc_dnnl_round(dnnl_memory_desc_get_size(want[1][o]));
+    }
+    /* the weights (gradient) of each tap: its user view, and one blocked copy reused tap after tap */
+    t->wblk_off = off;
+    for (i = 0; i < 3; i++) {
+        if (dnnl_memory_create(&t->wuser[i], &uw, s->engine, DNNL_MEMORY_NONE) != dnnl_success) goto done;
+        if (dnnl_memory_desc_equal(wwant[i], &uw)) continue;
+        if (!dnnl_memory_desc_equal(wwant[i], wwant[1])) goto done;
+        if (vcc_dnnl_reorder_make(s, wgt ? wwant[i] : &uw, wgt ? &uw : wwant[i], attr[0], &t->rw[i], &scratch))
+            goto done;
+        if (!t->wblk) {
+            if (dnnl_memory_create(&t->wblk, wwant[i], s->engine, DNNL_MEMORY_NONE) != dnnl_success) goto done;
+            off += vcc_dnnl_round(dnnl_memory_desc_get_size(wwant[i]));
+        }
+    }
+    t->wflip_off = off;
+    if (bwd) off += vcc_dnnl_round((size_t)(27 * d->C * d->K) * sizeof(float));
+    t->acc_off = off;
+    if (wgt && d->N > 1) off += vcc_dnnl_round((size_t)(27 * d->C * d->K) * sizeof(float));
+    t->scratch_off = off;
+    t->bytes = off + scratch;
+    if (t->bytes > ws_bytes) goto done;
+    if (scratch && vcc_dnnl_scratch_make(s, scratch, &t->scratch)) goto done;
+    if (which == VCC_DNNL_FWD_BIAS && dnnl_memory_create(&t->bias, &b, s->engine, DNNL_MEMORY_NONE) != dnnl_success)
+        goto done;
+    for (i = 0; i < 3; i++)
+        if (dnnl_primitive_create(&t->conv[i], pd[i]) != dnnl_success) goto done;
+    ok = 1;
+done:
+    if (!ok) {
+        size_t need = t->bytes;
+        vcc_dnnl_taps_free(t);
+        t->bytes = need;
+    }
+    t->state = ok ? 1 : -1;
+    for (i = 0; i < 3; i++)
+        if (pd[i]) dnnl_primitive_desc_destroy(pd[i]);
+    if (hint) dnnl_primitive_desc_destroy(hint);
+    if (po) dnnl_post_ops_destroy(po);
+    for (k = 0; k < 2; k++)
+        if (attr[k]) dnnl_primitive_attr_destroy(attr[k]);
+}
+
+/* vcc_dnnl_taps_run: pass `which` of d through its taps t (made): operands as vcc_dnnl_conv's, base its
+ * workspace. One sample at a time: its activations reordered into their blocked copies, the taps run (the
+ * middle one over all D images, then the taps -1 and +1 over D - 1: output images from 1 and from 0),
+ * and the output reordered back; a weight gradient's taps write its depth slices, the later samples' into
+ * the accumulator, added into dw in sample order. */
+VCC_CPU_FN void vcc_dnnl_taps_run(VccDnnlState *s, const VccConvDesc *d, int which, VccDnnlTaps *t, const float *a,
+                                  const float *b, const float *bias, float *out, unsigned char *base)
+{
+    const int wgt = which == VCC_DNNL_BWD_WEIGHTS, bwd = which == VCC_DNNL_BWD_DATA;
+    const int64_t D = d->in[0], HW = d->in[1] * d->in[2], ne = 27 * d->C * d->K;
+    const int64_t in_s = (bwd ? d->K : d->C) * D * HW, out_s = (bwd ? d->C : d->K) * D * HW;
+    static const int order[3] = {1, 0, 2};
+    float *acc = (float *)(base + t->acc_off), *wf = (float *)(base + t->wflip_off);
+    dnnl_exec_arg_t args[5];
+    int64_t s0, e;
+    int j, k, n;
+    for (k = 0; k < 3; k++)
+        if (t->blk[k]) VCC_DNNL_CALL(dnnl_memory_set_data_handle(t->blk[k], base + t->off[k]));
+    if (t->wblk) VCC_DNNL_CALL(dnnl_memory_set_data_handle(t->wblk, base + t->wblk_off));
+    if (t->scratch) VCC_DNNL_CALL(dnnl_memory_set_data_handle(t->scratch, base + t->scratch_off));
+    if (t->bias) VCC_DNNL_CALL(dnnl_memory_set_data_handle(t->bias, (void *)bias));
+    if (bwd) { /* slice t's kernels turned by 180 degrees, channels swapped: wf[t][c][k] = w[k][c][t] turned */
+        const int64_t C = d->C, K = d->K;
+        int64_t q;
+        VCC_CPU_PARALLEL_MAP
+        for (q = 0; q < 3 * C * K; q++) {
+            const int64_t tt = q / (C * K), c = q / K % C, kk = q % K;
+            int r;
+            for (r = 0; r < 9; r++) wf[q * 9 + r] = b[((kk * C + c) * 3 + tt) * 9 + 8 - r];
+        }
+    }
+    for (s0 = 0; s0 < d->N; s0++) {
+        float *dw = s0 ? acc : out;
+        VCC_DNNL_CALL(dnnl_memory_set_data_handle(t->user[0], (void *)(a + s0 * in_s)));
+        vcc_dnnl_reorder(s, t->rin[0], t->user[0], t->blk[0], t->scratch);
+        if (wgt) {
+            VCC_DNNL_CALL(dnnl_memory_set_data_handle(t->user[1], (void *)(b + s0 * d->K * D * HW)));
+            vcc_dnnl_reorder(s, t->rin[1], t->user[1], t->blk[1], t->scratch);
+        }
+        for (j = 0; j < 3; j++) {
+            const int i = order[j];
+            /* the depth offset from an output image to the input image it reads: i - 1 forward, 1 - i backward */
+            const int64_t sh = bwd ? 1 - i : i - 1, in_off = sh > 0 ? sh : 0, out_off = sh < 0 ? -sh : 0;
+            dnnl_memory_t wm = t->rw[i] ? t->wblk : t->wuser[i];
+            n = 0;
+            if (wgt) { /* tap i's images: x from in_off, dy from out_off */
+                VCC_DNNL_CALL(dnnl_memory_set_data_handle(t->tap[i][0], base + t->off[0] + in_off * t->img[0]));
+                VCC_DNNL_CALL(dnnl_memory_set_data_handle(t->tap[i][1], base + t->off[1] + out_off * t->img[1]));
+                VCC_DNNL_CALL(dnnl_memory_set_data_handle(t->wuser[i], dw + i * 9));
+                args[n].arg = DNNL_ARG_SRC;
+                args[n++].memory = t->tap[i][0];
+                args[n].arg = DNNL_ARG_DIFF_DST;
+                args[n++].memory = t->tap[i][1];
+                args[n].arg = DNNL_ARG_DIFF_WEIGHTS;
+                args[n++].memory = wm;
+            } else {
+                VCC_DNNL_CALL(dnnl_memory_set_data_handle(t->tap[i][0], base + t->off[0] + in_off * t->img[0]));
+                VCC_DNNL_CALL(dnnl_memory_set_data_handle(t->tap[i][2], base + t->off[2] + out_off * t->img[2]));
+                VCC_DNNL_CALL(dnnl_memory_set_data_handle(t->wuser[i], bwd ? (void *)(wf + i * 9 * d->C * d->K)
+                                                                           : (void *)(b + i * 9)));
+                if (t->rw[i]) vcc_dnnl_reorder(s, t->rw[i], t->wuser[i], t->wblk, t->scratch);
+                args[n].arg = DNNL_ARG_SRC;
+                args[n++].memory = t->tap[i][0];
+                args[n].arg = DNNL_ARG_WEIGHTS;
+                args[n++].memory = wm;
+                if (t->bias && i == 1) {
+                    args[n].arg = DNNL_ARG_BIAS;
+                    args[n++].memory = t->bias;
+                }
+                args[n].arg = DNNL_ARG_DST;
+                args[n++].memory = t->tap[i][2];
+            }
+            if (t->scratch) {
+                args[n].arg = DNNL_ARG_SCRATCHPAD;
+                args[n++].memory = t->scratch;
+            }
+            VCC_DNNL_CALL(dnnl_primitive_execute(t->conv[i], s->stream, n, args));
+            if (wgt && t->rw[i]) vcc_dnnl_reorder(s, t->rw[i], t->wblk, t->wuser[i], t->scratch);
+        }
+        if (wgt) {
+            if (s0 > 0) {
+                VCC_DNNL_CALL(dnnl_stream_wait(s->stream));
+                VCC_CPU_PARALLEL_MAP
+                for (e = 0; e < ne; e++) out[e] += acc[e];
+            }
+        } else {
+            VCC_DNNL_CALL(dnnl_memory_set_data_handle(t->user[2], out + s0 * out_s));
+            vcc_dnnl_reorder(s, t->rout, t->blk[2], t->user[2], t->scratch);
+        }
+    }
+    VCC_DNNL_CALL(dnnl_stream_wait(s->stream));
+}
+
 /* vcc_dnnl_conv: pass `which` of descriptor d through oneDNN, when it takes d and fits ws:
  *   VCC_DNNL_FWD          a = x (N, C, *in), b = w (K, C/G, *k), bias (K) or NULL, out = y (N, K, *out)
  *                         (with a bias it runs pass VCC_DNNL_FWD_BIAS)
- *   VCC_DNNL_BWD_DATA     a = dy (N, K, *out), b = w, out = dx (N, C, *in), OVERWRITTEN
+ *   VCC_DNNL_BWD_DATA     a = dy (N, K, *out), b = w, out = dx (N, C, *in), OVERWRITTEN (with
+ *                         VCC_DNNL_FORWARD_ROLE: a ConvTranspose's output, computed as a forward value)
  *   VCC_DNNL_BWD_WEIGHTS  a = x, b = dy, out = dw (K, C/G, *k), OVERWRITTEN: the sum over the batch's
  *                         chunks of nb samples, in order (the bias gradient is the caller's)
  * ws: the node's planned workspace of ws_bytes (the blocked copies and the scratchpad). Returns 1 when
@@ -566,7 +901,7 @@ VCC_CPU_FN int vcc_dnnl_conv(VccRt *rt, VccConvDesc *d, int which, const float *
     void *ptr[3];
     unsigned char *base = (unsigned char *)ws;
     int64_t in_s, out_s, step[3], zstep[3] = {0, 0, 0}, s0, z, nz = 1, ne;
-    int i, n = 0;
+    int i, n = 0, fwd_role, slot;
     while (c && c->ws_bytes != wb) c = c->alt;
     if (!c) {
         c = (VccDnnlConv *)calloc(1, sizeof *c);
@@ -578,8 +913,21 @@ VCC_CPU_FN int vcc_dnnl_conv(VccRt *rt, VccConvDesc *d, int which, const float *
         d->backend = c;
     }
     if (which == VCC_DNNL_FWD && bias) which = VCC_DNNL_FWD_BIAS;
-    p = &c->pass[which];
-    if (p->state == 0) vcc_dnnl_pass_make(s, d, which, p, wb);
+    /* the backward passes of a backward op run Winograd where they can: its sums round differently, and a
+     * forward op's output feeds every value after it, so forward ones stay on the direct kernels */
+    fwd_role = which == VCC_DNNL_FWD || which == VCC_DNNL_FWD_BIAS || (which & VCC_DNNL_FORWARD_ROLE);
+    slot = which & VCC_DNNL_FORWARD_ROLE ? VCC_DNNL_SLOTS - 1 : which;
+    which &= ~VCC_DNNL_FORWARD_ROLE;
+    if (!fwd_role && vcc_dnnl_taps_ok(d)) { /* a 3x3x3 convolution as three 2-D Winograd ones, where they fit */
+        VccDnnlTaps *t = &c->taps[slot];
+        if (t->state == 0) vcc_dnnl_taps_make(s, d, which, t, wb);
+        if (t->state > 0) {
+            vcc_dnnl_taps_run(s, d, which, t, a, b, bias, out, base);
+            return 1;
+        }
+    }
+    p = &c->pass[slot];
+    if (p->state == 0) vcc_dnnl_pass_make(s, d, which, p, wb, !fwd_role);
     if (p->state < 0) return 0;
     /* floats per sample of the pass's operands (0: the weights, the same for every execution) */
     in_s = d->C;

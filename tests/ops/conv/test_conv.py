@@ -41,8 +41,9 @@ forward and backward-data passes run in 2N executions of minibatch 1 and half th
 
 --dnnl-winograd runs WINO_CASES, 3x3 convolutions of stride 1 and pads 1 over 2-D images (3-D ones with one
 live depth tap, and a 2-D one) with channels in multiples of 16, with --cpu-conv dnnl: checked against
-PyTorch as above, and oneDNN's verbose log must show each pass as its Winograd convolution of the expected
-images per execution where oneDNN runs AVX-512 code, and its direct kernels elsewhere (check_wino). With
+PyTorch as above, and oneDNN's verbose log must show the forward on its direct kernels and each backward
+pass as its Winograd convolution of the expected images per execution where oneDNN runs AVX-512 code, and
+its direct kernels elsewhere (check_wino). With
 --dnnl-winograd-slabs, WINO_SLAB_CASES, their programs capped at WINO_SLAB images per Winograd execution.
 
 --filter-chunk-cap builds every C program with -DVCC_CONV_FILTER_CHUNK_BYTES=256 (FILTER_CAP), so the
@@ -150,11 +151,12 @@ def conv(name, x, w, bias=True, opset=17, grad_tol=1e-6, **attrs):
     return oc.Case(name, "Conv", inputs=inputs, attrs=attrs, opset=opset, ref=conv_ref(attrs), grad_tol=grad_tol)
 
 
-def convt(name, x, w, bias=True, opset=17, **attrs):
+def convt(name, x, w, bias=True, opset=17, grad_tol=1e-6, **attrs):
     inputs = {"X": x, "W": w}
     if bias:
         inputs["B"] = (w[1] * attrs.get("group", 1),)
-    return oc.Case(name, "ConvTranspose", inputs=inputs, attrs=attrs, opset=opset, ref=convt_ref(attrs))
+    return oc.Case(name, "ConvTranspose", inputs=inputs, attrs=attrs, opset=opset, ref=convt_ref(attrs),
+                   grad_tol=grad_tol)
 
 
 CASES = [
@@ -242,13 +244,21 @@ SLAB_CASES = [
 
 # --dnnl-winograd: 3x3 convolutions of stride 1 and pads 1 over 2-D images with channels in multiples of 16
 # (a (1, 3, 3) one, as mc3_18's and R(2+1)D's; a 3x3x3 one at depth 1, whose one live depth tap makes it
-# one; a 2-D one), which runtime/cpu/conv_dnnl.h runs as oneDNN's Winograd F(4x4, 3x3) convolution on
-# AVX-512, under a fixed --workspace-limit of WINO_LIMIT (without one, the plan of a graph this small
+# one; a 2-D one; 3x3x3 ones at depth 5 and 2), whose backward passes runtime/cpu/conv_dnnl.h runs as
+# oneDNN's Winograd F(4x4, 3x3) convolution on AVX-512 (the forward on its direct kernels), under a fixed --workspace-limit of WINO_LIMIT (without one, the plan of a graph this small
 # gives the room back: its conv workspaces are its peak)
 WINO_CASES = [
     conv("conv3d_wino_133", (2, 16, 8, 8, 8), (16, 16, 1, 3, 3), pads=[0, 1, 1, 0, 1, 1], grad_tol=1e-5),
     conv("conv3d_wino_dead_taps", (2, 16, 1, 24, 24), (32, 16, 3, 3, 3), bias=False, pads=[1] * 6, grad_tol=1e-5),
     conv("conv2d_wino", (4, 32, 12, 12), (16, 32, 3, 3), pads=[1] * 4, grad_tol=1e-5),
+    # 3x3x3 ones (r3d_18's), run as three 2-D convolutions, one per depth tap, that add up
+    conv("conv3d_wino_taps", (2, 16, 5, 12, 12), (32, 16, 3, 3, 3), pads=[1] * 6, grad_tol=1e-5),
+    conv("conv3d_wino_taps_depth2", (2, 32, 2, 24, 24), (16, 32, 3, 3, 3), bias=False, pads=[1] * 6, grad_tol=1e-5),
+    # a ConvTranspose of that geometry: its forward is the conv's backward-data pass, computed as a forward
+    # value (direct kernels); only its weight gradient runs Winograd. Large enough that its forward's im2col
+    # workspace would hold Winograd's need too; its weight gradient sums 25088 products per weight, and
+    # central differences at this size are themselves 7e-6 from autograd, hence 2e-5.
+    convt("convt2d_wino", (2, 16, 112, 112), (16, 32, 3, 3), pads=[1] * 4, grad_tol=2e-5),
 ]
 # --dnnl-winograd-slabs: a (1, 3, 3) convolution whose programs are built with at most WINO_SLAB images per
 # Winograd execution (-DVCC_DNNL_WINO_MAX_IMAGES): each sample's depth in two slabs, the weight gradient
@@ -278,10 +288,12 @@ def wino_images(case):
 
 def check_wino(cases, work, slab=None):
     """--dnnl-winograd(-slabs): each case's trainer, run once more with oneDNN's verbose log at one thread.
-    Where oneDNN runs AVX-512 code (its log's isa line), every forward, backward-data and weight-gradient
+    Where oneDNN runs AVX-512 code (its log's isa line), the forward pass runs on its direct kernels (no
+    Winograd: its output feeds every later value), and every backward-data and weight-gradient
     execution is its Winograd convolution (jit_wino_4x3) of a 2-D problem (kh3, kw3, no depth) with the
-    expected images per execution (a 3-D case: one sample's depth positions, or slab of them; a 2-D one:
-    the batch). Elsewhere (AVX2) none is, and oneDNN's direct kernels ran."""
+    expected images per execution (a 3-D case: one sample's depth positions, or slab of them; a 3x3x3 one:
+    per sample D for the middle depth tap, D - 1 for each other, its backward-data pass as forward
+    executions; a 2-D one: the batch). Elsewhere (AVX2) none is, and oneDNN's direct kernels ran."""
     bad = []
     for c in cases:
         d = os.path.join(work, c.name)
@@ -290,15 +302,30 @@ def check_wino(cases, work, slab=None):
         per, total, tiles = wino_images(c)
         mb = slab or (per if len(c.inputs["X"]) == 5 else total)
         assert mb * tiles >= WINO_MIN_TILES and per % mb == 0 if per > 1 else True, c.name
+        taps = c.inputs["W"][2:] == (3, 3, 3) and per > 1
+        tr = c.op == "ConvTranspose"
+        if taps:  # per sample: the middle tap over D images, the others D - 1
+            mbs = [per, per - 1, per - 1] * c.inputs["X"][0]
+        else:
+            mbs = [mb] * (total // mb)
+        # the forward pass on oneDNN's direct kernels; tap by tap, the backward-data pass runs as forward
+        # convolutions (turned weights, channels swapped)
+        want_mbs = {"forward_training": mbs if taps else [], "backward_data": [] if taps or tr else mbs,
+                    "backward_weights": mbs}
         for kind in ("forward_training", "backward_data", "backward_weights"):
             got = re.findall(r"(?:onednn|dnnl)_verbose,exec,cpu,convolution,([^,]*),%s,.*?,mb(\d+)(\S*?)," % kind,
                              r.stdout)
             if avx512:
-                want = [("jit_wino_4x3:avx512_core", str(mb))] * (total // mb)
-                ok = [(impl, m) for impl, m, _ in got] == want and all("kd" not in p and "kh3" in p for _, _, p in got)
+                want = [("jit_wino_4x3:avx512_core", str(m)) for m in want_mbs[kind]]
+                wino = [(impl, m, p) for impl, m, p in got if "wino" in impl]
+                ok = [(impl, m) for impl, m, _ in wino] == want and all("kd" not in p and "kh3" in p for _, _, p in wino)
+                # the forward itself: direct kernels (a ConvTranspose's: the backward-data pass)
+                if kind == ("backward_data" if tr else "forward_training"):
+                    ok = ok and len(got) > len(wino)
             else:
+                # (no weight gradient of a 3x3x3 one: oneDNN's AVX2 kernel for it is its gemm convolution)
                 want = "no jit_wino executions"
-                ok = got and not any("wino" in impl for impl, _, _ in got)
+                ok = (got or (taps and kind == "backward_weights")) and not any("wino" in impl for impl, _, _ in got)
             ok = ok and r.returncode == 0
             print("%-40s %-28s %s %s" % (c.name, "oneDNN " + kind, ",".join("%s/mb%s" % (i, m) for i, m, _ in got) or "-",
                                          "ok" if ok else "FAIL"))
