@@ -364,6 +364,16 @@ int64_t vcc_conv_dnnl_ws_bytes(const VccConvParams *p, int64_t limit) { return d
  * VCC_DNNL_WINO_MIN_TILES, whose value this must stay. */
 #define DNNL_WINO_MIN_TILES 32
 
+/* Whether spatial dims [from, nsp) of p all have a 3-tap kernel, stride 1, no dilation and pads 1 (the
+ * size kept): the dims Winograd F(4x4, 3x3) convolves. runtime/cpu/conv_dnnl.h's vcc_dnnl_same3. */
+static bool dnnl_same3(const VccConvParams *p, int from) {
+    for (int i = from; i < p->nsp; i++)
+        if (p->kernel[i] != 3 || p->stride[i] != 1 || p->dilation[i] != 1 || p->pad_begin[i] != 1 ||
+            p->pad_end[i] != 1 || p->in[i] != p->out[i])
+            return false;
+    return true;
+}
+
 /* Output tiles (4x4 positions) per image where geometry p runs as oneDNN's Winograd F(4x4, 3x3)
  * convolution, else 0: a 2-D convolution of a 3x3 kernel, stride 1, no dilation, pads 1, one group and
  * channels in multiples of 16, or a 3-D one that is such a convolution of each depth position (one live
@@ -376,10 +386,7 @@ static int64_t dnnl_wino_tiles(const VccConvParams *p) {
         if (p->pad_begin[i] < 0 || p->pad_end[i] < 0) return 0;
     /* one live depth tap, the depth kept: the cut depth pads are both 0 */
     if (p->nsp == 3 && (dnnl_live_taps(p, 0) != 1 || p->stride[0] != 1 || p->in[0] != p->out[0])) return 0;
-    for (int i = h; i < p->nsp; i++)
-        if (p->kernel[i] != 3 || p->stride[i] != 1 || p->dilation[i] != 1 || p->pad_begin[i] != 1 ||
-            p->pad_end[i] != 1 || p->in[i] != p->out[i])
-            return 0;
+    if (!dnnl_same3(p, h)) return 0;
     return ((p->out[h] + 3) / 4) * ((p->out[h + 1] + 3) / 4);
 }
 
@@ -388,11 +395,7 @@ static int64_t dnnl_wino_tiles(const VccConvParams *p) {
  * 16, depth 2 or more, DNNL_WINO_MIN_TILES tiles in D - 1 images): runtime/cpu/conv_dnnl.h's
  * vcc_dnnl_taps_ok, whose rule this must stay. */
 static bool dnnl_taps_ok(const VccConvParams *p) {
-    if (p->nsp != 3 || p->group != 1 || p->C % 16 || p->K % 16 || p->in[0] < 2) return false;
-    for (int i = 0; i < 3; i++)
-        if (p->kernel[i] != 3 || p->stride[i] != 1 || p->dilation[i] != 1 || p->pad_begin[i] != 1 ||
-            p->pad_end[i] != 1 || p->in[i] != p->out[i])
-            return false;
+    if (p->nsp != 3 || p->group != 1 || p->C % 16 || p->K % 16 || p->in[0] < 2 || !dnnl_same3(p, 0)) return false;
     return (p->in[0] - 1) * ((p->out[1] + 3) / 4) * ((p->out[2] + 3) / 4) >= DNNL_WINO_MIN_TILES;
 }
 
@@ -423,7 +426,7 @@ static int64_t dnnl_wino_ws_bytes(const VccConvParams *p, int64_t limit, bool we
     int64_t hw = p->in[p->nsp - 2] * p->in[p->nsp - 1], kk = 1;
     for (int i = 0; i < p->nsp; i++) kk *= p->kernel[i];
     double plain_w = (double)p->C * (double)p->K * (double)kk;
-    if (p->nsp >= 2 && dnnl_taps_ok(p))
+    if (dnnl_taps_ok(p))
         return wino_room(p, p->in[0], hw, ((p->out[1] + 3) / 4) * ((p->out[2] + 3) / 4), weights,
                          weights ? (p->N > 1 ? plain_w : 0) : plain_w, limit);
     int64_t tiles = dnnl_wino_tiles(p);

@@ -274,6 +274,18 @@ VCC_CPU_FN void vcc_dnnl_live_taps(const VccConvDesc *d, int i, int64_t *lo, int
 #define VCC_DNNL_WINO_MAX_IMAGES ((int64_t)1 << 40)
 #endif
 
+/* vcc_dnnl_same3: whether spatial dims [from, nsp) of d all have a 3-tap kernel, stride 1, no dilation and
+ * pads 1 (the size kept): the dims Winograd F(4x4, 3x3) convolves. ir/ops/conv.c's dnnl_same3. */
+VCC_CPU_FN int vcc_dnnl_same3(const VccConvDesc *d, int from)
+{
+    int i;
+    for (i = from; i < d->nsp; i++)
+        if (d->kernel[i] != 3 || d->stride[i] != 1 || d->dilation[i] != 1 || d->pad_begin[i] != 1 ||
+            d->pad_end[i] != 1 || d->in[i] != d->out[i])
+            return 0;
+    return 1;
+}
+
 /* vcc_dnnl_wino_tiles: the output tiles per image (a depth position of a 3-D conv) when d runs as oneDNN's
  * Winograd F(4x4, 3x3) convolution (jit_wino_4x3, AVX-512 only), else 0. That takes a 2-D convolution with
  * a 3x3 kernel, stride 1, no dilation, pads 1 (the output the size of the input), one group and channels in
@@ -287,7 +299,7 @@ VCC_CPU_FN void vcc_dnnl_live_taps(const VccConvDesc *d, int i, int64_t *lo, int
 VCC_CPU_FN int64_t vcc_dnnl_wino_tiles(const VccConvDesc *d)
 {
     int64_t lo, n;
-    int i, h = d->nsp - 2;
+    int h = d->nsp - 2;
 #ifdef VCC_DNNL_PLAIN
     return 0;
 #endif
@@ -297,10 +309,7 @@ VCC_CPU_FN int64_t vcc_dnnl_wino_tiles(const VccConvDesc *d)
         if (n != 1 || d->stride[0] != 1 || d->in[0] != d->out[0] || d->pad_begin[0] != lo * d->dilation[0])
             return 0;
     }
-    for (i = h; i < d->nsp; i++)
-        if (d->kernel[i] != 3 || d->stride[i] != 1 || d->dilation[i] != 1 || d->pad_begin[i] != 1 ||
-            d->pad_end[i] != 1 || d->in[i] != d->out[i])
-            return 0;
+    if (!vcc_dnnl_same3(d, h)) return 0;
     return ((d->out[h] + 3) / 4) * ((d->out[h + 1] + 3) / 4);
 }
 
@@ -619,15 +628,10 @@ VCC_CPU_FN void vcc_dnnl_reorder(VccDnnlState *s, dnnl_primitive_t r, dnnl_memor
  * ir/ops/conv.c's dnnl_taps_ok, whose rule this must stay. */
 VCC_CPU_FN int vcc_dnnl_taps_ok(const VccConvDesc *d)
 {
-    int i;
 #ifdef VCC_DNNL_PLAIN
     return 0;
 #endif
-    if (d->nsp != 3 || d->G != 1 || d->C % 16 || d->K % 16 || d->in[0] < 2) return 0;
-    for (i = 0; i < 3; i++)
-        if (d->kernel[i] != 3 || d->stride[i] != 1 || d->dilation[i] != 1 || d->pad_begin[i] != 1 ||
-            d->pad_end[i] != 1 || d->in[i] != d->out[i])
-            return 0;
+    if (d->nsp != 3 || d->G != 1 || d->C % 16 || d->K % 16 || d->in[0] < 2 || !vcc_dnnl_same3(d, 0)) return 0;
     return (d->in[0] - 1) * ((d->out[1] + 3) / 4) * ((d->out[2] + 3) / 4) >= VCC_DNNL_WINO_MIN_TILES;
 }
 
@@ -657,7 +661,7 @@ VCC_CPU_FN void vcc_dnnl_taps_make(VccDnnlState *s, const VccConvDesc *d, int wh
     dnnl_primitive_desc_t pd[3] = {NULL, NULL, NULL}, hint = NULL;
     dnnl_primitive_attr_t attr[2] = {NULL, NULL};
     dnnl_post_ops_t po = NULL;
-    dnnl_dims_t st = {1, 1}, pad = {1, 1}, dil = {0, 0};
+    dnnl_dims_t st = {1, 1}, pad = {1, 1};
     size_t scratch = 0, off = 0, sz;
     int i, k, ok = 0;
     const int ops[2] = {0, wgt ? 1 : 2}; /* the activations of the pass */
