@@ -89,7 +89,7 @@ const char *vcc_precision_name(VccPrecision p);
 /* The default of --workspace-limit: 16 MiB per conv workspace (ir/ops/conv.c, vcc_conv_ws_bytes). */
 #define VCC_WORKSPACE_LIMIT_DEFAULT ((int64_t)16 << 20)
 /* ... and under --cpu-conv dnnl: 32 MiB, room for oneDNN's Winograd convolution of mid-sized layers
- * (runtime/cpu/conv_dnnl.h); the workspaces that set the peak give that room back first (vcc_conv_ws_halved). */
+ * (runtime/cpu/conv_dnnl.h); where a workspace that sets the peak is shrunk, that room goes first (vcc_conv_ws_halved). */
 #define VCC_WORKSPACE_LIMIT_DNNL_DEFAULT ((int64_t)32 << 20)
 /* The fewest output positions (im2col columns) per chunk that passes/schedule.c shrinks a conv workspace
  * at the peak to (or all of the conv's positions, where it has fewer): a chunk's sgemm keeps at least
