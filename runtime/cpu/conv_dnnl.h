@@ -760,9 +760,9 @@ VCC_CPU_FN void vcc_dnnl_taps_make(VccDnnlState *s, const VccConvDesc *d, int wh
         }
     }
     t->wflip_off = off;
-    if (bwd) off += vcc_dnnl_round((size_t)(27 * d->C * d->K) * sizeof(float));
+    if (bwd) off += vcc_dnnl_round((size_t)vcc_dnnl_weight_floats(d) * sizeof(float));
     t->acc_off = off;
-    if (wgt && d->N > 1) off += vcc_dnnl_round((size_t)(27 * d->C * d->K) * sizeof(float));
+    if (wgt && d->N > 1) off += vcc_dnnl_round((size_t)vcc_dnnl_weight_floats(d) * sizeof(float));
     t->scratch_off = off;
     t->bytes = off + scratch;
     if (t->bytes > ws_bytes) goto done;
@@ -796,7 +796,7 @@ VCC_CPU_FN void vcc_dnnl_taps_run(VccDnnlState *s, const VccConvDesc *d, int whi
                                   const float *b, const float *bias, float *out, unsigned char *base)
 {
     const int wgt = which == VCC_DNNL_BWD_WEIGHTS, bwd = which == VCC_DNNL_BWD_DATA;
-    const int64_t D = d->in[0], HW = d->in[1] * d->in[2], ne = 27 * d->C * d->K;
+    const int64_t D = d->in[0], HW = d->in[1] * d->in[2], ne = vcc_dnnl_weight_floats(d);
     const int64_t in_s = (bwd ? d->K : d->C) * D * HW, out_s = (bwd ? d->C : d->K) * D * HW;
     static const int order[3] = {1, 0, 2};
     float *acc = (float *)(base + t->acc_off), *wf = (float *)(base + t->wflip_off);
