@@ -141,14 +141,17 @@ typedef struct VccRandomDesc {
 } VccRandomDesc;
 
 /* vcc_random_value: element i of a random node at step s under seed: uniform from the element's draw r,
- * u = (r >> 8) * 2^-24 (24 random bits, as a float in [0, 1)); normal by Box-Muller from the draws of
+ * u = (r >> 8) * 2^-24 (24 random bits, in [0, 1)), y = low + (high - low) * u rounded once to float; normal by Box-Muller from the draws of
  * elements 2i and 2i+1 of the node's counter, z = sqrt(-2 ln u1) cos(2 pi u2) with u1 in (0, 1], in
  * double, then the float mean + scale * z. A pure function of (seed, stream, s, i), like Dropout's masks. */
 VCC_HD float vcc_random_value(const VccRandomDesc *d, uint64_t seed, uint64_t s, int64_t i)
 {
     if (!d->normal) {
-        const float u = (float)(vcc_dropout_draw(seed, d->stream, s, (uint64_t)i) >> 8) * 5.9604644775390625e-8f;
-        return d->a + d->b * u;
+        /* low + (high - low) * u in double, rounded once to float: the product of two floats is exact in
+         * double, so a fused multiply-add (nvcc contracts by default, C compilers at -ffp-contract=fast)
+         * and a separate multiply and add give the same bits on both targets */
+        const double u = (double)(vcc_dropout_draw(seed, d->stream, s, (uint64_t)i) >> 8) * 5.9604644775390625e-8;
+        return (float)((double)d->a + (double)d->b * u);
     } else {
         const double u1 = ((double)(vcc_dropout_draw(seed, d->stream, s, 2 * (uint64_t)i) >> 8) + 1.0) * 5.9604644775390625e-8;
         const double u2 = (double)(vcc_dropout_draw(seed, d->stream, s, 2 * (uint64_t)i + 1) >> 8) * 5.9604644775390625e-8;
