@@ -97,6 +97,7 @@ sys.path.insert(0, HERE)
 
 from train_step import STEP_RE, log  # noqa: E402  (the trainer's `step k loss v` line; a flushed print)
 LR, MOMENTUM, WEIGHT_DECAY = 0.01, 0.9, 0.0
+GRAPH_LOSS_TOL = 1e-4  # --cuda-graph on against off, each step's loss (see run_model)
 SEED = 0
 
 # name -> how the PyTorch model is built (see build_model); clip is (N, C, T, H, W)
@@ -717,10 +718,16 @@ def run_model(args, name, rows, deadline, builds):
             try:
                 vcc[q] = time_trainer(args, d, prog, wname, q, ["--cuda-graph", "on"], builds[name, p].libdirs, n,
                                       last, deadline)
-                # a graph launch runs the step's own kernels: every step's loss as printed must be the same
-                same = vcc[q]["losses"] == vcc[p]["losses"]
-                log(f"  vcc {q}: losses {'the same as' if same else 'DIFFER from'} --cuda-graph off at every step")
-                if not same:
+                # a graph launch runs the step's own kernels, but the two runs are two processes: each times
+                # its own cuDNN algorithms, and some backward algorithms sum with atomics, so two runs of
+                # one program part in the last digits from step 2 on (the heuristic run above shows it
+                # too). Every step's loss within GRAPH_LOSS_TOL (relative) of the run without the graph.
+                a, b = vcc[q]["losses"], vcc[p]["losses"]
+                worst = max((abs(a[k] - b[k]) / abs(b[k]) for k in a if k in b), default=float("inf"))
+                ok = a.keys() == b.keys() and worst <= GRAPH_LOSS_TOL
+                log(f"  vcc {q}: losses {'agree with' if ok else 'DIFFER from'} --cuda-graph off, worst step "
+                    f"{worst:.1e} relative (allowed {GRAPH_LOSS_TOL:g}; bitwise the same: {a == b})")
+                if not ok:
                     bad = vcc.pop(q)["losses"]
                     raise Failure(f"losses differ from the eager run: {bad} vs {vcc[p]['losses']}")
             except Failure as e:
