@@ -270,6 +270,34 @@ static inline void vcc__conv_no_algo(const VccConvDesc *d, const char *dir, size
  * workspace query (under the descriptor's current math type). The choice, its workspace bytes and its
  * math type go to *algo, *ws_need, *math; dir names the direction in the error message. A failed cuDNN
  * call other than the two searches (and the queries they rank) exits 1 with cuDNN's message. */
+/* vcc__conv_log_search: with the environment variable VCC_CUDNN_LOG set (to anything), one line per
+ * candidate of a direction's search to stderr: the convolution's geometry (N, C, K, groups, input, kernel
+ * and stride extents), the direction, the planned workspace (bytes), and each candidate's algorithm enum,
+ * status, time (ms; from the timed search, -1 from the heuristic ranking), workspace (bytes) and math
+ * type, in cuDNN's order. For reading where a step's convolution time goes, and what a larger
+ * --workspace-limit would buy. */
+template <typename Perf>
+static inline void vcc__conv_log_search(const VccConvDesc *d, const char *dir, size_t ws_bytes, int timed,
+                                        const Perf *perf, int n)
+{
+    static int on = -1;
+    char geo[160];
+    int i, k = 0;
+    if (on < 0) on = getenv("VCC_CUDNN_LOG") != NULL;
+    if (!on) return;
+    k += snprintf(geo + k, sizeof geo - k, "N%lld C%lld K%lld G%lld in", (long long)d->N, (long long)d->C,
+                  (long long)d->K, (long long)d->G);
+    for (i = 0; i < d->nsp; i++) k += snprintf(geo + k, sizeof geo - k, "%s%lld", i ? "x" : "", (long long)d->in[i]);
+    k += snprintf(geo + k, sizeof geo - k, " k");
+    for (i = 0; i < d->nsp; i++) k += snprintf(geo + k, sizeof geo - k, "%s%lld", i ? "x" : "", (long long)d->kernel[i]);
+    k += snprintf(geo + k, sizeof geo - k, " s");
+    for (i = 0; i < d->nsp; i++) snprintf(geo + k, sizeof geo - k, "%s%lld", i ? "x" : "", (long long)d->stride[i]), k = (int)strlen(geo);
+    for (i = 0; i < n; i++)
+        fprintf(stderr, "vcc cudnn: %s | %s | ws %zu | %s | algo %d status %d time %.4f ms ws %zu math %d\n", geo, dir,
+                ws_bytes, timed ? "timed" : "heuristic", (int)perf[i].algo, (int)perf[i].status,
+                timed ? (double)perf[i].time : -1.0, (size_t)perf[i].memory, (int)perf[i].mathType);
+}
+
 template <typename Perf, typename Algo, int Count, typename Find, typename Rank, typename Need>
 static inline void vcc__conv_choose(const VccConvDesc *d, VccCudnnConv *b, const char *dir, Algo zero_ws,
                                     size_t ws_bytes, int timed, Find find, Rank rank, Need need_of, Algo *algo,
@@ -285,6 +313,7 @@ static inline void vcc__conv_choose(const VccConvDesc *d, VccCudnnConv *b, const
      *    failing is fatal: step 2 still finds one */
     if (timed && find(Count, &n, perf) != CUDNN_STATUS_SUCCESS) n = 0;
     if (n <= 0 && rank(Count, &n, perf) != CUDNN_STATUS_SUCCESS) n = 0;
+    vcc__conv_log_search(d, dir, ws_bytes, timed, perf, n < Count ? n : Count);
     for (i = 0; i < n && i < Count; i++) {
         if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > ws_bytes ||
             !vcc__conv_math_ok(b, perf[i].mathType))
@@ -295,6 +324,7 @@ static inline void vcc__conv_choose(const VccConvDesc *d, VccCudnnConv *b, const
             *algo = perf[i].algo;
             *ws_need = need;
             *math = b->math;
+            if (getenv("VCC_CUDNN_LOG")) fprintf(stderr, "vcc cudnn: %s chose algo %d (ws %zu, math %d)\n", dir, (int)*algo, need, (int)*math);
             return;
         }
     }
@@ -312,6 +342,7 @@ static inline void vcc__conv_choose(const VccConvDesc *d, VccCudnnConv *b, const
             *algo = a;
             *ws_need = need;
             *math = b->math;
+            if (getenv("VCC_CUDNN_LOG")) fprintf(stderr, "vcc cudnn: %s chose fallback algo %d (ws %zu, math %d)\n", dir, (int)*algo, need, (int)*math);
             return;
         }
     }
