@@ -74,6 +74,9 @@ every convolution and its gradients unfold their input in chunks, held to the sa
 Prints the figures of every step; exits 1 on a failure.
 
 With --target cu the CUDA trainer is built (nvcc, no warnings); it runs only where a GPU is present.
+With --export-from DIR the export is not run: DIR holds an earlier export of the same model and options
+(this test's --work folder after a run, or export_video_nets.py's --out), whose <model>.onnx, <model>.pt and
+data files are copied; for a GPU machine whose PyTorch exports differently or cannot export (carry the folder).
 """
 
 import argparse
@@ -82,6 +85,7 @@ import json
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 import warnings
@@ -352,6 +356,8 @@ def main():
                     help="print the loss check's figures without asserting them (every tensor is still checked)")
     ap.add_argument("--workspace-limit", default=None,
                     help="compile with vcc --workspace-limit BYTES (small: every convolution unfolds in chunks)")
+    ap.add_argument("--export-from", default=None,
+                    help="copy the export (<model>.onnx, <model>.pt, data) from this folder instead of exporting")
     ap.add_argument("--remat", action="store_true",
                     help="compile with vcc --memory-limit at the smallest arena recomputation reaches (the size "
                          "vcc names when it refuses --memory-limit 1)")
@@ -372,7 +378,18 @@ def main():
         exp += ["--dropout", "0", "--num-classes", str(args.num_classes)]
     if args.shape:
         exp += ["--shape", args.shape]
-    run(exp, d)
+    if args.export_from:
+        src_dir = os.path.abspath(args.export_from)
+        files = [name + ".onnx", name + ".pt", "data.npy", "targets.npy" if name == "unet3d_block" else "labels.npy"]
+        missing = [f for f in files if not os.path.isfile(os.path.join(src_dir, f))]
+        if missing:
+            sys.exit("FAIL: --export-from %s lacks %s" % (src_dir, ", ".join(missing)))
+        if src_dir != d:
+            for f in files:
+                shutil.copyfile(os.path.join(src_dir, f), os.path.join(d, f))
+        print("export: copied from %s" % src_dir)
+    else:
+        run(exp, d)
     clip = tuple(int(v) for v in (args.shape.split("x") if args.shape else video_nets.DEFAULT_SHAPES[name]))
     graph_loss = name == "unet3d_block"
     src = "train." + args.target
