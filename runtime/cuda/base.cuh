@@ -173,6 +173,14 @@ typedef struct VccCudnnConv {
                                                                  with (always CUDNN_FMA_MATH in fp32) */
     cudnnDataType_t dtype;                  /* x, w, y: CUDNN_DATA_FLOAT, or CUDNN_DATA_BFLOAT16 (--precision
                                                bf16; float32 accumulation either way) */
+    /* cuDNN's graph API (cuda/conv.cuh, vcc__conv_graph_*), per direction (forward, backward data, backward
+     * filter): the execution plan chosen (a cudnnBackendDescriptor_t), the workspace bytes it needs,
+     * 0 (not tried yet), 1 (gplan runs this direction) or -1 (no plan of the graph API fits: the legacy
+     * calls above run it), and the pointer alignment the plan assumes */
+    cudnnBackendDescriptor_t gplan[3];
+    size_t gws[3];
+    int gstate[3];
+    int64_t galign[3];                      /* the byte alignment gplan was made for (every pointer's, <= 16) */
 } VccCudnnConv;
 
 /* How a convolution direction's cuDNN algorithm is chosen at its first call (VccRt.conv_search; the CUDA
@@ -180,11 +188,21 @@ typedef struct VccCudnnConv {
  * that is safe (cuda/conv.cuh), HEURISTIC takes cudnnGet*Algorithm_v7's ranking without running anything. */
 enum { VCC_CONV_SEARCH_TIME = 0, VCC_CONV_SEARCH_HEURISTIC = 1 };
 
+/* Which cuDNN API runs the convolutions (VccRt.conv_api; cuda/conv.cuh). GRAPH tries the graph API's engines
+ * first and falls back to the legacy calls per direction; LEGACY runs only the legacy calls; AUTO (the
+ * default) is GRAPH for float32 tensors and LEGACY for bfloat16 ones, as measured on an H200 (cuDNN 9.14,
+ * r3d_18 at (8, 3, 16, 112, 112), planned workspaces at the default --workspace-limit): fp32 steps 104 ms
+ * on the graph API against 148 ms legacy, tf32 102 against 188, bf16 548 against 360 (its strided
+ * backward-data convolutions find only slow engines within those workspaces). VCC_CUDNN_API=graph or
+ * =legacy in the environment forces one. */
+enum { VCC_CONV_API_AUTO = 0, VCC_CONV_API_GRAPH = 1, VCC_CONV_API_LEGACY = 2 };
+
 typedef struct VccRt {
     cudnnHandle_t cudnn;
     cublasHandle_t cublas;
     VccCudnnConv *convs;                    /* every backend created, for destroy */
     int conv_search;                        /* VCC_CONV_SEARCH_TIME (vcc_rt_init's) or _HEURISTIC, set by main() */
+    int conv_api;                           /* VCC_CONV_API_AUTO, _GRAPH or _LEGACY (vcc_rt_init, from VCC_CUDNN_API) */
     uint64_t seed, step;                    /* dropout's draws (elem/dropout.h): the run's --seed and the
                                                training step being computed, set by main() */
 } VccRt;
@@ -280,8 +298,9 @@ static inline void vcc_download(VccRt *rt, void *dst, const void *src, size_t by
 }
 
 /* vcc_rt_init: the handles on the current device (on the per-thread default stream when compiled with
- * nvcc --default-stream per-thread), cuBLAS in the math mode of VCC_PRECISION_TF32, and
- * conv_search VCC_CONV_SEARCH_TIME. No device, or no driver, is one sentence on stderr,
+ * nvcc --default-stream per-thread), cuBLAS in the math mode of VCC_PRECISION_TF32,
+ * conv_search VCC_CONV_SEARCH_TIME, and conv_api VCC_CONV_API_AUTO (_GRAPH or _LEGACY when the
+ * environment variable VCC_CUDNN_API is "graph" or "legacy"). No device, or no driver, is one sentence on stderr,
  * "<program>: no CUDA device found (cudaGetDeviceCount: <reason>)", and exit status 1; a failed handle
  * call exits 1 with the library's message. */
 static inline void vcc_rt_init(VccRt *rt)
@@ -307,6 +326,13 @@ static inline void vcc_rt_init(VccRt *rt)
     VCC_CUBLAS_CHECK(cublasSetMathMode(rt->cublas, CUBLAS_DEFAULT_MATH));
 #endif
     rt->conv_search = VCC_CONV_SEARCH_TIME;
+    {
+        const char *api = getenv("VCC_CUDNN_API");
+        rt->conv_api = !api                       ? VCC_CONV_API_AUTO
+                       : strcmp(api, "legacy") == 0 ? VCC_CONV_API_LEGACY
+                       : strcmp(api, "graph") == 0  ? VCC_CONV_API_GRAPH
+                                                    : VCC_CONV_API_AUTO;
+    }
     VCC_CUBLAS_CHECK(cublasSetPointerMode(rt->cublas, CUBLAS_POINTER_MODE_HOST));
 #ifdef CUDA_API_PER_THREAD_DEFAULT_STREAM
     /* nvcc --default-stream per-thread (vcc's printed command): the kernels run on this thread's default
@@ -336,6 +362,8 @@ static inline void vcc_rt_destroy(VccRt *rt)
         VCC_CUDNN_CHECK(cudnnDestroyTensorDescriptor(b->y));
         VCC_CUDNN_CHECK(cudnnDestroyFilterDescriptor(b->w));
         VCC_CUDNN_CHECK(cudnnDestroyConvolutionDescriptor(b->conv));
+        for (int dir = 0; dir < 3; dir++)
+            if (b->gplan[dir]) (void)cudnnBackendDestroyDescriptor(b->gplan[dir]);
         if (b->owner && b->owner->backend == (void *)b) b->owner->backend = NULL;
         free(b);
     }

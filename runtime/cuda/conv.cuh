@@ -415,6 +415,347 @@ static inline void vcc__conv_pick_bwd_filter(VccRt *rt, const VccConvDesc *d, Vc
     b->have_bwd_filter = 1;
 }
 
+/* ---- cuDNN's graph API (cuDNN API docs, "Graph API": the backend descriptors) ----
+ * The legacy calls above offer few algorithms for 3-D convolutions: on an H200 (cuDNN 9) r3d_18's convolutions
+ * got only algorithms 0, 1 and 3, none on tensor cores, and its tf32 and bf16 steps ran 8 and 20 times slower
+ * than PyTorch's, which reaches cuDNN's engines through the graph API. Each direction of a VccCudnnConv
+ * therefore first tries that API: one convolution operation (the same tensors, packed NCDHW strides, and the
+ * same padding, strides, dilations and groups as the legacy descriptors), cuDNN's engine heuristics (mode A,
+ * then the fallback list), and of the engine configurations whose plan finalizes, needs at most the planned
+ * workspace and whose numerical notes the precision allows, the fastest when timing is allowed
+ * (vcc__conv_may_time's conditions, --cudnn-search time: each candidate runs once untimed, then once timed
+ * with CUDA events), else the first. Numerical notes refused:
+ *   fp32    TENSOR_CORE (TF32 for float32 data), DOWN_CONVERT_INPUTS, REDUCED_PRECISION_REDUCTION, FFT and
+ *           WINOGRAD (the legacy fp32 path ran none of those on these convolutions; the float32 step checks
+ *           hold the trainer to PyTorch float32's own distance from float64);
+ *   tf32    DOWN_CONVERT_INPUTS (half precision) and REDUCED_PRECISION_REDUCTION;
+ *   bf16    REDUCED_PRECISION_REDUCTION (sums stay float32).
+ * Engines that compile their kernels at run time (behavior note RUNTIME_COMPILATION) are taken only when no
+ * other fits: their plans take seconds to finalize. A direction for which nothing fits, or any graph-API call
+ * fails, runs on the legacy path, as every direction of bfloat16 tensors does by default and every direction
+ * with VCC_CUDNN_API=legacy in the environment (VccRt.conv_api, cuda/base.cuh, says why). */
+
+#define VCC_GRAPH_TRY(call) \
+    do { \
+        if ((call) != CUDNN_STATUS_SUCCESS) goto fail; \
+    } while (0)
+
+/* vcc__graph_align: the largest power of two, at most 16, that divides every non-NULL pointer of ptrs (the
+ * byte alignment a plan may assume; PyTorch's cuDNN graph-API convolutions take the same, capped at 16). */
+static inline int64_t vcc__graph_align(void *const ptrs[3])
+{
+    int64_t a = 16;
+    for (int i = 0; i < 3; i++)
+        while (ptrs[i] && a > 1 && ((uintptr_t)ptrs[i] & (uintptr_t)(a - 1))) a /= 2;
+    return a;
+}
+
+/* vcc__graph_tensor: a finalized tensor descriptor (dims n, packed row-major strides) of type dt, unique id
+ * uid and byte alignment align; NULL on failure. */
+static inline cudnnBackendDescriptor_t vcc__graph_tensor(cudnnDataType_t dt, int n, const int64_t *dims, int64_t uid,
+                                                         int64_t align)
+{
+    cudnnBackendDescriptor_t t = NULL;
+    int64_t str[8], s = 1;
+    int i;
+    for (i = n - 1; i >= 0; i--) {
+        str[i] = s;
+        s *= dims[i];
+    }
+    VCC_GRAPH_TRY(cudnnBackendCreateDescriptor(CUDNN_BACKEND_TENSOR_DESCRIPTOR, &t));
+    VCC_GRAPH_TRY(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dt));
+    VCC_GRAPH_TRY(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, n, dims));
+    VCC_GRAPH_TRY(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, n, str));
+    VCC_GRAPH_TRY(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid));
+    VCC_GRAPH_TRY(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align));
+    VCC_GRAPH_TRY(cudnnBackendFinalize(t));
+    return t;
+fail:
+    if (t) (void)cudnnBackendDestroyDescriptor(t);
+    return NULL;
+}
+
+/* the unique ids of a direction's three tensors in its variant pack */
+enum { VCC_GRAPH_X = 1, VCC_GRAPH_W = 2, VCC_GRAPH_Y = 3 };
+
+/* vcc__graph_notes_ok: whether an engine's numerical notes suit b's precision (the list above), and in *rtc
+ * whether it compiles at run time. 0 when the notes cannot be read. */
+static inline int vcc__graph_notes_ok(const VccCudnnConv *b, cudnnBackendDescriptor_t cfg, int *rtc)
+{
+    cudnnBackendDescriptor_t eng = NULL;
+    cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
+    cudnnBackendBehaviorNote_t beh[CUDNN_BEHAVIOR_NOTE_TYPE_COUNT];
+    int64_t n = 0, nb = 0, i, ok = 1;
+    *rtc = 0;
+    VCC_GRAPH_TRY(cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &eng));
+    VCC_GRAPH_TRY(cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &eng));
+    VCC_GRAPH_TRY(cudnnBackendGetAttribute(eng, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
+                                           CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &n, notes));
+    if (cudnnBackendGetAttribute(eng, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE,
+                                 CUDNN_BEHAVIOR_NOTE_TYPE_COUNT, &nb, beh) != CUDNN_STATUS_SUCCESS)
+        nb = 0;
+    for (i = 0; i < nb; i++)
+        if (beh[i] == CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION) *rtc = 1;
+    for (i = 0; i < n; i++) {
+        cudnnBackendNumericalNote_t m = notes[i];
+        if (m == CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION) ok = 0;
+        if (b->dtype == CUDNN_DATA_BFLOAT16) continue;
+        if (m == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS) ok = 0;
+#if !VCC_PRECISION_TF32
+        if (m == CUDNN_NUMERICAL_NOTE_TENSOR_CORE || m == CUDNN_NUMERICAL_NOTE_FFT ||
+            m == CUDNN_NUMERICAL_NOTE_WINOGRAD || m == CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_4x4 ||
+            m == CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_6x6 || m == CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_13x13)
+            ok = 0;
+#endif
+    }
+    (void)cudnnBackendDestroyDescriptor(eng);
+    return (int)ok;
+fail:
+    if (eng) (void)cudnnBackendDestroyDescriptor(eng);
+    return 0;
+}
+
+/* vcc__graph_exec: run plan on the three pointers (in VCC_GRAPH_X, _W, _Y order) and the workspace. */
+static inline cudnnStatus_t vcc__graph_exec(VccRt *rt, cudnnBackendDescriptor_t plan, void *const ptrs[3], void *ws)
+{
+    cudnnBackendDescriptor_t vp = NULL;
+    int64_t uids[3] = {VCC_GRAPH_X, VCC_GRAPH_W, VCC_GRAPH_Y};
+    cudnnStatus_t st;
+    if ((st = cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &vp)) != CUDNN_STATUS_SUCCESS) return st;
+    if ((st = cudnnBackendSetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, ptrs)) ==
+            CUDNN_STATUS_SUCCESS &&
+        (st = cudnnBackendSetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids)) ==
+            CUDNN_STATUS_SUCCESS &&
+        (st = cudnnBackendSetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws)) ==
+            CUDNN_STATUS_SUCCESS &&
+        (st = cudnnBackendFinalize(vp)) == CUDNN_STATUS_SUCCESS)
+        st = cudnnBackendExecute(rt->cudnn, plan, vp);
+    (void)cudnnBackendDestroyDescriptor(vp);
+    return st;
+}
+
+/* vcc__conv_graph_pick: choose b's plan for direction dir (VCC_CONV_FWD, _BWD_DATA, _BWD_FILTER) against the
+ * planned workspace (ws, ws_bytes), as the comment above says, into b->gplan/gws/gstate; ptrs are the call's
+ * tensors (VCC_GRAPH_X, _W, _Y order), run by the timed search when timed. */
+static inline void vcc__conv_graph_pick(VccRt *rt, const VccConvDesc *d, VccCudnnConv *b, int dir, void *const ptrs[3],
+                                        void *ws, size_t ws_bytes, int timed)
+{
+    static const char *const names[3] = {"forward", "backward data", "backward filter"};
+    enum { MAX_CAND = 8 };
+    cudnnBackendDescriptor_t tx = NULL, tw = NULL, ty = NULL, conv = NULL, op = NULL, graph = NULL;
+    cudnnBackendDescriptor_t heur[2] = {NULL, NULL}, cfgs[2][64], cand[MAX_CAND];
+    int64_t ncfg[2] = {0, 0}, xd[5], wd[5], yd[5], pad[3], str[3], dil[3], nsp, h, k, nd;
+    size_t cand_ws[MAX_CAND];
+    int ncand = 0, best = -1, i, pass, rtc, logging = getenv("VCC_CUDNN_LOG") != NULL;
+    float best_ms = 0.0f, one = 1.0f, zero = 0.0f;
+    cudnnDataType_t comp = CUDNN_DATA_FLOAT;
+    cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
+    /* per direction: the operation's descriptor type and its attributes for x, w, y, the convolution,
+     * alpha and beta (cuDNN API docs, CUDNN_BACKEND_OPERATION_CONVOLUTION_*_DESCRIPTOR) */
+    static const struct {
+        cudnnBackendDescriptorType_t type;
+        cudnnBackendAttributeName_t x, w, y, conv, alpha, beta;
+    } ops[3] = {
+        {CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,
+         CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,
+         CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
+         CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA},
+        {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX,
+         CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY,
+         CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA,
+         CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA},
+        {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X,
+         CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY,
+         CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA,
+         CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA}};
+    cudnnBackendHeurMode_t modes[2] = {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK};
+
+    if (b->gplan[dir]) (void)cudnnBackendDestroyDescriptor(b->gplan[dir]);
+    b->gplan[dir] = NULL;
+    b->gstate[dir] = -1;
+    memset(cfgs, 0, sizeof cfgs);
+    /* the legacy descriptors' shapes: a 1-D convolution as 2-D with a trailing extent-1 axis */
+    nd = d->nsp == 1 ? 2 : d->nsp;
+    xd[0] = yd[0] = d->N;
+    xd[1] = d->C;
+    yd[1] = wd[0] = d->K;
+    wd[1] = d->C / d->G;
+    for (i = 0; i < nd; i++) {
+        int sp = i < d->nsp;
+        xd[2 + i] = sp ? d->in[i] : 1;
+        yd[2 + i] = sp ? d->out[i] : 1;
+        wd[2 + i] = sp ? d->kernel[i] : 1;
+        pad[i] = sp ? d->pad_begin[i] : 0;
+        str[i] = sp ? d->stride[i] : 1;
+        dil[i] = sp ? d->dilation[i] : 1;
+    }
+    nsp = nd;
+    b->galign[dir] = vcc__graph_align(ptrs);
+    tx = vcc__graph_tensor(b->dtype, (int)nd + 2, xd, VCC_GRAPH_X, b->galign[dir]);
+    tw = vcc__graph_tensor(b->dtype, (int)nd + 2, wd, VCC_GRAPH_W, b->galign[dir]);
+    ty = vcc__graph_tensor(b->dtype, (int)nd + 2, yd, VCC_GRAPH_Y, b->galign[dir]);
+    if (!tx || !tw || !ty) goto fail;
+    VCC_GRAPH_TRY(cudnnBackendCreateDescriptor(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, &conv));
+    VCC_GRAPH_TRY(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &nsp));
+    VCC_GRAPH_TRY(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &comp));
+    VCC_GRAPH_TRY(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode));
+    VCC_GRAPH_TRY(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, nsp, dil));
+    VCC_GRAPH_TRY(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, nsp, str));
+    VCC_GRAPH_TRY(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, nsp, pad));
+    VCC_GRAPH_TRY(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, nsp, pad));
+    VCC_GRAPH_TRY(cudnnBackendFinalize(conv));
+    VCC_GRAPH_TRY(cudnnBackendCreateDescriptor(ops[dir].type, &op));
+    VCC_GRAPH_TRY(cudnnBackendSetAttribute(op, ops[dir].x, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &tx));
+    VCC_GRAPH_TRY(cudnnBackendSetAttribute(op, ops[dir].w, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &tw));
+    VCC_GRAPH_TRY(cudnnBackendSetAttribute(op, ops[dir].y, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &ty));
+    VCC_GRAPH_TRY(cudnnBackendSetAttribute(op, ops[dir].conv, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &conv));
+    VCC_GRAPH_TRY(cudnnBackendSetAttribute(op, ops[dir].alpha, CUDNN_TYPE_FLOAT, 1, &one));
+    VCC_GRAPH_TRY(cudnnBackendSetAttribute(op, ops[dir].beta, CUDNN_TYPE_FLOAT, 1, &zero));
+    VCC_GRAPH_TRY(cudnnBackendFinalize(op));
+    VCC_GRAPH_TRY(cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &graph));
+    VCC_GRAPH_TRY(cudnnBackendSetAttribute(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &op));
+    VCC_GRAPH_TRY(cudnnBackendSetAttribute(graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &rt->cudnn));
+    VCC_GRAPH_TRY(cudnnBackendFinalize(graph));
+    /* the engine configurations of heuristics mode A, then of the fallback list */
+    for (h = 0; h < 2; h++) {
+        int64_t n = 0;
+        if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, &heur[h]) != CUDNN_STATUS_SUCCESS) {
+            heur[h] = NULL;
+            continue;
+        }
+        if (cudnnBackendSetAttribute(heur[h], CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                                     &graph) != CUDNN_STATUS_SUCCESS ||
+            cudnnBackendSetAttribute(heur[h], CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &modes[h]) !=
+                CUDNN_STATUS_SUCCESS ||
+            cudnnBackendFinalize(heur[h]) != CUDNN_STATUS_SUCCESS ||
+            cudnnBackendGetAttribute(heur[h], CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &n,
+                                     NULL) != CUDNN_STATUS_SUCCESS)
+            continue;
+        if (n > 64) n = 64;
+        for (k = 0; k < n; k++)
+            if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &cfgs[h][k]) != CUDNN_STATUS_SUCCESS) {
+                cfgs[h][k] = NULL;
+                break;
+            }
+        n = k;
+        if (cudnnBackendGetAttribute(heur[h], CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, n,
+                                     &ncfg[h], cfgs[h]) != CUDNN_STATUS_SUCCESS)
+            ncfg[h] = 0;
+        for (k = 0; k < n; k++) /* created but not filled: not candidates, destroyed below */
+            if (k >= ncfg[h] && cfgs[h][k]) (void)cudnnBackendDestroyDescriptor(cfgs[h][k]), cfgs[h][k] = NULL;
+    }
+    /* the candidates: plans that finalize, fit the workspace and whose notes the precision allows; engines
+     * compiled at run time only in a second pass, when the first found none */
+    for (pass = 0; pass < 2 && ncand == 0; pass++)
+        for (h = 0; h < 2 && ncand < (timed ? MAX_CAND : 1); h++)
+            for (k = 0; k < ncfg[h] && ncand < (timed ? MAX_CAND : 1); k++) {
+                cudnnBackendDescriptor_t plan = NULL;
+                int64_t need = 0, got = 0;
+                if (!cfgs[h][k] || !vcc__graph_notes_ok(b, cfgs[h][k], &rtc) || rtc != pass) continue;
+                if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan) != CUDNN_STATUS_SUCCESS)
+                    continue;
+                if (cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &rt->cudnn) ==
+                        CUDNN_STATUS_SUCCESS &&
+                    cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
+                                             CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfgs[h][k]) == CUDNN_STATUS_SUCCESS &&
+                    cudnnBackendFinalize(plan) == CUDNN_STATUS_SUCCESS &&
+                    cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &got,
+                                             &need) == CUDNN_STATUS_SUCCESS &&
+                    need >= 0 && (size_t)need <= ws_bytes) {
+                    cand_ws[ncand] = (size_t)need;
+                    cand[ncand++] = plan;
+                } else {
+                    (void)cudnnBackendDestroyDescriptor(plan);
+                }
+            }
+    if (ncand == 0) goto fail;
+    best = 0;
+    if (timed && ncand > 1) {
+        cudaEvent_t e0, e1;
+        cudaStream_t stream = 0;
+        VCC_CUDNN_CHECK(cudnnGetStream(rt->cudnn, &stream)); /* the events time the stream cuDNN runs on */
+        VCC_CUDA_CHECK(cudaEventCreate(&e0));
+        VCC_CUDA_CHECK(cudaEventCreate(&e1));
+        best = -1;
+        for (i = 0; i < ncand; i++) {
+            float ms = 0.0f;
+            if (vcc__graph_exec(rt, cand[i], ptrs, ws) != CUDNN_STATUS_SUCCESS) { /* the untimed run */
+                (void)cudaGetLastError();
+                continue;
+            }
+            VCC_CUDA_CHECK(cudaEventRecord(e0, stream));
+            if (vcc__graph_exec(rt, cand[i], ptrs, ws) != CUDNN_STATUS_SUCCESS) {
+                (void)cudaGetLastError();
+                continue;
+            }
+            VCC_CUDA_CHECK(cudaEventRecord(e1, stream));
+            VCC_CUDA_CHECK(cudaEventSynchronize(e1));
+            VCC_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+            if (logging)
+                fprintf(stderr, "vcc cudnn graph: %s candidate %d: %.4f ms, ws %zu\n", names[dir], i, (double)ms,
+                        cand_ws[i]);
+            if (best < 0 || ms < best_ms) best = i, best_ms = ms;
+        }
+        VCC_CUDA_CHECK(cudaEventDestroy(e0));
+        VCC_CUDA_CHECK(cudaEventDestroy(e1));
+        if (best < 0) goto fail;
+    }
+    b->gplan[dir] = cand[best];
+    b->gws[dir] = cand_ws[best];
+    b->gstate[dir] = 1;
+    if (logging)
+        fprintf(stderr, "vcc cudnn graph: %s chose candidate %d of %d (ws %zu of %zu planned, %s)\n", names[dir], best,
+                ncand, cand_ws[best], ws_bytes, timed && ncand > 1 ? "timed" : "first fitting");
+fail:
+    if (b->gstate[dir] != 1 && logging)
+        fprintf(stderr, "vcc cudnn graph: %s: no plan of the graph API fits (%d candidates); the legacy path runs it\n",
+                names[dir], ncand);
+    for (i = 0; i < ncand; i++)
+        if (i != best || b->gstate[dir] != 1) (void)cudnnBackendDestroyDescriptor(cand[i]);
+    for (h = 0; h < 2; h++) {
+        for (k = 0; k < 64; k++)
+            if (cfgs[h][k]) (void)cudnnBackendDestroyDescriptor(cfgs[h][k]);
+        if (heur[h]) (void)cudnnBackendDestroyDescriptor(heur[h]);
+    }
+    if (graph) (void)cudnnBackendDestroyDescriptor(graph);
+    if (op) (void)cudnnBackendDestroyDescriptor(op);
+    if (conv) (void)cudnnBackendDestroyDescriptor(conv);
+    if (tx) (void)cudnnBackendDestroyDescriptor(tx);
+    if (tw) (void)cudnnBackendDestroyDescriptor(tw);
+    if (ty) (void)cudnnBackendDestroyDescriptor(ty);
+    (void)d;
+}
+
+/* vcc__conv_graph_run: direction dir of d on the graph API's plan (choosing it at the first call, and again
+ * when a call's planned workspace is smaller than the plan needs): 1 when it ran, 0 when the legacy path must
+ * run it (rt->conv_api says so for b's data type, or no plan fits). ptrs: the tensors in VCC_GRAPH_X, _W, _Y order (x, w, y
+ * forward; dx, w, dy backward data; x, dw, dy backward filter), the last written one overwritten (beta 0).
+ * A plan whose execution cuDNN refuses sends the direction to the legacy path. Its choice is made again when
+ * a call's pointers are less aligned than the plan assumed. */
+static inline int vcc__conv_graph_run(VccRt *rt, const VccConvDesc *d, VccCudnnConv *b, int dir, void *const ptrs[3],
+                                      void *ws, size_t ws_bytes, int timed)
+{
+    cudnnStatus_t st;
+    if (rt->conv_api == VCC_CONV_API_LEGACY || (rt->conv_api == VCC_CONV_API_AUTO && b->dtype != CUDNN_DATA_FLOAT))
+        return 0;
+    if (b->gstate[dir] == 0 ||
+        (b->gstate[dir] == 1 && (b->gws[dir] > ws_bytes || vcc__graph_align(ptrs) < b->galign[dir])))
+        vcc__conv_graph_pick(rt, d, b, dir, ptrs, ws, ws_bytes, timed);
+    if (b->gstate[dir] != 1) return 0;
+    st = vcc__graph_exec(rt, b->gplan[dir], ptrs, ws);
+    if (st != CUDNN_STATUS_SUCCESS) { /* refused at launch: this direction goes to the legacy path for good */
+        if (getenv("VCC_CUDNN_LOG"))
+            fprintf(stderr, "vcc cudnn graph: execution refused (%s); the legacy path runs this direction\n",
+                    cudnnGetErrorString(st));
+        (void)cudnnBackendDestroyDescriptor(b->gplan[dir]);
+        b->gplan[dir] = NULL;
+        b->gstate[dir] = -1;
+        return 0;
+    }
+    return 1;
+}
+#undef VCC_GRAPH_TRY
+
 /* y (N, K, S) += b[k] */
 template <class T> static __global__ void conv_bias_forward_kernel(int64_t n, int64_t K, int64_t S, const T *b, T *y)
 {
@@ -552,17 +893,18 @@ static inline void conv_forward(VccRt *rt, VccConvDesc *d, const T *x, const typ
         vcc__conv_gemm(rt, d, VCC_CONV_FWD, x, w, NULL, y, ws, ws_bytes);
     } else {
         VccCudnnConv *c = vcc__conv_backend(rt, d, vcc__cudnn_type<T>());
+        const size_t fb = sizeof(T);
+        void *const ptrs[3] = {(void *)x, (void *)w, (void *)y};
         if (!ws) ws_bytes = 0;
-        if (!c->have_fwd || c->fwd_ws > ws_bytes) {
-            const size_t fb = sizeof(T);
-            int timed = vcc__conv_may_time(rt, zero, y, fb * vcc__conv_elems(d, d->N, d->K, d->out),
-                                           x, fb * vcc__conv_elems(d, d->N, d->C, d->in),
-                                           w, fb * vcc__conv_elems(d, d->K, d->C / d->G, d->kernel), ws, ws_bytes);
-            vcc__conv_pick_fwd(rt, d, c, x, w, y, ws, ws_bytes, timed);
+        int timed = vcc__conv_may_time(rt, zero, y, fb * vcc__conv_elems(d, d->N, d->K, d->out),
+                                       x, fb * vcc__conv_elems(d, d->N, d->C, d->in),
+                                       w, fb * vcc__conv_elems(d, d->K, d->C / d->G, d->kernel), ws, ws_bytes);
+        if (!vcc__conv_graph_run(rt, d, c, VCC_CONV_FWD, ptrs, ws, ws_bytes, timed)) {
+            if (!c->have_fwd || c->fwd_ws > ws_bytes) vcc__conv_pick_fwd(rt, d, c, x, w, y, ws, ws_bytes, timed);
+            vcc__conv_set_math(c, c->fwd_math);
+            VCC_CUDNN_CHECK(cudnnConvolutionForward(rt->cudnn, &one, c->x, x, c->w, w, c->conv, c->fwd_algo,
+                                                    ws, ws_bytes, &zero, c->y, y));
         }
-        vcc__conv_set_math(c, c->fwd_math);
-        VCC_CUDNN_CHECK(cudnnConvolutionForward(rt->cudnn, &one, c->x, x, c->w, w, c->conv, c->fwd_algo,
-                                                ws, ws_bytes, &zero, c->y, y));
     }
     if (b) vcc__conv_bias_forward(d->N, d->K, vcc__conv_spatial(d->nsp, d->out), b, y);
 }
@@ -580,13 +922,13 @@ static inline void conv_backward_data(VccRt *rt, VccConvDesc *d, const T *dy, co
     }
     c = vcc__conv_backend(rt, d, vcc__cudnn_type<T>());
     if (!ws) ws_bytes = 0;
-    if (!c->have_bwd_data || c->bwd_data_ws > ws_bytes) {
-        const size_t fb = sizeof(T);
-        int timed = vcc__conv_may_time(rt, zero, dx, fb * vcc__conv_elems(d, d->N, d->C, d->in),
-                                       dy, fb * vcc__conv_elems(d, d->N, d->K, d->out),
-                                       w, fb * vcc__conv_elems(d, d->K, d->C / d->G, d->kernel), ws, ws_bytes);
-        vcc__conv_pick_bwd_data(rt, d, c, dy, w, dx, ws, ws_bytes, timed);
-    }
+    const size_t fb = sizeof(T);
+    void *const ptrs[3] = {(void *)dx, (void *)w, (void *)dy};
+    int timed = vcc__conv_may_time(rt, zero, dx, fb * vcc__conv_elems(d, d->N, d->C, d->in),
+                                   dy, fb * vcc__conv_elems(d, d->N, d->K, d->out),
+                                   w, fb * vcc__conv_elems(d, d->K, d->C / d->G, d->kernel), ws, ws_bytes);
+    if (vcc__conv_graph_run(rt, d, c, VCC_CONV_BWD_DATA, ptrs, ws, ws_bytes, timed)) return;
+    if (!c->have_bwd_data || c->bwd_data_ws > ws_bytes) vcc__conv_pick_bwd_data(rt, d, c, dy, w, dx, ws, ws_bytes, timed);
     vcc__conv_set_math(c, c->bwd_data_math);
     VCC_CUDNN_CHECK(cudnnConvolutionBackwardData(rt->cudnn, &one, c->w, w, c->y, dy, c->conv, c->bwd_data_algo,
                                                  ws, ws_bytes, &zero, c->x, dx));
@@ -603,17 +945,19 @@ static inline void conv_backward_filter(VccRt *rt, VccConvDesc *d, const T *x, c
         vcc__conv_gemm(rt, d, VCC_CONV_BWD_FILTER, x, NULL, dy, dw, ws, ws_bytes);
     } else {
         VccCudnnConv *c = vcc__conv_backend(rt, d, vcc__cudnn_type<T>());
+        const size_t fb = sizeof(T);
+        void *const ptrs[3] = {(void *)x, (void *)dw, (void *)dy};
         if (!ws) ws_bytes = 0;
-        if (!c->have_bwd_filter || c->bwd_filter_ws > ws_bytes) {
-            const size_t fb = sizeof(T);
-            int timed = vcc__conv_may_time(rt, zero, dw, fb * vcc__conv_elems(d, d->K, d->C / d->G, d->kernel),
-                                           x, fb * vcc__conv_elems(d, d->N, d->C, d->in),
-                                           dy, fb * vcc__conv_elems(d, d->N, d->K, d->out), ws, ws_bytes);
-            vcc__conv_pick_bwd_filter(rt, d, c, x, dy, dw, ws, ws_bytes, timed);
+        int timed = vcc__conv_may_time(rt, zero, dw, fb * vcc__conv_elems(d, d->K, d->C / d->G, d->kernel),
+                                       x, fb * vcc__conv_elems(d, d->N, d->C, d->in),
+                                       dy, fb * vcc__conv_elems(d, d->N, d->K, d->out), ws, ws_bytes);
+        if (!vcc__conv_graph_run(rt, d, c, VCC_CONV_BWD_FILTER, ptrs, ws, ws_bytes, timed)) {
+            if (!c->have_bwd_filter || c->bwd_filter_ws > ws_bytes)
+                vcc__conv_pick_bwd_filter(rt, d, c, x, dy, dw, ws, ws_bytes, timed);
+            vcc__conv_set_math(c, c->bwd_filter_math);
+            VCC_CUDNN_CHECK(cudnnConvolutionBackwardFilter(rt->cudnn, &one, c->x, x, c->y, dy, c->conv,
+                                                           c->bwd_filter_algo, ws, ws_bytes, &zero, c->w, dw));
         }
-        vcc__conv_set_math(c, c->bwd_filter_math);
-        VCC_CUDNN_CHECK(cudnnConvolutionBackwardFilter(rt->cudnn, &one, c->x, x, c->y, dy, c->conv,
-                                                       c->bwd_filter_algo, ws, ws_bytes, &zero, c->w, dw));
     }
     if (db) vcc__conv_bias_backward(d->N, d->K, vcc__conv_spatial(d->nsp, d->out), dy, db);
 }

@@ -4,7 +4,9 @@
  * the trainers call, same inputs, outputs compared with a relative tolerance
  * (max |gpu - cpu| / max |cpu|). Outputs are pre-filled with NaN on the GPU,
  * so a kernel that reads (beta != 0) or skips part of an output it must
- * overwrite shows up as a mismatch.
+ * overwrite shows up as a mismatch. Each convolution case runs on cuDNN's graph API and on its legacy
+ * calls, each with a generous planned workspace and with none, and the conv group fails when no direction
+ * of any case ran a plan of the graph API.
  *
  *   numeric_test [group...]     groups: conv bn gemm xent misc big (default: all)
  *
@@ -21,6 +23,8 @@ static VccRt g_rt;
 static unsigned char *g_arena;
 static size_t g_off, g_cap;
 static int g_fail, g_checks;
+static int g_graph_runs, g_graph_tries; /* conv directions that ran a plan of cuDNN's graph API, of those
+                                           that tried (conv_case) */
 static uint64_t g_rng = 0x9E3779B97F4A7C15ull;
 
 /* descriptors live as long as the runtime (vcc_rt_destroy clears their backend) */
@@ -164,9 +168,11 @@ static void conv_case(const char *name, int nsp, int64_t N, int64_t C, int64_t K
     vccref_conv_backward_data(&d, dy, w, dx_ref);
     vccref_conv_backward_filter(&d, x, dy, dw_ref, bias ? db_ref : NULL);
 
-    for (int pass = 0; pass < 2; pass++) {
-        /* pass 0: a generous planned workspace; pass 1: none (zero-workspace algorithms) */
-        size_t ws_bytes = pass == 0 ? (size_t)64 << 20 : 0;
+    for (int pass = 0; pass < 4; pass++) {
+        /* passes 0, 1: cuDNN's graph API (falling back per direction to the legacy calls), 2, 3: the legacy
+         * calls alone; passes 0, 2: a generous planned workspace; 1, 3: none (zero-workspace algorithms) */
+        size_t ws_bytes = pass % 2 == 0 ? (size_t)64 << 20 : 0;
+        const char *api = pass < 2 ? "graph" : "legacy";
         void *ws = ws_bytes ? dalloc(ws_bytes) : NULL;
         VccConvDesc *dg;
         VccCudnnConv *be;
@@ -180,25 +186,37 @@ static void conv_case(const char *name, int nsp, int64_t N, int64_t C, int64_t K
         dg = &g_desc[g_ndesc++];
         *dg = d;
         dg->backend = NULL;
+        g_rt.conv_api = pass < 2 ? VCC_CONV_API_GRAPH : VCC_CONV_API_LEGACY;
         conv_forward(&g_rt, dg, gx, gw, bias ? gb : NULL, gy, ws, ws_bytes);
         conv_backward_data(&g_rt, dg, gdy, gw, gdx, ws, ws_bytes);
         conv_backward_filter(&g_rt, dg, gx, gdy, gdw, bias ? gdb : NULL, ws, ws_bytes);
         vcc_rt_sync(&g_rt);
         be = (VccCudnnConv *)dg->backend;
-        printf("  ws=%zu bytes: algos fwd %d (%zu B)  bwd_data %d (%zu B)  bwd_filter %d (%zu B)\n", ws_bytes,
-               (int)be->fwd_algo, be->fwd_ws, (int)be->bwd_data_algo, be->bwd_data_ws, (int)be->bwd_filter_algo,
-               be->bwd_filter_ws);
-        snprintf(label, sizeof label, "y  = conv_forward        (ws %s)", pass ? "0" : "64M");
+        if (pass < 2) {
+            printf("  %s, ws=%zu bytes: fwd %s (%zu B)  bwd_data %s (%zu B)  bwd_filter %s (%zu B)\n", api, ws_bytes,
+                   be->gstate[0] == 1 ? "graph plan" : "legacy", be->gws[0],
+                   be->gstate[1] == 1 ? "graph plan" : "legacy", be->gws[1],
+                   be->gstate[2] == 1 ? "graph plan" : "legacy", be->gws[2]);
+            for (int dir = 0; dir < 3; dir++) g_graph_runs += be->gstate[dir] == 1;
+            g_graph_tries += 3;
+        } else {
+            printf("  %s, ws=%zu bytes: algos fwd %d (%zu B)  bwd_data %d (%zu B)  bwd_filter %d (%zu B)\n", api,
+                   ws_bytes, (int)be->fwd_algo, be->fwd_ws, (int)be->bwd_data_algo, be->bwd_data_ws,
+                   (int)be->bwd_filter_algo, be->bwd_filter_ws);
+        }
+        const char *wsl = pass % 2 ? "0" : "64M";
+        snprintf(label, sizeof label, "y  = conv_forward        (%s, ws %s)", api, wsl);
         check(label, gy, y_ref, ny, 1e-4);
-        snprintf(label, sizeof label, "dx = conv_backward_data  (ws %s)", pass ? "0" : "64M");
+        snprintf(label, sizeof label, "dx = conv_backward_data  (%s, ws %s)", api, wsl);
         check(label, gdx, dx_ref, nx, 1e-4);
-        snprintf(label, sizeof label, "dw = conv_backward_filter (ws %s)", pass ? "0" : "64M");
+        snprintf(label, sizeof label, "dw = conv_backward_filter (%s, ws %s)", api, wsl);
         check(label, gdw, dw_ref, nw, 1e-4);
         if (bias) {
-            snprintf(label, sizeof label, "db = conv_backward_filter (ws %s)", pass ? "0" : "64M");
+            snprintf(label, sizeof label, "db = conv_backward_filter (%s, ws %s)", api, wsl);
             check(label, gdb, db_ref, K, 1e-5);
         }
     }
+    g_rt.conv_api = VCC_CONV_API_AUTO;
     free(x); free(w); free(b); free(dy); free(y_ref); free(dx_ref); free(dw_ref); free(db_ref);
     g_off = mark;
 }
@@ -237,6 +255,12 @@ static void test_conv(void)
         conv_case("2-D", 2, 2, 3, 5, 1, in, k, s, dl, p, 1);
         conv_case("1-D", 1, 2, 3, 4, 1, in1, k1, s1, dl1, p1, 1);
     }
+    /* the graph API must have run some of these directions: a descriptor it refuses everywhere would send
+     * every convolution down the legacy path unnoticed */
+    g_checks++;
+    printf("conv: %d of %d directions ran a plan of cuDNN's graph API%s\n", g_graph_runs, g_graph_tries,
+           g_graph_runs ? "" : "  FAIL");
+    if (!g_graph_runs) g_fail++;
 }
 
 /* ------------------------------------------------------------------------ */
