@@ -97,7 +97,9 @@ sys.path.insert(0, HERE)
 
 from train_step import STEP_RE, log  # noqa: E402  (the trainer's `step k loss v` line; a flushed print)
 LR, MOMENTUM, WEIGHT_DECAY = 0.01, 0.9, 0.0
-GRAPH_LOSS_TOL = 1e-4  # --cuda-graph on against off, each step's loss (see run_model)
+# --cuda-graph on against off, each step's loss, relative (see run_model): fp32, and the reduced precisions,
+# whose two runs part further (on an H200 r3d_18's tf32 runs were 1.4e-4 apart at step 7, its fp32 ones 5.8e-5)
+GRAPH_LOSS_TOL = {"fp32": 1e-4, "tf32": 1e-3, "bf16": 1e-3}
 SEED = 0
 
 # name -> how the PyTorch model is built (see build_model); clip is (N, C, T, H, W)
@@ -721,12 +723,13 @@ def run_model(args, name, rows, deadline, builds):
                 # a graph launch runs the step's own kernels, but the two runs are two processes: each times
                 # its own cuDNN algorithms, and some backward algorithms sum with atomics, so two runs of
                 # one program part in the last digits from step 2 on (the heuristic run above shows it
-                # too). Every step's loss within GRAPH_LOSS_TOL (relative) of the run without the graph.
+                # too). Every step's loss within GRAPH_LOSS_TOL[p] (relative) of the run without the graph.
                 a, b = vcc[q]["losses"], vcc[p]["losses"]
+                tol = GRAPH_LOSS_TOL.get(p.split()[0], 1e-3)
                 worst = max((abs(a[k] - b[k]) / abs(b[k]) for k in a if k in b), default=float("inf"))
-                ok = a.keys() == b.keys() and worst <= GRAPH_LOSS_TOL
+                ok = a.keys() == b.keys() and worst <= tol
                 log(f"  vcc {q}: losses {'agree with' if ok else 'DIFFER from'} --cuda-graph off, worst step "
-                    f"{worst:.1e} relative (allowed {GRAPH_LOSS_TOL:g}; bitwise the same: {a == b})")
+                    f"{worst:.1e} relative (allowed {tol:g}; bitwise the same: {a == b})")
                 if not ok:
                     bad = vcc.pop(q)["losses"]
                     raise Failure(f"losses differ from the eager run: {bad} vs {vcc[p]['losses']}")

@@ -49,13 +49,20 @@ def cpu_peak(make, step):
                 step(state, opt)
                 opt.step()
     events = prof.profiler.kineto_results.events()
+
+    def t0(e):  # the event's start: microseconds in torch 1.13's kineto events, nanoseconds in torch 2.x's
+        return e.start_ns() if hasattr(e, "start_ns") else e.start_us()
+
+    def dur(e):
+        return e.duration_ns() if hasattr(e, "duration_ns") else e.duration_us()
+
     step1 = [e for e in events if e.name() == "step1"][0]
-    start, end = step1.start_us(), step1.start_us() + step1.duration_us()
+    start, end = t0(step1), t0(step1) + dur(step1)
     mem = [e for e in events if e.name() == "[memory]"]
     live = peak = 0
-    for e in sorted(mem, key=lambda e: e.start_us()):  # stable: records of one microsecond keep their order
+    for e in sorted(mem, key=t0):  # stable: records of one clock tick keep their order
         live += e.nbytes()
-        if start <= e.start_us() <= end:
+        if start <= t0(e) <= end:
             peak = max(peak, live)
     return peak
 
