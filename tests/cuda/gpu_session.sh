@@ -19,7 +19,9 @@
 #      - the CUDA trainers step by step against PyTorch float64 (tests/e2e/test_model_steps.py
 #        --target cu --export-from build/device/export/<model>), STEPS_JOBS at a time;
 #   2. (GPU_STEP_S, default 230) alone on the GPU: bench/gpu_step.py run (speed, memory, step-1 loss
-#      against PyTorch), with --budget GPU_STEP_S less 20;
+#      against PyTorch), with --budget GPU_STEP_S less 20 and GPU_STEP_ARGS (--no-compile, say);
+#      - PyTorch's peak memory for the training step of every bench/memplan.py model at its two batch
+#        sizes, on the CPU and on the GPU (memplan.py --peak-of), into OUTDIR/torch_peaks.txt;
 #   3. (SANITIZER_S, default 60) compute-sanitizer memcheck on the numeric test's groups, then
 #      racecheck on the hand-written kernels, in the time left.
 # OUTDIR gets summary.txt (what passed and failed, with the figures' lines), logs.tar.gz (every log)
@@ -135,7 +137,24 @@ run_all() {
     (VCC_NO_SANITIZER=1 timeout "$p1" sh "$here/run_gpu_checks.sh" "$logs/gpu_checks" >"$logs/gpu_checks.log" 2>&1
         echo $? >"$logs/gpu_checks.rc") &
     checks=$!
-    mkdir -p "$logs/steps"
+    mkdir -p "$logs/steps" "$logs/peaks"
+    # PyTorch's peak for each bench/memplan.py model's training step, on the CPU and on the GPU
+    # (memplan.py --peak-of: torch.profiler's allocator records; torch.cuda.max_memory_allocated)
+    (cd "$root" && python3 -c 'import sys; sys.path[:0] = ["bench", "models"]; import memplan
+for m in memplan.default_models():
+    b = memplan.base_shape(m)
+    for n in (b[0], 2 * b[0]): print(m, "x".join(map(str, (n,) + tuple(b[1:]))))' >"$logs/peaks/jobs.txt" 2>"$logs/peaks/jobs.log"
+        xargs -P 4 -L 1 sh -c 'timeout 120 python3 bench/memplan.py --peak-of "$1" "$2" >"$0/peaks/$1_$2.json" 2>"$0/peaks/$1_$2.log"' \
+            "$logs" <"$logs/peaks/jobs.txt"
+        python3 -c 'import json, sys
+for line in open(sys.argv[1] + "/peaks/jobs.txt"):
+    m, shape = line.split()
+    try:
+        cpu, gpu, saved = json.loads(open("%s/peaks/%s_%s.json" % (sys.argv[1], m, shape)).read().strip().splitlines()[-1])
+        print("torch peak %s %s: CPU %.1f MiB, GPU %s MiB" % (m, shape, cpu / 2**20, "%.1f" % (gpu / 2**20) if gpu else "-"))
+    except Exception as e:
+        print("torch peak %s %s: failed (%s)" % (m, shape, e))' "$logs" >"$out/torch_peaks.txt") &
+    peaks=$!
     deadline=$(($(date +%s) + p1))
     echo "$STEP_CASES" | xargs -P "${STEPS_JOBS:-7}" -I{} sh -c '
             name=${1%%|*} opts=${1#*|}
@@ -149,6 +168,7 @@ run_all() {
             echo "$? $(($(date +%s) - start))" >"$5/steps/$name.rc"' _ {} "$deadline" "$root" "$dev" "$logs" \
         "$STEP_CPATH" "$STEP_LIBRARY_PATH" "$STEP_ARCH"
     wait $checks
+    wait $peaks
     say "== phase 1 ($(($(date +%s) - t0)) s)"
     rc=$(cat "$logs/gpu_checks.rc" 2>/dev/null || echo "?")
     say "run_gpu_checks.sh (no sanitizer): rc $rc"
@@ -169,7 +189,7 @@ run_all() {
     say "== phase 2: bench/gpu_step.py run (budget $((p2 - 20)) s)"
     timeout "$p2" python3 "$root/bench/gpu_step.py" run --work "$root/build/gpu_step" --budget $((p2 - 20)) \
         --reserve 20 --steps "${GPU_STEP_STEPS:-5}" --warmup 2 --compile-timeout 70 --trainer-timeout 90 \
-        >"$out/gpu_step.log" 2>&1
+        ${GPU_STEP_ARGS:-} >"$out/gpu_step.log" 2>&1
     rc=$?
     say "gpu_step.py: rc $rc"
     grep -E "^\||error|FAIL" "$out/gpu_step.log" | tee -a "$sum" >/dev/null
