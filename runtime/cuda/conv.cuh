@@ -431,7 +431,8 @@ static inline void vcc__conv_pick_bwd_filter(VccRt *rt, const VccConvDesc *d, Vc
  *   tf32    DOWN_CONVERT_INPUTS (half precision) and REDUCED_PRECISION_REDUCTION;
  *   bf16    REDUCED_PRECISION_REDUCTION (sums stay float32).
  * Engines that compile their kernels at run time (behavior note RUNTIME_COMPILATION) are taken only when no
- * other fits: their plans take seconds to finalize. A direction for which nothing fits, or any graph-API call
+ * other fits (their plans compile kernels as they are finalized), unless VCC_CUDNN_RTC is set in the
+ * environment: then they compete with the others in cuDNN's order. A direction for which nothing fits, or any graph-API call
  * fails, runs on the legacy path, as every direction of bfloat16 tensors does by default and every direction
  * with VCC_CUDNN_API=legacy in the environment (VccRt.conv_api, cuda/base.cuh, says why). */
 
@@ -547,6 +548,7 @@ static inline void vcc__conv_graph_pick(VccRt *rt, const VccConvDesc *d, VccCudn
     int64_t ncfg[2] = {0, 0}, xd[5], wd[5], yd[5], pad[3], str[3], dil[3], nsp, h, k, nd;
     size_t cand_ws[MAX_CAND];
     int ncand = 0, best = -1, i, pass, rtc, logging = getenv("VCC_CUDNN_LOG") != NULL;
+    const int rtc_any = getenv("VCC_CUDNN_RTC") != NULL; /* run-time compiled engines in the first pass */
     float best_ms = 0.0f, one = 1.0f, zero = 0.0f;
     cudnnDataType_t comp = CUDNN_DATA_FLOAT;
     cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
@@ -646,12 +648,12 @@ static inline void vcc__conv_graph_pick(VccRt *rt, const VccConvDesc *d, VccCudn
     }
     /* the candidates: plans that finalize, fit the workspace and whose notes the precision allows; engines
      * compiled at run time only in a second pass, when the first found none */
-    for (pass = 0; pass < 2 && ncand == 0; pass++)
+    for (pass = 0; pass < (rtc_any ? 1 : 2) && ncand == 0; pass++)
         for (h = 0; h < 2 && ncand < (timed ? MAX_CAND : 1); h++)
             for (k = 0; k < ncfg[h] && ncand < (timed ? MAX_CAND : 1); k++) {
                 cudnnBackendDescriptor_t plan = NULL;
                 int64_t need = 0, got = 0;
-                if (!cfgs[h][k] || !vcc__graph_notes_ok(b, cfgs[h][k], &rtc) || rtc != pass) continue;
+                if (!cfgs[h][k] || !vcc__graph_notes_ok(b, cfgs[h][k], &rtc) || (!rtc_any && rtc != pass)) continue;
                 if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan) != CUDNN_STATUS_SUCCESS)
                     continue;
                 if (cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &rt->cudnn) ==
