@@ -252,6 +252,41 @@ static inline void vcc__conv_no_algo(const VccConvDesc *d, const char *dir, size
     vcc__conv_fail(d, msg);
 }
 
+/* vcc__cudnn_log_on: whether the environment variable VCC_CUDNN_LOG is set (read once): the convolutions'
+ * cuDNN searches and choices then go to stderr, a line each. */
+static inline int vcc__cudnn_log_on(void)
+{
+    static int on = -1;
+    if (on < 0) on = getenv("VCC_CUDNN_LOG") != NULL;
+    return on;
+}
+
+/* vcc__conv_log_search: with the environment variable VCC_CUDNN_LOG set (to anything), one line per
+ * candidate of a direction's search to stderr: the convolution's geometry (N, C, K, groups, input, kernel
+ * and stride extents), the direction, the planned workspace (bytes), and each candidate's algorithm enum,
+ * status, time (ms; from the timed search, -1 from the heuristic ranking), workspace (bytes) and math
+ * type, in cuDNN's order. For reading where a step's convolution time goes, and what a larger
+ * --workspace-limit would buy. */
+template <typename Perf>
+static inline void vcc__conv_log_search(const VccConvDesc *d, const char *dir, size_t ws_bytes, int timed,
+                                        const Perf *perf, int n)
+{
+    char geo[160];
+    int i, k = 0;
+    if (!vcc__cudnn_log_on()) return;
+    k += snprintf(geo + k, sizeof geo - k, "N%lld C%lld K%lld G%lld in", (long long)d->N, (long long)d->C,
+                  (long long)d->K, (long long)d->G);
+    for (i = 0; i < d->nsp; i++) k += snprintf(geo + k, sizeof geo - k, "%s%lld", i ? "x" : "", (long long)d->in[i]);
+    k += snprintf(geo + k, sizeof geo - k, " k");
+    for (i = 0; i < d->nsp; i++) k += snprintf(geo + k, sizeof geo - k, "%s%lld", i ? "x" : "", (long long)d->kernel[i]);
+    k += snprintf(geo + k, sizeof geo - k, " s");
+    for (i = 0; i < d->nsp; i++) snprintf(geo + k, sizeof geo - k, "%s%lld", i ? "x" : "", (long long)d->stride[i]), k = (int)strlen(geo);
+    for (i = 0; i < n; i++)
+        fprintf(stderr, "vcc cudnn: %s | %s | ws %zu | %s | algo %d status %d time %.4f ms ws %zu math %d\n", geo, dir,
+                ws_bytes, timed ? "timed" : "heuristic", (int)perf[i].algo, (int)perf[i].status,
+                timed ? (double)perf[i].time : -1.0, (size_t)perf[i].memory, (int)perf[i].mathType);
+}
+
 /* Algorithm choice for one direction, against the workspace the plan reserved (ws, ws_bytes), made at the
  * direction's first call (cuDNN API docs: cudnnFindConvolution*AlgorithmEx, cudnnGetConvolution*Algorithm_v7,
  * cudnnGetConvolution*WorkspaceSize):
@@ -270,34 +305,6 @@ static inline void vcc__conv_no_algo(const VccConvDesc *d, const char *dir, size
  * workspace query (under the descriptor's current math type). The choice, its workspace bytes and its
  * math type go to *algo, *ws_need, *math; dir names the direction in the error message. A failed cuDNN
  * call other than the two searches (and the queries they rank) exits 1 with cuDNN's message. */
-/* vcc__conv_log_search: with the environment variable VCC_CUDNN_LOG set (to anything), one line per
- * candidate of a direction's search to stderr: the convolution's geometry (N, C, K, groups, input, kernel
- * and stride extents), the direction, the planned workspace (bytes), and each candidate's algorithm enum,
- * status, time (ms; from the timed search, -1 from the heuristic ranking), workspace (bytes) and math
- * type, in cuDNN's order. For reading where a step's convolution time goes, and what a larger
- * --workspace-limit would buy. */
-template <typename Perf>
-static inline void vcc__conv_log_search(const VccConvDesc *d, const char *dir, size_t ws_bytes, int timed,
-                                        const Perf *perf, int n)
-{
-    static int on = -1;
-    char geo[160];
-    int i, k = 0;
-    if (on < 0) on = getenv("VCC_CUDNN_LOG") != NULL;
-    if (!on) return;
-    k += snprintf(geo + k, sizeof geo - k, "N%lld C%lld K%lld G%lld in", (long long)d->N, (long long)d->C,
-                  (long long)d->K, (long long)d->G);
-    for (i = 0; i < d->nsp; i++) k += snprintf(geo + k, sizeof geo - k, "%s%lld", i ? "x" : "", (long long)d->in[i]);
-    k += snprintf(geo + k, sizeof geo - k, " k");
-    for (i = 0; i < d->nsp; i++) k += snprintf(geo + k, sizeof geo - k, "%s%lld", i ? "x" : "", (long long)d->kernel[i]);
-    k += snprintf(geo + k, sizeof geo - k, " s");
-    for (i = 0; i < d->nsp; i++) snprintf(geo + k, sizeof geo - k, "%s%lld", i ? "x" : "", (long long)d->stride[i]), k = (int)strlen(geo);
-    for (i = 0; i < n; i++)
-        fprintf(stderr, "vcc cudnn: %s | %s | ws %zu | %s | algo %d status %d time %.4f ms ws %zu math %d\n", geo, dir,
-                ws_bytes, timed ? "timed" : "heuristic", (int)perf[i].algo, (int)perf[i].status,
-                timed ? (double)perf[i].time : -1.0, (size_t)perf[i].memory, (int)perf[i].mathType);
-}
-
 template <typename Perf, typename Algo, int Count, typename Find, typename Rank, typename Need>
 static inline void vcc__conv_choose(const VccConvDesc *d, VccCudnnConv *b, const char *dir, Algo zero_ws,
                                     size_t ws_bytes, int timed, Find find, Rank rank, Need need_of, Algo *algo,
@@ -324,7 +331,7 @@ static inline void vcc__conv_choose(const VccConvDesc *d, VccCudnnConv *b, const
             *algo = perf[i].algo;
             *ws_need = need;
             *math = b->math;
-            if (getenv("VCC_CUDNN_LOG")) fprintf(stderr, "vcc cudnn: %s chose algo %d (ws %zu, math %d)\n", dir, (int)*algo, need, (int)*math);
+            if (vcc__cudnn_log_on()) fprintf(stderr, "vcc cudnn: %s chose algo %d (ws %zu, math %d)\n", dir, (int)*algo, need, (int)*math);
             return;
         }
     }
@@ -342,7 +349,7 @@ static inline void vcc__conv_choose(const VccConvDesc *d, VccCudnnConv *b, const
             *algo = a;
             *ws_need = need;
             *math = b->math;
-            if (getenv("VCC_CUDNN_LOG")) fprintf(stderr, "vcc cudnn: %s chose fallback algo %d (ws %zu, math %d)\n", dir, (int)*algo, need, (int)*math);
+            if (vcc__cudnn_log_on()) fprintf(stderr, "vcc cudnn: %s chose fallback algo %d (ws %zu, math %d)\n", dir, (int)*algo, need, (int)*math);
             return;
         }
     }
@@ -547,7 +554,7 @@ static inline void vcc__conv_graph_pick(VccRt *rt, const VccConvDesc *d, VccCudn
     cudnnBackendDescriptor_t heur[2] = {NULL, NULL}, cfgs[2][64], cand[MAX_CAND];
     int64_t ncfg[2] = {0, 0}, xd[5], wd[5], yd[5], pad[3], str[3], dil[3], nsp, h, k, nd;
     size_t cand_ws[MAX_CAND];
-    int ncand = 0, best = -1, i, pass, rtc, logging = getenv("VCC_CUDNN_LOG") != NULL;
+    int ncand = 0, best = -1, i, pass, rtc, logging = vcc__cudnn_log_on();
     const int rtc_any = getenv("VCC_CUDNN_RTC") != NULL; /* run-time compiled engines in the first pass */
     float best_ms = 0.0f, one = 1.0f, zero = 0.0f;
     cudnnDataType_t comp = CUDNN_DATA_FLOAT;
@@ -725,7 +732,6 @@ fail:
     if (tx) (void)cudnnBackendDestroyDescriptor(tx);
     if (tw) (void)cudnnBackendDestroyDescriptor(tw);
     if (ty) (void)cudnnBackendDestroyDescriptor(ty);
-    (void)d;
 }
 
 /* vcc__conv_graph_run: direction dir of d on the graph API's plan (choosing it at the first call, and again
@@ -746,7 +752,7 @@ static inline int vcc__conv_graph_run(VccRt *rt, const VccConvDesc *d, VccCudnnC
     if (b->gstate[dir] != 1) return 0;
     st = vcc__graph_exec(rt, b->gplan[dir], ptrs, ws);
     if (st != CUDNN_STATUS_SUCCESS) { /* refused at launch: this direction goes to the legacy path for good */
-        if (getenv("VCC_CUDNN_LOG"))
+        if (vcc__cudnn_log_on())
             fprintf(stderr, "vcc cudnn graph: execution refused (%s); the legacy path runs this direction\n",
                     cudnnGetErrorString(st));
         (void)cudnnBackendDestroyDescriptor(b->gplan[dir]);
