@@ -26,6 +26,8 @@
  */
 #include "ops.h"
 
+#include "../../runtime/cpu/conv_rules.h" /* the oneDNN path's slab, live-tap and Winograd rules */
+
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -283,34 +285,16 @@ int64_t vcc_conv_ws_bytes(const VccConvParams *p, int64_t limit) {
 /* c rounded up to a multiple of 16 (oneDNN's channel blocks: 8 on AVX2, 16 on AVX-512). */
 static int64_t round16(int64_t c) { return (c + 15) / 16 * 16; }
 
-/* The first spatial dim of p along which an output position reads only the input position of the same
- * index (kernel 1, stride 1, no padding, extent above 1), or -1: runtime/cpu/conv_dnnl.h's
- * vcc_dnnl_slab_dim, whose rule this must stay. */
-static int dnnl_slab_dim(const VccConvParams *p) {
-    for (int i = 0; i < p->nsp; i++)
-        if (p->kernel[i] == 1 && p->stride[i] == 1 && p->pad_begin[i] == 0 && p->pad_end[i] == 0 &&
-            p->in[i] == p->out[i] && p->in[i] > 1)
-            return i;
-    return -1;
-}
-
-/* The taps of spatial dim i of p that oneDNN runs: from the first to the last one that reads an input
- * position in [0, in) for some output position (the others read only zero padding); the whole kernel
- * where that drops nothing, where no tap reads the input, or where a cut pad would be negative.
- * runtime/cpu/conv_dnnl.h's vcc_dnnl_live_taps, whose rule this must stay. */
-static int64_t dnnl_live_taps(const VccConvParams *p, int i) {
-    int64_t first = -1, last = -1, K = p->kernel[i], dl = p->dilation[i], pb = p->pad_begin[i];
-    for (int64_t t = 0; t < K; t++)
-        for (int64_t o = 0; o < p->out[i]; o++) {
-            int64_t at = o * p->stride[i] - pb + t * dl;
-            if (at >= 0 && at < p->in[i]) {
-                if (first < 0) first = t;
-                last = t;
-                break;
-            }
-        }
-    if (first < 0 || pb - first * dl < 0 || p->pad_end[i] - (K - 1 - last) * dl < 0) return K;
-    return last - first + 1;
+/* p as the program's runtime descriptor (runtime/elem/base.h), for the rules of runtime/cpu/conv_rules.h
+ * that the program's oneDNN path follows. */
+static VccConvDesc dnnl_desc(const VccConvParams *p) {
+    VccConvDesc d = {p->nsp, p->N, p->C, p->K, p->group, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1},
+                     {0, 0, 0}, {0, 0, 0}, NULL};
+    for (int i = 0; i < p->nsp; i++) {
+        d.in[i] = p->in[i], d.out[i] = p->out[i], d.kernel[i] = p->kernel[i], d.stride[i] = p->stride[i];
+        d.dilation[i] = p->dilation[i], d.pad_begin[i] = p->pad_begin[i], d.pad_end[i] = p->pad_end[i];
+    }
+    return d;
 }
 
 /* oneDNN's workspace for geometry p under limit: vcc_conv_dnnl_ws_bytes; with weights, the
@@ -320,14 +304,17 @@ static int64_t dnnl_live_taps(const VccConvParams *p, int i) {
  * program computes that pass with im2col where oneDNN's real need is larger, or where oneDNN's kernel
  * would be its gemm convolution (runtime/cpu/conv_dnnl.h). Where one sample does not fit, the forward
  * and backward-data passes run one slab at a time: one sample, a divisor of the extent of
- * dnnl_slab_dim's dim (the runtime tries the same sizes in the same order). */
+ * vcc_dnnl_slab_dim's dim (the runtime tries the same sizes in the same order). */
 static int64_t dnnl_ws_bytes(const VccConvParams *p, int64_t limit, bool weights) {
+    const VccConvDesc d = dnnl_desc(p);
     int64_t in = 1, out = 1, kk = 1, live = 1, g = p->group;
     for (int i = 0; i < p->nsp; i++) {
+        int64_t lo, taps;
         if (p->pad_begin[i] < 0 || p->pad_end[i] < 0) return 0;
+        vcc_dnnl_live_taps(&d, i, &lo, &taps);
         /* each factor below 2^31 (conv_common): the products are checked */
         if (!vcc_mul_i64(in, p->in[i], &in) || !vcc_mul_i64(out, p->out[i], &out) ||
-            !vcc_mul_i64(kk, p->kernel[i], &kk) || !vcc_mul_i64(live, dnnl_live_taps(p, i), &live))
+            !vcc_mul_i64(kk, p->kernel[i], &kk) || !vcc_mul_i64(live, taps, &live))
             return 0;
     }
     /* oneDNN's blocked weights hold the live taps only; the plain accumulator the whole kernel */
@@ -346,7 +333,7 @@ static int64_t dnnl_ws_bytes(const VccConvParams *p, int64_t limit, bool weights
         if (floats < 0 || floats > (limit - align - 65536) / 4) continue;
         return 4 * floats + align + 65536;
     }
-    int c = dnnl_slab_dim(p);
+    int c = vcc_dnnl_slab_dim(&d);
     if (weights || c < 0) return 0;
     for (int64_t slab = p->in[c] - 1; slab >= 1; slab--) {
         if (p->in[c] % slab) continue;
@@ -359,45 +346,6 @@ static int64_t dnnl_ws_bytes(const VccConvParams *p, int64_t limit, bool weights
 }
 
 int64_t vcc_conv_dnnl_ws_bytes(const VccConvParams *p, int64_t limit) { return dnnl_ws_bytes(p, limit, false); }
-
-/* The fewest output tiles per execution of a Winograd pass: runtime/cpu/conv_dnnl.h's
- * VCC_DNNL_WINO_MIN_TILES, whose value this must stay. */
-#define DNNL_WINO_MIN_TILES 32
-
-/* Whether spatial dims [from, nsp) of p all have a 3-tap kernel, stride 1, no dilation and pads 1 (the
- * size kept): the dims Winograd F(4x4, 3x3) convolves. runtime/cpu/conv_dnnl.h's vcc_dnnl_same3. */
-static bool dnnl_same3(const VccConvParams *p, int from) {
-    for (int i = from; i < p->nsp; i++)
-        if (p->kernel[i] != 3 || p->stride[i] != 1 || p->dilation[i] != 1 || p->pad_begin[i] != 1 ||
-            p->pad_end[i] != 1 || p->in[i] != p->out[i])
-            return false;
-    return true;
-}
-
-/* Output tiles (4x4 positions) per image where geometry p runs as oneDNN's Winograd F(4x4, 3x3)
- * convolution, else 0: a 2-D convolution of a 3x3 kernel, stride 1, no dilation, pads 1, one group and
- * channels in multiples of 16, or a 3-D one that is such a convolution of each depth position (one live
- * depth tap, depth stride 1, the depth kept). runtime/cpu/conv_dnnl.h's vcc_dnnl_wino_tiles, whose rule
- * this must stay. */
-static int64_t dnnl_wino_tiles(const VccConvParams *p) {
-    int h = p->nsp - 2;
-    if (p->nsp < 2 || p->group != 1 || p->C % 16 || p->K % 16) return 0;
-    for (int i = 0; i < p->nsp; i++)
-        if (p->pad_begin[i] < 0 || p->pad_end[i] < 0) return 0;
-    /* one live depth tap, the depth kept: the cut depth pads are both 0 */
-    if (p->nsp == 3 && (dnnl_live_taps(p, 0) != 1 || p->stride[0] != 1 || p->in[0] != p->out[0])) return 0;
-    if (!dnnl_same3(p, h)) return 0;
-    return ((p->out[h] + 3) / 4) * ((p->out[h + 1] + 3) / 4);
-}
-
-/* Whether geometry p runs as three 2-D Winograd convolutions, one per depth tap, each over the depth
- * positions as images (a 3x3x3 kernel, stride 1, no dilation, pads 1, one group, channels in multiples of
- * 16, depth 2 or more, DNNL_WINO_MIN_TILES tiles in D - 1 images): runtime/cpu/conv_dnnl.h's
- * vcc_dnnl_taps_ok, whose rule this must stay. */
-static bool dnnl_taps_ok(const VccConvParams *p) {
-    if (p->nsp != 3 || p->group != 1 || p->C % 16 || p->K % 16 || p->in[0] < 2 || !dnnl_same3(p, 0)) return false;
-    return (p->in[0] - 1) * ((p->out[1] + 3) / 4) * ((p->out[2] + 3) / 4) >= DNNL_WINO_MIN_TILES;
-}
 
 /* The room for a Winograd pass over n images of hw positions and tiles tiles each, of p's channels:
  * where what it needs for certain fits limit (the blocked copies of the images' input and output and of
@@ -417,22 +365,23 @@ static int64_t wino_room(const VccConvParams *p, int64_t n, int64_t hw, int64_t 
 
 /* oneDNN's workspace for a Winograd pass of geometry p under limit (0: none fits, or p is not
  * Winograd's), wino_room's: for the most images per execution n (a divisor of the depth of a 3-D conv
- * with one live depth tap, of the batch of a 2-D one) with at least DNNL_WINO_MIN_TILES tiles whose
- * certain need fits; for a 3x3x3 conv run tap by tap (dnnl_taps_ok), one sample's depth, with the turned
+ * with one live depth tap, of the batch of a 2-D one) with at least VCC_DNNL_WINO_MIN_TILES tiles whose
+ * certain need fits; for a 3x3x3 conv run tap by tap (vcc_dnnl_taps_ok), one sample's depth, with the turned
  * weights of the backward-data pass or the accumulator of a weight gradient. The runtime takes the most
  * images that its real need fits. */
 static int64_t dnnl_wino_ws_bytes(const VccConvParams *p, int64_t limit, bool weights) {
+    const VccConvDesc d = dnnl_desc(p);
     /* every factor below 2^31 (conv_common); the sizes below as doubles */
     int64_t hw = p->in[p->nsp - 2] * p->in[p->nsp - 1], kk = 1;
     for (int i = 0; i < p->nsp; i++) kk *= p->kernel[i];
     double plain_w = (double)p->C * (double)p->K * (double)kk;
-    if (dnnl_taps_ok(p))
+    if (vcc_dnnl_taps_ok(&d))
         return wino_room(p, p->in[0], hw, ((p->out[1] + 3) / 4) * ((p->out[2] + 3) / 4), weights,
                          weights ? (p->N > 1 ? plain_w : 0) : plain_w, limit);
-    int64_t tiles = dnnl_wino_tiles(p);
+    int64_t tiles = vcc_dnnl_wino_tiles(&d);
     if (tiles <= 0) return 0;
     int64_t imgs = p->nsp == 3 ? p->in[0] : p->N;
-    for (int64_t n = imgs; n >= 1 && n * tiles >= DNNL_WINO_MIN_TILES; n--) {
+    for (int64_t n = imgs; n >= 1 && n * tiles >= VCC_DNNL_WINO_MIN_TILES; n--) {
         if (imgs % n) continue;
         int64_t bytes = wino_room(p, n, hw, tiles, weights, weights ? plain_w : 0, limit);
         if (bytes > 0) return bytes;
