@@ -59,12 +59,15 @@ static VccGraph *fits(Trial *t, int64_t n, int64_t limit) {
     return g;
 }
 
-/* The largest n whose plan fits (0: none), its plan in *best. */
+/* The largest value the search tries: where it fits, larger ones are not tried. */
+#define FIT_MAX ((int64_t)1 << 20)
+
+/* The largest n whose plan fits (0: none; FIT_MAX: that or more), its plan in *best. */
 static int64_t search(Trial *t, int64_t limit, VccGraph **best) {
     *best = fits(t, 1, limit);
     if (!*best) return 0;
     int64_t lo = 1, hi = -1; /* lo fits; hi does not (-1: none found yet) */
-    while (hi < 0 && lo < ((int64_t)1 << 20)) {
+    while (hi < 0 && lo < FIT_MAX) {
         VccGraph *g = fits(t, lo * 2, limit);
         if (!g) hi = lo * 2;
         else {
@@ -114,8 +117,9 @@ int vcc_fit(VccCtx *ctx, const char *model, int64_t limit, const char *vary, FIL
             fprintf(out, "  %s: does not fit even at %s=1\n", how, vary);
         else {
             rc = 0;
-            fprintf(out, "  %s: largest %s=%" PRId64 ", arena %" PRId64 " bytes (%.1f MiB)", how, vary, n,
-                    best->arena_bytes, mib(best->arena_bytes));
+            fprintf(out, "  %s: largest %s=%" PRId64 "%s, arena %" PRId64 " bytes (%.1f MiB)", how, vary, n,
+                    n >= FIT_MAX ? " or more (the search tries no larger value)" : "", best->arena_bytes,
+                    mib(best->arena_bytes));
             if (remat)
                 fprintf(out, ", %d values recomputed, +%.2f%% FLOPs%s", best->remat_values,
                         best->step_flops > 0 ? 100.0 * best->remat_flops / best->step_flops : 0.0,

@@ -14,8 +14,8 @@ VccGraph *vcc_compile_quiet(const VccCtx *ctx, const char *model);
 /* Print to out the largest value of the symbolic dim vary (bound like --shape vary=N, the other bindings
  * as ctx has them) whose arena fits in limit bytes: once without recomputation, once with it
  * (ctx->memory_limit = limit), each with its arena (and the recomputation's values and extra FLOPs).
- * The search doubles N from 1 until the plan does not fit (at most 2^20), then bisects: it takes the
- * arena to grow with N. Returns 0, or 1 when the model does not compile at N = 1 (its errors reported
+ * The search doubles N from 1 until the plan does not fit, then bisects: it takes the arena to grow
+ * with N. It tries no N above 2^20: where that fits, the line says "2^20 or more". Returns 0, or 1 when the model does not compile at N = 1 (its errors reported
  * through ctx) or does not fit even at N = 1 without recomputation and with it. */
 int vcc_fit(VccCtx *ctx, const char *model, int64_t limit, const char *vary, FILE *out);
 

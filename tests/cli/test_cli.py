@@ -19,6 +19,7 @@ MODEL is a small training model (tests/e2e/tiny_models.py's res3d).
     it (or a bf16 dump without --precision bf16), with or without a plan, is refused in one line; a bf16
     .cu output with an op that has no bfloat16 CUDA kernel (Pow's gradient) is refused in one line naming
     that node and the model's node it was made for, and writes nothing.
+  - --fit on a model that still fits at the largest batch the search tries (2^20) says "or more".
   - --workspace-limit 16MiB, 16M and 16777216 give the same plan; a plan compiled with a limit and
     dumped is accepted back with the same limit.
   - A .vir dump is an input: the dump after each pass, fed back to vcc, gives the same final nodes,
@@ -192,6 +193,23 @@ def check_bf16_cuda_refusal(vcc, work):
     check(p.returncode == 0, "the same model compiles to a bf16 C trainer", p.stderr)
 
 
+def check_fit_cap(vcc, work):
+    """--fit tries batches up to 2^20: a model that still fits there is said to fit that batch or more, not
+    that batch as its largest (a Gemm of 4 features to 3 classes at 1 GiB: 2^20 samples need about 70 MiB)."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])
+    y = helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", 3])
+    w = numpy_helper.from_array(np.full((3, 4), 0.1, np.float32), "w")
+    b = numpy_helper.from_array(np.zeros(3, np.float32), "b")
+    g = helper.make_graph([helper.make_node("Gemm", ["x", "w", "b"], ["logits"], transB=1)], "fit_cap", [x], [y],
+                          [w, b])
+    path = os.path.join(work, "fit_cap.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    p = run([vcc, path, "--fit", "1GiB"], work)
+    lines = [l for l in p.stdout.splitlines() if "largest batch=" in l]
+    check(p.returncode == 0 and len(lines) == 2 and all("batch=1048576 or more" in l for l in lines),
+          "--fit past the largest batch tried says 'or more'", p.stdout + p.stderr)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--vcc", required=True)
@@ -249,6 +267,7 @@ def main():
               "usage error: --workspace-limit '%s' (exit %d: %s)" % (v, p.returncode, p.stderr.strip()), p.stderr)
     p = run([vcc, model, "--workspace-limit", "4K", "--workspace-limit", "8K"], work)
     check(p.returncode == 2 and "given twice" in p.stderr, "usage error: --workspace-limit twice", p.stderr)
+    check_fit_cap(vcc, work)
     check_precision(vcc, model, work)
     check_bf16_plan(vcc, model, work)
     check_bf16_cuda_refusal(vcc, work)
