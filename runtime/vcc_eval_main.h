@@ -65,8 +65,14 @@ static void vcc_eval_usage(FILE *f, const VccEvalModel *m) {
     fputs("  -h, --help         this text\n", f);
 }
 
+/* Whether logit a ranks before logit b: NaN above every number (as torch.argmax and torch.topk order
+ * them), else the larger value. */
+static int vcc_eval_above(float a, float b) { return isnan(a) ? !isnan(b) : !isnan(b) && a > b; }
+
 /* Cross-entropy of one row of logits (K) against label y, in double: logsumexp(z) - z[y]. Also the
- * number of logits strictly greater than z[y] (the label's rank, 0 = top-1). */
+ * label's rank (0 = top-1): the logits ranked above z[y] (vcc_eval_above) plus the ones equal to it
+ * (NaN equal to NaN) at a lower index. Ties go to the lower index, as torch.argmax's first maximum, so
+ * a label is top-1 exactly where argmax(z) == y (PyTorch leaves the order of ties in topk unspecified). */
 static double vcc_eval_row(const float *z, int64_t K, int64_t y, int64_t *rank) {
     double mx = z[0], sum = 0.0;
     for (int64_t k = 1; k < K; k++)
@@ -74,7 +80,7 @@ static double vcc_eval_row(const float *z, int64_t K, int64_t y, int64_t *rank) 
     *rank = 0;
     for (int64_t k = 0; k < K; k++) {
         sum += exp((double)z[k] - mx);
-        *rank += z[k] > z[y];
+        *rank += vcc_eval_above(z[k], z[y]) || (k < y && !vcc_eval_above(z[y], z[k]));
     }
     return mx + log(sum) - (double)z[y];
 }

@@ -15,7 +15,9 @@ DIR holds models/export_torchvision.py's output (<model>.onnx, <model>.pt, data.
   4. `vcc <model>.onnx --eval -o eval.c` runs over the 5 clips (batches of N = 2: the last batch is
      short) with --weights trained.safetensors, writing the logits and printing top-1, top-5 and the
      mean loss. Its logits must match the reference's to 1e-4 (max abs), and the printed accuracy and
-     loss must be what the reference logits give (loss to 1e-5 relative).
+     loss must be what the reference logits give (loss to 1e-5 relative; top-1 as torch.argmax decides).
+  5. Ties: the same clips with the classifier's weight and bias zeroed, so that every logit is 0: top-1
+     is where torch.argmax (the first maximum, class 0) is the label, for labels 0, 3, 7, 100 and K - 1.
 """
 
 import argparse
@@ -26,7 +28,7 @@ import sys
 import numpy as np
 import torch
 import torchvision
-from safetensors.torch import load_file
+from safetensors.torch import load_file, save_file
 
 
 def run(cmd, cwd, shell=False):
@@ -34,6 +36,26 @@ def run(cmd, cwd, shell=False):
     if p.returncode:
         sys.exit("FAIL: %s exited %d\n%s%s" % (cmd, p.returncode, p.stdout, p.stderr))
     return p.stdout
+
+
+def check_metrics(line, ref, labels, k, what, fails):
+    """The eval program's printed line against what float64 logits ref (S, k) and labels give: the mean
+    cross-entropy (1e-5 relative), top-1 as torch.argmax decides it (the first maximum), top-5 with ties
+    to the lower index (PyTorch leaves the order of ties in topk unspecified; without ties, topk's)."""
+    r = torch.from_numpy(ref)
+    y = torch.from_numpy(labels)
+    loss = float(torch.nn.functional.cross_entropy(r, y))
+    top1 = float((r.argmax(1) == y).double().mean())
+    at_y = r[torch.arange(len(y)), y][:, None]
+    lower = torch.arange(k)[None, :] < y[:, None]
+    rank = ((r > at_y) | ((r == at_y) & lower)).sum(1)
+    top5 = float((rank < min(5, k)).double().mean())
+    f = line.split()
+    vals = dict(zip(f[0::2], f[1::2]))
+    print("reference (%s): top1 %.6f top5 %.6f loss %.7g" % (what, top1, top5, loss))
+    if int(vals.get("samples", -1)) != len(y) or abs(float(vals["top1"]) - top1) > 1e-9 or \
+            abs(float(vals["top5"]) - top5) > 1e-9 or abs(float(vals["loss"]) - loss) > 1e-5 * abs(loss):
+        fails.append("%s: printed metrics %r differ from the reference's" % (what, line))
 
 
 def main():
@@ -94,17 +116,20 @@ def main():
     print("logits vs PyTorch eval() float64: max abs error %.3g (max |logit| %.3g)" % (err, float(np.abs(ref).max())))
     if not err <= 1e-4:
         fails.append("logits differ from PyTorch eval() by %.3g > 1e-4" % err)
-    # what the printed metrics should be, from the reference logits
-    lse = np.log(np.exp(ref - ref.max(1, keepdims=True)).sum(1)) + ref.max(1)
-    loss = float(np.mean(lse - ref[np.arange(5), labels]))
-    rank = (ref > ref[np.arange(5), labels][:, None]).sum(1)
-    top1, top5 = float(np.mean(rank < 1)), float(np.mean(rank < min(5, k)))
-    f = line.split()
-    vals = dict(zip(f[0::2], f[1::2]))
-    print("reference: top1 %.6f top5 %.6f loss %.7g" % (top1, top5, loss))
-    if int(vals.get("samples", -1)) != 5 or abs(float(vals["top1"]) - top1) > 1e-9 or \
-            abs(float(vals["top5"]) - top5) > 1e-9 or abs(float(vals["loss"]) - loss) > 1e-5 * abs(loss):
-        fails.append("printed metrics %r differ from the reference's" % line)
+    check_metrics(line, ref, labels, k, "trained", fails)
+
+    # 5. ties: with the classifier zeroed every logit is exactly 0 in both programs; torch.argmax takes the
+    # first maximum, so only a label of class 0 is top-1 (an evaluation that counted ties as hits said 1.0)
+    zeroed = dict(state)
+    zeroed["fc.weight"] = torch.zeros_like(state["fc.weight"])
+    zeroed["fc.bias"] = torch.zeros_like(state["fc.bias"])
+    save_file(zeroed, os.path.join(work, "zero_fc.safetensors"))
+    tie_labels = np.array([0, 3, 7, 100, k - 1], dtype=np.int64)
+    np.save(os.path.join(work, "tie_y.npy"), tie_labels)
+    line = run(["./eval", "--data", "eval_x.npy", "--labels", "tie_y.npy", "--weights", "zero_fc.safetensors"],
+               work).strip()
+    print("eval, classifier zeroed: " + line)
+    check_metrics(line, np.zeros_like(ref), tie_labels, k, "zeroed classifier", fails)
     for m in fails:
         print("FAIL: " + m)
     print("FAIL" if fails else "PASS")
