@@ -38,6 +38,8 @@
 #include "dsa_cmd.h"
 #include "fit.h"
 #include "frontend.h"
+#include "outfile.h"
+#include "../runtime/vcc_io.h"
 #include "plan_cmd.h"
 
 #define VCC_VERSION "0.1.0"
@@ -184,55 +186,6 @@ static int parse_bytes(const char *arg, int64_t min, int64_t *bytes) {
     return *bytes < min;
 }
 
-/* The process umask (read and restored: POSIX has no query-only call). */
-static mode_t current_umask(void) {
-    mode_t m = umask(0);
-    umask(m);
-    return m;
-}
-
-/* Open a new temporary file beside path (path.XXXXXX, created exclusively) for writing; *tmp receives
- * its malloc'd name. NULL (errno set) when it cannot be created. */
-static FILE *open_tmp(const char *path, char **tmp) {
-    *tmp = vcc_strfmt("%s.XXXXXX", path);
-    int fd = mkstemp(*tmp);
-    if (fd < 0) {
-        free(*tmp);
-        *tmp = NULL;
-        return NULL;
-    }
-    fchmod(fd, 0666 & ~current_umask());
-    FILE *f = fdopen(fd, "w");
-    if (!f) {
-        close(fd);
-        remove(*tmp);
-        free(*tmp);
-        *tmp = NULL;
-    }
-    return f;
-}
-
-/* Close f and rename the temporary file onto path; on any failure remove it and report. Frees tmp. */
-static int commit_tmp(FILE *f, char *tmp, const char *path) {
-    int bad = ferror(f) != 0;
-    if (fclose(f) != 0) bad = 1;
-    int rc = 0;
-    if (bad || rename(tmp, path) != 0) {
-        fprintf(stderr, "vcc: %s: cannot write: %s\n", path, strerror(errno));
-        remove(tmp);
-        rc = 1;
-    }
-    free(tmp);
-    return rc;
-}
-
-/* Discard a temporary file opened with open_tmp. */
-static void drop_tmp(FILE *f, char *tmp) {
-    fclose(f);
-    remove(tmp);
-    free(tmp);
-}
-
 /* The value of option name at argv[*i]: "--name VALUE" (advancing *i) or "--name=VALUE". NULL when
  * argv[*i] is another option; *missing is set when it is this option without a value. */
 static const char *opt_value(int argc, char **argv, int *i, const char *name, bool *missing) {
@@ -269,15 +222,6 @@ static bool is_regular(const char *path) {
     return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
 }
 
-/* Whether paths a and b name one file: the same inode when both exist, else the same text. */
-static bool same_file(const char *a, const char *b) {
-    struct stat sa, sb;
-    if (stat(a, &sa) == 0 && stat(b, &sb) == 0) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-    while (a[0] == '.' && a[1] == '/') a += 2;
-    while (b[0] == '.' && b[1] == '/') b += 2;
-    return strcmp(a, b) == 0;
-}
-
 /* An output must not be the model or another output. The program and its weights must not be an
  * existing file that is not a regular one (a device, a FIFO, a folder: the rename of the finished output
  * would replace it); the plan JSON, trace and SVG may go to a device or FIFO (--plan-json /dev/stdout:
@@ -298,7 +242,7 @@ static int paths_clash(const char *model, const char *out, const char *plan_json
             rc = 1;
         }
         for (int j = 0; j < i && !rc; j++)
-            if (paths[j] && same_file(paths[i], paths[j]) &&
+            if (paths[j] && vcc_io_same_file(paths[i], paths[j]) &&
                 !(i >= 3 && access(paths[i], F_OK) == 0 && !is_regular(paths[i]))) { /* /dev/stdout twice is fine */
                 fprintf(stderr, "vcc: %s '%s' is also %s\n", names[i], paths[i], names[j]);
                 rc = 1;
@@ -308,39 +252,25 @@ static int paths_clash(const char *model, const char *out, const char *plan_json
     return rc;
 }
 
-/* What writes one plan file: the JSON, the trace or the SVG (ctx: the compilation's file and options). */
-typedef void (*PlanWriter)(FILE *f, const VccGraph *g, const VccCtx *ctx);
+/* One plan file's contents: the JSON, the trace or the SVG of g (ctx: the compilation's file and options). */
+typedef struct {
+    const VccGraph *g;
+    const VccCtx *ctx;
+} PlanFile;
 
-static void write_json(FILE *f, const VccGraph *g, const VccCtx *ctx) { vcc_plan_write_json(f, g, ctx->precision); }
+static void write_json(FILE *f, const void *arg) {
+    const PlanFile *p = arg;
+    vcc_plan_write_json(f, p->g, p->ctx->precision);
+}
 
-static void write_trace(FILE *f, const VccGraph *g, const VccCtx *ctx) { vcc_plan_write_trace(f, g, ctx->file); }
+static void write_trace(FILE *f, const void *arg) {
+    const PlanFile *p = arg;
+    vcc_plan_write_trace(f, p->g, p->ctx->file);
+}
 
-static void write_svg(FILE *f, const VccGraph *g, const VccCtx *ctx) { vcc_plan_write_svg(f, g, ctx->file); }
-
-/* Write one plan file: to a device or FIFO directly (/dev/stdout), to anything else through a temporary
- * file renamed into place, so a failure leaves no partial file. Returns 0, or 1 with the error printed. */
-static int write_plan_file(const char *path, PlanWriter write, const VccGraph *g, const VccCtx *ctx) {
-    FILE *f;
-    char *tmp = NULL;
-    if (!is_regular(path) && access(path, F_OK) == 0) { /* a device or FIFO */
-        if (!(f = fopen(path, "w"))) {
-            fprintf(stderr, "vcc: %s: cannot write: %s\n", path, strerror(errno));
-            return 1;
-        }
-        write(f, g, ctx);
-        bool bad = ferror(f) != 0;
-        if (fclose(f) != 0 || bad) {
-            fprintf(stderr, "vcc: %s: cannot write: %s\n", path, strerror(errno));
-            return 1;
-        }
-        return 0;
-    }
-    if (!(f = open_tmp(path, &tmp))) {
-        fprintf(stderr, "vcc: %s: cannot write: %s\n", path, strerror(errno));
-        return 1;
-    }
-    write(f, g, ctx);
-    return commit_tmp(f, tmp, path);
+static void write_svg(FILE *f, const void *arg) {
+    const PlanFile *p = arg;
+    vcc_plan_write_svg(f, p->g, p->ctx->file);
 }
 
 /* The pass a .vir dump was written after, from its first line "# vcc IR after PASS" (what --dump-ir
@@ -668,9 +598,10 @@ int main(int argc, char **argv) {
     if (st != VCC_OK) goto done;
     int64_t ws_largest;
     conv_workspaces(g, ws_limit, &ws_largest);
-    if (plan_json && write_plan_file(plan_json, write_json, g, &ctx)) goto done;
-    if (plan_trace && write_plan_file(plan_trace, write_trace, g, &ctx)) goto done;
-    if (plan_svg && write_plan_file(plan_svg, write_svg, g, &ctx)) goto done;
+    const PlanFile plan_file = {g, &ctx};
+    if (plan_json && vcc_write_text_output("vcc", plan_json, write_json, &plan_file)) goto done;
+    if (plan_trace && vcc_write_text_output("vcc", plan_trace, write_trace, &plan_file)) goto done;
+    if (plan_svg && vcc_write_text_output("vcc", plan_svg, write_svg, &plan_file)) goto done;
     if (out) {
         /* weights beside the program: train.c -> train.safetensors */
         wpath = vcc_strfmt("%.*s.safetensors", (int)(strrchr(out, '.') - out), out);
@@ -683,19 +614,19 @@ int main(int argc, char **argv) {
             fprintf(stderr, "vcc: %s: output path too long\n", out);
             goto done;
         }
-        if (!(f = open_tmp(out, &tmp))) {
-            fprintf(stderr, "vcc: %s: cannot write: %s\n", out, strerror(errno));
+        char err[1024];
+        if (!(f = vcc_io_create_tmp(out, &tmp, err, sizeof err))) {
+            fprintf(stderr, "vcc: %s\n", err);
             goto done;
         }
-        if (vcc_emit_trainer(&ctx, g, target, cmd, wbase, f) != VCC_OK) {
-            drop_tmp(f, tmp);
+        if (vcc_emit_trainer(&ctx, g, target, cmd, wbase, f) != VCC_OK ||
+            (!vir && vcc_write_weights(&ctx, g, wpath) != VCC_OK)) {
+            fclose(f);
+            remove(tmp);
             goto done;
         }
-        if (!vir && vcc_write_weights(&ctx, g, wpath) != VCC_OK) {
-            drop_tmp(f, tmp);
-            goto done;
-        }
-        if (commit_tmp(f, tmp, out)) {
+        if (vcc_io_commit(f, tmp, out, err, sizeof err)) {
+            fprintf(stderr, "vcc: %s\n", err);
             if (!vir) remove(wpath);
             goto done;
         }
@@ -732,6 +663,7 @@ done:
     vcc_diag_finish(&ctx);
     vcc_problems_clear(&ctx);
     vcc_graph_free(g);
+    free(tmp);
     free(wpath);
     for (int i = 0; i < nshapes; i++) free(shapes[i].name);
     return rc;

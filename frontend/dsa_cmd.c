@@ -4,9 +4,11 @@
  * VCC_DSA_BEST and, when that misses the target (the capacity given, else the max-load lower
  * bound), with the exact search vcc_dsa_fit under a node budget; verifies the plan with
  * vcc_dsa_check; prints arena, lower bound, arena/LB, whether it fits, and the CPU time; with -o
- * writes MiniMalloc's solution CSV (an `offset` column added) through a temporary file renamed
- * into place.
+ * writes MiniMalloc's solution CSV (an `offset` column added) as vcc writes its plan files
+ * (frontend/outfile.h: through a temporary file renamed into place, or to a device, a pipe or the
+ * standard output directly).
  */
+#define _POSIX_C_SOURCE 200809L /* runtime/vcc_io.h's file checks */
 #include "dsa_cmd.h"
 
 #include <errno.h>
@@ -17,6 +19,8 @@
 
 #include "../passes/dsa.h"
 #include "../passes/dsa_csv.h"
+#include "../runtime/vcc_io.h"
+#include "outfile.h"
 
 #define DSA_DEFAULT_BUDGET 5000000ull
 
@@ -57,6 +61,30 @@ static const char *opt_value(int argc, char **argv, int *i, const char *name) {
     if (strcmp(argv[*i], name) != 0) return NULL;
     if (*i + 1 >= argc) return "";
     return argv[++*i];
+}
+
+/* Reports a failed planning step (what: "planning", "search") of file's buffers by errno: EOVERFLOW is
+ * the input's (sizes and alignments past 64-bit offsets), status 2; anything else, status 3. */
+static int plan_failed(const char *file, const char *what) {
+    if (errno == EOVERFLOW) {
+        fprintf(stderr, "vcc dsa: %s: the buffers' sizes (with their alignments) overflow 64-bit arena offsets\n", file);
+        return 2;
+    }
+    fprintf(stderr, "vcc dsa: %s: %s failed: %s\n", file, what, strerror(errno));
+    return 3;
+}
+
+/* A plan to write as MiniMalloc's solution CSV (-o). */
+typedef struct {
+    const VccDsaItem *items;
+    size_t n;
+    char *const *ids;
+    const uint64_t *offsets;
+} Solution;
+
+static void print_solution(FILE *f, const void *arg) {
+    const Solution *s = arg;
+    vcc_dsa_csv_print(f, s->items, s->n, s->ids, s->offsets);
 }
 
 int vcc_dsa_main(int argc, char **argv) {
@@ -100,7 +128,7 @@ int vcc_dsa_main(int argc, char **argv) {
               stderr);
         return 2;
     }
-    if (out && !strcmp(out, file)) {
+    if (out && vcc_io_same_file(out, file)) {
         fprintf(stderr, "vcc dsa: -o %s would overwrite the input\n", out);
         return 2;
     }
@@ -119,14 +147,14 @@ int vcc_dsa_main(int argc, char **argv) {
     const char *search = "not run";
     clock_t t0 = clock();
     if (!off || !trial || errno || vcc_dsa_plan(items, n, VCC_DSA_BEST, off, &arena)) {
-        fprintf(stderr, "vcc dsa: %s: planning failed: %s\n", file, strerror(errno));
+        status = plan_failed(file, "planning");
         goto done;
     }
     uint64_t target = have_capacity ? (uint64_t)capacity : lb;
     if (arena > target && budget > 0) {
         int r = vcc_dsa_fit(items, n, target, budget, trial, &fit_arena);
         if (r < 0) {
-            fprintf(stderr, "vcc dsa: %s: search failed: %s\n", file, strerror(errno));
+            status = plan_failed(file, "search");
             goto done;
         }
         if (r == VCC_DSA_FIT_FOUND)
@@ -164,8 +192,8 @@ int vcc_dsa_main(int argc, char **argv) {
         status = 1;
         goto done;
     }
-    if (out && vcc_dsa_csv_write(out, items, n, ids, off, err, sizeof err)) {
-        fprintf(stderr, "vcc dsa: %s\n", err);
+    const Solution sol = {items, n, ids, off};
+    if (out && vcc_write_text_output("vcc dsa", out, print_solution, &sol)) {
         status = 2;
         goto done;
     }

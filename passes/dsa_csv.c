@@ -3,7 +3,7 @@
  * requires: a file path; produces: planner items (dsa.h) and, for writing, a solution CSV renamed
  * into place. Errors name the file and line; nothing here exits or prints.
  */
-#define _POSIX_C_SOURCE 200809L /* getline, mkstemp, fdopen */
+#define _POSIX_C_SOURCE 200809L /* getline */
 #include "dsa_csv.h"
 
 #include <errno.h>
@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...) {
   if (!err || errlen == 0) return;
@@ -195,30 +194,7 @@ fail:
   return -1;
 }
 
-int vcc_dsa_csv_write(const char *path, const VccDsaItem *items, size_t n, char *const *ids,
-                      const uint64_t *offsets, char *err, size_t errlen) {
-  size_t plen = strlen(path);
-  char *tmp = malloc(plen + 16);
-  if (!tmp) {
-    set_err(err, errlen, "%.400s: out of memory", path);
-    return -1;
-  }
-  memcpy(tmp, path, plen);
-  memcpy(tmp + plen, ".tmp.XXXXXX", 12);
-  int fd = mkstemp(tmp);
-  if (fd < 0) {
-    set_err(err, errlen, "%.400s: cannot create a temporary file: %s", path, strerror(errno));
-    free(tmp);
-    return -1;
-  }
-  FILE *f = fdopen(fd, "w");
-  if (!f) {
-    close(fd);
-    unlink(tmp);
-    free(tmp);
-    set_err(err, errlen, "%.400s: %s", path, strerror(errno));
-    return -1;
-  }
+void vcc_dsa_csv_print(FILE *f, const VccDsaItem *items, size_t n, char *const *ids, const uint64_t *offsets) {
   int aligned = 0;
   for (size_t i = 0; i < n; i++)
     aligned |= items[i].align != 1;
@@ -233,16 +209,6 @@ int vcc_dsa_csv_write(const char *path, const VccDsaItem *items, size_t n, char 
     if (aligned) fprintf(f, "%llu,", (unsigned long long)items[i].align);
     fprintf(f, "%llu\n", (unsigned long long)offsets[i]);
   }
-  int bad = ferror(f) != 0;
-  bad |= fclose(f) != 0;
-  if (bad || rename(tmp, path) != 0) {
-    set_err(err, errlen, "%.400s: %s", path, bad ? "write error" : strerror(errno));
-    unlink(tmp);
-    free(tmp);
-    return -1;
-  }
-  free(tmp);
-  return 0;
 }
 
 unsigned long long vcc_dsa_csv_capacity(const char *path) {

@@ -15,6 +15,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "dsa.h"
 
@@ -36,13 +37,11 @@ int vcc_dsa_csv_read(const char *path, VccDsaItem **items_out, size_t *n_out, ch
 /* Frees ids[0..n) and ids (either may be NULL). */
 void vcc_dsa_csv_free_ids(char **ids, size_t n);
 
-/* Writes a plan as MiniMalloc's solution CSV: header `id,lower,upper,size,offset` (with an
+/* Prints a plan to f as MiniMalloc's solution CSV: header `id,lower,upper,size,offset` (with an
  * `alignment` column before `offset` when some align is not 1), one row per item in item order,
- * lower = start and upper = end + 1. ids may be NULL (ids are then the row numbers from 0). The
- * file is written to a temporary file in the same folder and renamed onto `path`, so `path` is
- * never left half-written. Returns 0, or -1 with "path: why" in err. */
-int vcc_dsa_csv_write(const char *path, const VccDsaItem *items, size_t n, char *const *ids,
-                      const uint64_t *offsets, char *err, size_t errlen);
+ * lower = start and upper = end + 1. ids may be NULL (ids are then the row numbers from 0). Write
+ * errors stay in f's error flag (ferror) for the caller, which owns f. */
+void vcc_dsa_csv_print(FILE *f, const VccDsaItem *items, size_t n, char *const *ids, const uint64_t *offsets);
 
 /* The capacity encoded in a MiniMalloc file name "NAME.CAPACITY.csv" (A.1048576.csv: 1048576),
  * or 0 when the name has no such number. */

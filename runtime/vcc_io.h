@@ -247,15 +247,38 @@ VCC_IO_FN FILE *vcc_io_open_read(const char *path, char *err, size_t errlen)
 #endif
 }
 
+/* vcc_io_std_stream: stdout or stderr where path names the file (the same device and inode, symlinks
+ * followed) that this process's standard output or error already is: /dev/stdout, /proc/self/fd/2, or
+ * the regular file a shell redirected them to (`> plan.json`). Else, and without POSIX, NULL. */
+VCC_IO_FN FILE *vcc_io_std_stream(const char *path)
+{
+#if VCC_IO_FSYNC
+    struct stat sp, sf;
+    int fd;
+    if (!path || stat(path, &sp) != 0) return NULL;
+    for (fd = 1; fd <= 2; fd++)
+        if (fstat(fd, &sf) == 0 && sf.st_dev == sp.st_dev && sf.st_ino == sp.st_ino) return fd == 1 ? stdout : stderr;
+#else
+    (void)path;
+#endif
+    return NULL;
+}
+
 /* vcc_io_check_target: whether a write may rename a new file over path: refused when path exists and
  * is not a regular file, symlinks followed (a FIFO, a device such as /dev/null, a folder, a symlink to
- * one of those: the rename would replace it); a symlink to a regular file is fine (the rename replaces
- * the link). Returns 0, or 1 with "<path>: not a regular file (a FIFO); refusing to replace it" in
- * err. Without POSIX nothing is checked (0). */
+ * one of those: the rename would replace it), and when it is this process's standard output or error
+ * (vcc_io_std_stream: the rename would replace /dev/stdout itself, or leave the shell's redirect
+ * writing to a removed file); any other symlink to a regular file is fine (the rename replaces the
+ * link). Returns 0, or 1 with "<path>: not a regular file (a FIFO); refusing to replace it" in err.
+ * Without POSIX nothing is checked (0). */
 VCC_IO_FN int vcc_io_check_target(const char *path, char *err, size_t errlen)
 {
 #if VCC_IO_FSYNC
     struct stat sb;
+    FILE *std = vcc_io_std_stream(path);
+    if (std)
+        return vcc_io_errf(err, errlen, path, "this program's standard %s; refusing to replace it (name the file itself)",
+                           std == stdout ? "output" : "error");
     if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
         return vcc_io_errf(err, errlen, path, "not a regular file (%s); refusing to replace it", vcc_io_kind(sb.st_mode));
 #else
@@ -370,6 +393,47 @@ VCC_IO_FN int vcc_io_check_output(const char *path, char *err, size_t errlen)
     remove(tmp);
     free(tmp);
     return 0;
+}
+
+/* vcc_io_path_text: path with "." components and repeated or trailing slashes dropped ("./a//./b/" ->
+ * "a/b"), into buf (cap bytes): what two spellings of one path that does not exist yet have in common. */
+VCC_IO_FN const char *vcc_io_path_text(const char *path, char *buf, size_t cap)
+{
+    size_t o = 0, n, k;
+    const char *p = path, *e;
+    if (cap < 2) {
+        if (cap) buf[0] = '\0';
+        return buf;
+    }
+    if (*p == '/') buf[o++] = '/';
+    while (*p) {
+        while (*p == '/') p++;
+        e = p;
+        while (*e && *e != '/') e++;
+        n = (size_t)(e - p);
+        if (n && !(n == 1 && *p == '.')) {
+            if (o > 0 && buf[o - 1] != '/' && o < cap - 1) buf[o++] = '/';
+            for (k = 0; k < n && o < cap - 1; k++) buf[o++] = p[k];
+        }
+        p = e;
+    }
+    if (o == 0) buf[o++] = '.';
+    buf[o] = '\0';
+    return buf;
+}
+
+/* vcc_io_same_file: whether paths x and y name the same file: the same device and inode when both
+ * exist (hard links and symlinks included; POSIX), else the same text after vcc_io_path_text. */
+VCC_IO_FN int vcc_io_same_file(const char *x, const char *y)
+{
+    char a[4200], b[4200];
+#if VCC_IO_FSYNC
+    struct stat sx, sy;
+    int hx = stat(x, &sx) == 0, hy = stat(y, &sy) == 0;
+    if (hx && hy) return sx.st_dev == sy.st_dev && sx.st_ino == sy.st_ino;
+    if (hx || hy) return 0;
+#endif
+    return strcmp(vcc_io_path_text(x, a, sizeof a), vcc_io_path_text(y, b, sizeof b)) == 0;
 }
 
 /* ======================================================================== */

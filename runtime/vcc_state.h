@@ -316,57 +316,20 @@ VCC_STATE_FN void vcc_check_writable(const char *opt, const char *path) {
     if (vcc_io_check_output(path, err, sizeof err)) vcc_die(err);
 }
 
-/* vcc_path_text: path with "." components and repeated or trailing slashes dropped ("./a//./b/" ->
- * "a/b"), into buf (cap bytes): what two spellings of one path that does not exist yet have in common. */
-VCC_STATE_FN const char *vcc_path_text(const char *path, char *buf, size_t cap) {
-    size_t o = 0;
-    const char *p = path;
-    if (cap < 2) {
-        if (cap) buf[0] = '\0';
-        return buf;
-    }
-    if (*p == '/') buf[o++] = '/';
-    while (*p) {
-        while (*p == '/') p++;
-        const char *e = p;
-        while (*e && *e != '/') e++;
-        size_t n = (size_t)(e - p);
-        if (n && !(n == 1 && *p == '.')) {
-            if (o > 0 && buf[o - 1] != '/' && o < cap - 1) buf[o++] = '/';
-            for (size_t k = 0; k < n && o < cap - 1; k++) buf[o++] = p[k];
-        }
-        p = e;
-    }
-    if (o == 0) buf[o++] = '.';
-    buf[o] = '\0';
-    return buf;
-}
-
-/* vcc_same_file: whether paths x and y name the same file: the same device and inode when both exist
- * (hard links and symlinks included), else the same text after vcc_path_text. */
-VCC_STATE_FN int vcc_same_file(const char *x, const char *y) {
-    struct stat sx, sy;
-    int hx = stat(x, &sx) == 0, hy = stat(y, &sy) == 0;
-    if (hx && hy) return sx.st_dev == sy.st_dev && sx.st_ino == sy.st_ino;
-    if (hx || hy) return 0;
-    char a[4200], b[4200];
-    return strcmp(vcc_path_text(x, a, sizeof a), vcc_path_text(y, b, sizeof b)) == 0;
-}
-
 /* A file on the command line: the option (or role) that names it and its path. */
 typedef struct {
     const char *opt, *path;
 } VccFileArg;
 
 /* vcc_check_distinct: refuse (usage error, status 2) an output that names the same file
- * (vcc_same_file) as an input or another output, naming both options; entries with a NULL path are
+ * (vcc_io_same_file) as an input or another output, naming both options; entries with a NULL path are
  * skipped. Called at startup, before anything is read or written. */
 VCC_STATE_FN void vcc_check_distinct(const VccFileArg *in, int nin, const VccFileArg *out, int nout) {
     for (int i = 0; i < nout; i++) {
         if (!out[i].path) continue;
         for (int j = 0; j < nin + i; j++) {
             const VccFileArg *o = j < nin ? &in[j] : &out[j - nin];
-            if (o->path && vcc_same_file(out[i].path, o->path)) {
+            if (o->path && vcc_io_same_file(out[i].path, o->path)) {
                 char shown[1024];
                 vcc_usage_error("%s and %s name the same file (%s): an output must not replace an input or another "
                                 "output", o->opt, out[i].opt, vcc_escaped(out[i].path, shown, sizeof shown));

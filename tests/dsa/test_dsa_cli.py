@@ -10,13 +10,16 @@ usage: test_dsa_cli.py --vcc PATH --work DIR
   --capacity 4 (exit 0, plan checked, top <= 4); --capacity 3 exits 1, writes nothing and leaves
   an existing output file as it was.
 - Bad input (negative size, upper <= lower, a number too large, a missing column, text, no size
-  column, an empty file, a missing file, bad options): exit 2, a message naming the file (and the
+  column, an empty file, sizes whose sum overflows 64 bits, a missing file, bad options): exit 2, a message naming the file (and the
   line for row errors), no output file, no temporary file left behind.
+- Outputs: -o never over the input (also spelled with "./"); into a FIFO and into the standard output
+  (through a link to /proc/self/fd/1, redirected to a file) directly, the FIFO and the link kept.
 """
 import argparse
 import os
 import random
 import re
+import stat
 import subprocess
 import sys
 
@@ -74,6 +77,37 @@ def field(out, name):
     return int(m.group(1)) if m else None
 
 
+def check_outputs(vcc, w):
+    """-o is written as vcc's plan files are: never over the input (also spelled another way), through
+    to a FIFO and to this process's standard output (a link to /proc/self/fd/1, what /dev/stdout is,
+    with stdout redirected to a file), never replacing the FIFO or the link."""
+    solution = "id,lower,upper,size,offset\n"
+    write(w("in.csv"), "id,lower,upper,size\n0,0,2,4\n1,1,3,4\n")
+    rc, out, err = run(vcc, w("in.csv"), "-o", os.path.join(os.path.dirname(w("in.csv")), ".", "in.csv"))
+    expect(rc == 2 and "overwrite the input" in err, f"-o the input spelled with ./: exit {rc}: {err}")
+    expect(open(w("in.csv")).read().startswith("id,lower,upper,size\n0,"), "-o the input: the input changed")
+    fifo = w("out.fifo")
+    os.mkfifo(fifo)
+    reader = subprocess.Popen(["cat", fifo], stdout=subprocess.PIPE, text=True)
+    rc, out, err = run(vcc, w("in.csv"), "-o", fifo)
+    try:
+        got = reader.communicate(timeout=60)[0]
+    except subprocess.TimeoutExpired:  # nothing was written into the FIFO
+        reader.kill()
+        got = reader.communicate()[0]
+    expect(rc == 0 and got.startswith(solution), f"-o a FIFO: exit {rc}, read {got!r}: {err}")
+    expect(os.path.exists(fifo) and stat.S_ISFIFO(os.lstat(fifo).st_mode), "-o a FIFO: the FIFO was replaced")
+    link = w("stdout_link")
+    os.symlink("/proc/self/fd/1", link)
+    with open(w("captured.txt"), "w") as cap:
+        p = subprocess.run([vcc, "dsa", w("in.csv"), "-o", link], stdout=cap, stderr=subprocess.PIPE, text=True,
+                           timeout=300)
+    got = open(w("captured.txt")).read()
+    expect(p.returncode == 0 and solution in got and "arena" in got,
+           f"-o the standard output redirected to a file: exit {p.returncode}, captured {got!r}: {p.stderr}")
+    expect(os.path.islink(link), "-o the standard output: the link to /proc/self/fd/1 was replaced")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--vcc", required=True)
@@ -127,6 +161,8 @@ def main():
         "nosize.csv": ("id,lower,upper\n0,0,5\n", ":1:"),
         "empty.csv": ("", ""),
         "align.csv": ("id,lower,upper,size,alignment\n0,0,5,3,3\n", ":2:"),
+        # sizes whose sum passes 64-bit offsets: the input's fault (status 2), not an internal error (3)
+        "overflow.csv": ("id,lower,upper,size\n0,0,2,18446744073709551615\n1,0,2,1\n", ""),
     }
     for name, (text, where) in bad.items():
         write(w(name), text)
@@ -142,6 +178,7 @@ def main():
         expect(rc == 2 and err.startswith("vcc dsa:"), f"usage {args}: exit {rc}: {err}")
     rc, out, err = run(a.vcc, "--help")
     expect(rc == 0 and "usage: vcc dsa" in out, "--help")
+    check_outputs(a.vcc, w)
     left = [n for n in os.listdir(a.work) if ".tmp." in n]
     expect(not left, f"temporary files left: {left}")
 

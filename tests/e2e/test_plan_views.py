@@ -20,6 +20,8 @@ Runs `vcc plan MODEL --plan-json --plan-trace --plan-svg` and checks:
     categories drawn;
   - bad output paths (a folder, a path under a regular file, a missing folder, the same file as
     --plan-json) are refused with a non-zero exit and leave no file, partial or temporary, behind;
+  - --plan-trace /dev/stdout prints the trace with the report, also through a link to /proc/self/fd/1
+    (what /dev/stdout is) with the standard output redirected to a file, which keeps the link a link;
   - under --memory-limit (the arena less one byte): the report's recomputation section lists the
     recomputed clones that `--dump-ir remat` shows, in schedule order, and the arenas of the unlimited
     and the limited plan JSON; without a limit there is no such section;
@@ -384,6 +386,19 @@ def main():
     p = run([a.vcc, "plan", a.model, "--plan-trace=/dev/stdout"] + extra)
     if '"traceEvents"' not in p.stdout or "lower bound" not in p.stdout:
         fail("--plan-trace=/dev/stdout wrote no trace")
+    # the same with the standard output redirected to a file, named through a private link to /proc/self/fd/1
+    # (what /dev/stdout is): the trace lands in that file with the report, and the link stays a link
+    link, cap = os.path.join(a.work, "stdout_link"), os.path.join(a.work, "captured.txt")
+    if os.path.lexists(link):
+        os.remove(link)
+    os.symlink("/proc/self/fd/1", link)
+    with open(cap, "w") as f:
+        p = subprocess.run([a.vcc, "plan", a.model, "--plan-trace", link] + extra, stdout=f, stderr=subprocess.PIPE,
+                           text=True)
+    got = open(cap).read()
+    if p.returncode != 0 or '"traceEvents"' not in got or "lower bound" not in got or not os.path.islink(link):
+        fail("--plan-trace through a link to the redirected standard output: exit %d, link kept %s, %d bytes "
+             "captured: %s" % (p.returncode, os.path.islink(link), len(got), p.stderr.strip()))
     check_bad_paths(a.vcc, a.model, a.work)
     check_recompute(a.vcc, a.model, a.work, extra, plan["arena_bytes"])
     if a.export_attention:

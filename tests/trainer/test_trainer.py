@@ -34,7 +34,9 @@ Cases (each one CTest test, trainer_<case>):
   outputs        train --out/--save-grads, eval --logits and fwd -o given a FIFO, a character device (a
                  private clone of /dev/null, as root), a folder or a symlink to a FIFO: one line naming the
                  file, status 1, before the run, the file left as it was; also an empty name, a missing
-                 folder and "folder/"; a symlink to a regular file is replaced by the output, its target kept
+                 folder and "folder/"; a symlink to a regular file is replaced by the output, its target kept;
+                 fwd -o a link to /proc/self/fd/1 (what /dev/stdout is) with stdout redirected to a file:
+                 refused as the program's standard output, the link kept
   tmp_files      symlinks planted at <out>.tmp (and ck/step1.safetensors.tmp) for every writer: the files
                  they name are intact, the outputs are new files with mode 0666 & ~umask, no temporary left
   same_file      an output naming the file of an input or of another output (same text, "./" spelling, a
@@ -609,6 +611,15 @@ def case_outputs(a):
     check(rc == 0 and kind(os.path.join(w, "reg_link")) == "reg" and
           open(os.path.join(w, "target.txt")).read() == "precious\n",
           "fwd -o a symlink to a regular file replaces the link and leaves its target alone", err)
+    # this program's standard output redirected to a file, named through a link to /proc/self/fd/1 (what
+    # /dev/stdout is): refused before the run, the link kept (a rename would replace /dev/stdout itself)
+    os.symlink("/proc/self/fd/1", os.path.join(w, "stdout_link"))
+    with open(os.path.join(w, "captured.txt"), "w") as cap:
+        p = subprocess.run(["./fwd", "x.npy", "-o", "stdout_link"], cwd=w, stdout=cap, stderr=subprocess.PIPE,
+                           text=True)
+    check(p.returncode == 1 and "stdout_link: this program's standard output" in p.stderr and
+          os.path.islink(os.path.join(w, "stdout_link")) and os.path.getsize(os.path.join(w, "captured.txt")) == 0,
+          "fwd -o its own standard output (redirected to a file) refused, the link kept", p.stderr)
 
 
 def case_tmp_files(a):
