@@ -390,10 +390,9 @@ int main(int argc, char **argv) {
             }
         } else if ((v = opt_value(argc, argv, &i, "--momentum", &missing))) {
             if (set_once(&momentum_text, v, "--momentum")) return 2;
-            char *end;
-            momentum = strtof(v, &end);
-            if (*end || end == v || !(momentum >= 0.0f && momentum < 1e30f)) {
-                fprintf(stderr, "vcc: --momentum needs a finite number >= 0, got '%s'\n", v);
+            if (vcc_io_parse_float(v, &momentum)) { /* the trainer's --momentum rules */
+                fprintf(stderr, "vcc: --momentum needs a plain decimal >= 0 within float32 (0.9, 1e-3; no sign, "
+                                "spaces, hex, inf or nan), got '%s'\n", v);
                 return 2;
             }
         } else if ((v = opt_value(argc, argv, &i, "--cpu-conv", &missing))) {

@@ -21,6 +21,7 @@
 #define VCC_IO_H
 
 #include <errno.h>
+#include <float.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -392,6 +393,34 @@ VCC_IO_FN int vcc_io_check_output(const char *path, char *err, size_t errlen)
     fclose(f);
     remove(tmp);
     free(tmp);
+    return 0;
+}
+
+/* vcc_io_parse_float: a plain decimal number >= 0 into *out: digits with an optional '.' and fraction
+ * and an optional exponent ("0.01", ".5", "5.", "1e-3"); no sign (PyTorch's SGD refuses negative lr,
+ * momentum and weight decay), no spaces, no hex, inf or nan. Returns 0; 1 for any other text; 2 when
+ * the value is too large for float32; 3 when a nonzero value is so small that it becomes 0 in float32
+ * (1e-400). */
+VCC_IO_FN int vcc_io_parse_float(const char *s, float *out)
+{
+    const char *p = s;
+    int digits = 0, nonzero = 0;
+    double v;
+    for (; *p >= '0' && *p <= '9'; p++) digits++, nonzero |= *p != '0';
+    if (*p == '.')
+        for (p++; *p >= '0' && *p <= '9'; p++) digits++, nonzero |= *p != '0';
+    if (!digits) return 1;
+    if (*p == 'e' || *p == 'E') {
+        p++;
+        if (*p == '+' || *p == '-') p++;
+        if (!(*p >= '0' && *p <= '9')) return 1;
+        while (*p >= '0' && *p <= '9') p++;
+    }
+    if (*p) return 1;
+    v = strtod(s, NULL);
+    if (!(v <= (double)FLT_MAX)) return 2;
+    if (nonzero && (float)v == 0.0f) return 3;
+    *out = (float)v;
     return 0;
 }
 

@@ -179,32 +179,6 @@ VCC_STATE_FN int vcc_opt_match(int argc, char **argv, int *i, const char *name, 
     return 1;
 }
 
-/* vcc_parse_float: a plain decimal number >= 0 into *out: digits with an optional '.' and fraction
- * and an optional exponent ("0.01", ".5", "5.", "1e-3"); no sign (PyTorch's SGD refuses negative lr,
- * momentum and weight decay), no spaces, no hex, inf or nan. Returns 0; 1 for any other text; 2 when
- * the value is too large for float32; 3 when a nonzero value is so small that it becomes 0 in float32
- * (1e-400). */
-VCC_STATE_FN int vcc_parse_float(const char *s, float *out) {
-    const char *p = s;
-    int digits = 0, nonzero = 0;
-    for (; *p >= '0' && *p <= '9'; p++) digits++, nonzero |= *p != '0';
-    if (*p == '.')
-        for (p++; *p >= '0' && *p <= '9'; p++) digits++, nonzero |= *p != '0';
-    if (!digits) return 1;
-    if (*p == 'e' || *p == 'E') {
-        p++;
-        if (*p == '+' || *p == '-') p++;
-        if (!(*p >= '0' && *p <= '9')) return 1;
-        while (*p >= '0' && *p <= '9') p++;
-    }
-    if (*p) return 1;
-    double v = strtod(s, NULL);
-    if (!(v <= (double)FLT_MAX)) return 2;
-    if (nonzero && (float)v == 0.0f) return 3;
-    *out = (float)v;
-    return 0;
-}
-
 /* vcc_parse_count: a decimal integer (digits only: no sign, spaces or hex) in [0, LONG_MAX] into
  * *out. Returns 0; 1 for any other text; 2 when the value is above LONG_MAX. */
 VCC_STATE_FN int vcc_parse_count(const char *s, long *out) {
@@ -218,11 +192,11 @@ VCC_STATE_FN int vcc_parse_count(const char *s, long *out) {
     return 0;
 }
 
-/* vcc_option_float: parse option opt's value text with vcc_parse_float into *out, or die (status 1) with
+/* vcc_option_float: parse option opt's value text with vcc_io_parse_float into *out, or die (status 1) with
  * a one-line message naming the option and saying what is wrong. */
 VCC_STATE_FN void vcc_option_float(const char *opt, const char *text, float *out) {
     char s[256];
-    int rc = vcc_parse_float(text, out);
+    int rc = vcc_io_parse_float(text, out);
     vcc_escaped(text, s, sizeof s);
     if (rc == 1) vcc_dief("%s needs a decimal number >= 0 (like 0.01 or 1e-3), got '%s'", opt, s);
     if (rc == 2) vcc_dief("%s %s is too large for float32 (at most %g)", opt, s, (double)FLT_MAX);

@@ -8,7 +8,8 @@ MODEL is a small training model (tests/e2e/tiny_models.py's res3d).
     (--dump-ir memplan gave "unknown option" once): the dumps, plan JSON files and programs written
     are byte for byte the same.
   - Usage errors exit with status 2 and one line: an unknown option, a missing value, --forward-only
-    with --eval, an unknown pass, a --workspace-limit that is not a byte count from 4 to 2^47 (with or
+    with --eval, an unknown pass, a --momentum that is not a plain decimal within float32 (the trainer's
+    rule: hex, a leading space, a sign, 1e39), a --workspace-limit that is not a byte count from 4 to 2^47 (with or
     without a K/M/G or KiB/MiB/GiB suffix) or is given twice.
   - --precision fp32|tf32 (check_precision): written into the CUDA program and the plan JSON, the same plan;
     tf32 with a .c output, bf16 with a .cu output and --eval, unknown names and a
@@ -240,6 +241,10 @@ def main():
     for label, a in [("unknown option", ["--no-such-option"]), ("missing value", ["--dump-ir"]),
                      ("--forward-only with --eval", ["--forward-only", "--eval"]),
                      ("unknown pass", ["--dump-ir", "nopass"]),
+                     ("--momentum in hex", ["--momentum", "0x1p-1"]),
+                     ("--momentum with a space", ["--momentum", " 0.5"]),
+                     ("--momentum -0.5", ["--momentum", "-0.5"]),
+                     ("--momentum 1e39", ["--momentum", "1e39"]),
                      ("--memory-limit without a size", ["--memory-limit", "12XB"]),
                      ("--memory-limit 0", ["--memory-limit", "0"]),
                      ("--memory-limit with --eval", ["--memory-limit", "1GiB", "--eval"]),
