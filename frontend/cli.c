@@ -162,6 +162,7 @@ static int parse_shape(const char *arg, VccShapeBinding *b) {
         if (*end != 'x') return 1;
         p = end + 1;
     }
+    b->opt = NULL;
     b->name = vcc_malloc((size_t)(eq - arg) + 1);
     memcpy(b->name, arg, (size_t)(eq - arg));
     b->name[eq - arg] = 0;

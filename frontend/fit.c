@@ -43,6 +43,7 @@ static void trial_init(Trial *t, const VccCtx *ctx, const char *vary, int64_t li
     if (ctx->nshapes) memcpy(t->shapes, ctx->shapes, sizeof(VccShapeBinding) * (size_t)ctx->nshapes);
     t->shapes[ctx->nshapes].name = (char *)vary;
     t->shapes[ctx->nshapes].rank = 1;
+    t->shapes[ctx->nshapes].opt = "--vary";
     t->ctx.shapes = t->shapes;
     t->ctx.nshapes = ctx->nshapes + 1;
     t->ctx.memory_limit = limit;

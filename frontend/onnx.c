@@ -573,6 +573,9 @@ static void load_initializers(Loader *L, const Onnx__GraphProto *gp) {
     }
 }
 
+/* The option binding sb was given with, as its messages name it. */
+static const char *bind_opt(const VccShapeBinding *sb) { return sb->opt ? sb->opt : "--shape"; }
+
 /* The binding in ctx->shapes with this name, or -1. */
 static int find_binding(const Loader *L, const char *name) {
     for (int i = 0; i < L->ctx->nshapes; i++)
@@ -651,17 +654,17 @@ static void load_input(Loader *L, const Onnx__ValueInfoProto *vi, size_t index) 
         const VccShapeBinding *sb = &L->ctx->shapes[b];
         L->binding_used[b] = true;
         if (sb->rank < 0 || sb->rank > VCC_MAX_RANK || (rank >= 0 && sb->rank != rank)) {
-            fail(L, VCC_ERR_SHAPE, "--shape %s: gives %d dims, input '%s' has %d", sb->name, sb->rank, name,
+            fail(L, VCC_ERR_SHAPE, "%s %s: gives %d dims, input '%s' has %d", bind_opt(sb), sb->name, sb->rank, name,
                  rank);
             return;
         }
         shape.rank = sb->rank;
         for (int i = 0; i < sb->rank; i++) {
             if (sb->dims[i] < 1) {
-                fail(L, VCC_ERR_INVALID, "--shape %s: dim %d must be a positive integer", sb->name, i);
+                fail(L, VCC_ERR_INVALID, "%s %s: dim %d must be a positive integer", bind_opt(sb), sb->name, i);
                 ok = false;
             } else if (i < rank && shape.dims[i] >= 0 && shape.dims[i] != sb->dims[i]) {
-                fail(L, VCC_ERR_SHAPE, "--shape %s: dim %d is %jd, but input '%s' fixes it to %jd", sb->name, i,
+                fail(L, VCC_ERR_SHAPE, "%s %s: dim %d is %jd, but input '%s' fixes it to %jd", bind_opt(sb), sb->name, i,
                      (intmax_t)sb->dims[i], name, (intmax_t)shape.dims[i]);
                 ok = false;
             }
@@ -674,8 +677,8 @@ static void load_input(Loader *L, const Onnx__ValueInfoProto *vi, size_t index) 
             const VccShapeBinding *pbind = &L->ctx->shapes[pb];
             L->binding_used[pb] = true;
             if (pbind->rank != 1 || pbind->dims[0] != sb->dims[i]) {
-                fail(L, VCC_ERR_SHAPE, "--shape %s and --shape %s disagree on input '%s' dim %d", pbind->name,
-                     sb->name, name, i);
+                fail(L, VCC_ERR_SHAPE, "%s %s and %s %s disagree on input '%s' dim %d", bind_opt(pbind),
+                     pbind->name, bind_opt(sb), sb->name, name, i);
                 ok = false;
             }
         }
@@ -692,7 +695,7 @@ static void load_input(Loader *L, const Onnx__ValueInfoProto *vi, size_t index) 
                 const VccShapeBinding *sb = &L->ctx->shapes[pb];
                 L->binding_used[pb] = true;
                 if (sb->rank != 1 || sb->dims[0] < 1) {
-                    fail(L, VCC_ERR_INVALID, "--shape %s: a symbolic dim takes one positive value", sb->name);
+                    fail(L, VCC_ERR_INVALID, "%s %s: a symbolic dim takes one positive value", bind_opt(sb), sb->name);
                     ok = false;
                 } else {
                     shape.dims[i] = sb->dims[0];
@@ -1280,8 +1283,8 @@ static VccStatus load_graph(Loader *L, const Onnx__ModelProto *m) {
     for (size_t i = 0; i < gp->n_input; i++) load_input(L, gp->input[i], i);
     for (int b = 0; b < L->ctx->nshapes; b++)
         if (!L->binding_used[b])
-            fail(L, VCC_ERR_INVALID, "--shape %s: no graph input or symbolic input dim has that name",
-                 str_or_empty(L->ctx->shapes[b].name));
+            fail(L, VCC_ERR_INVALID, "%s %s: no graph input or symbolic input dim has that name",
+                 bind_opt(&L->ctx->shapes[b]), str_or_empty(L->ctx->shapes[b].name));
     char **labels = vcc_calloc(gp->n_node + 1, sizeof *labels);
     bool *skip = vcc_calloc(gp->n_node + 1, sizeof *skip);
     node_labels(L, gp, labels);

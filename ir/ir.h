@@ -35,6 +35,7 @@ typedef struct {
     char *name;
     int rank;
     int64_t dims[8];
+    const char *opt; /* the option the user gave it with, for messages: NULL for --shape, "--vary" (--fit) */
 } VccShapeBinding;
 
 /* The kinds of unsupported constructs the one report of a model groups (vcc_unsupported). */

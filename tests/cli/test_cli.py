@@ -20,7 +20,8 @@ MODEL is a small training model (tests/e2e/tiny_models.py's res3d).
     it (or a bf16 dump without --precision bf16), with or without a plan, is refused in one line; a bf16
     .cu output with an op that has no bfloat16 CUDA kernel (Pow's gradient) is refused in one line naming
     that node and the model's node it was made for, and writes nothing.
-  - --fit on a model that still fits at the largest batch the search tries (2^20) says "or more".
+  - --fit on a model that still fits at the largest batch the search tries (2^20) says "or more"; a
+    --vary name the model lacks is reported as that --vary (not as a --shape the user never gave).
   - --workspace-limit 16MiB, 16M and 16777216 give the same plan; a plan compiled with a limit and
     dumped is accepted back with the same limit.
   - A .vir dump is an input: the dump after each pass, fed back to vcc, gives the same final nodes,
@@ -209,6 +210,9 @@ def check_fit_cap(vcc, work):
     lines = [l for l in p.stdout.splitlines() if "largest batch=" in l]
     check(p.returncode == 0 and len(lines) == 2 and all("batch=1048576 or more" in l for l in lines),
           "--fit past the largest batch tried says 'or more'", p.stdout + p.stderr)
+    p = run([vcc, path, "--fit", "1GiB", "--vary", "nosuch"], work)
+    check(p.returncode != 0 and "--vary nosuch: no graph input" in p.stderr and "--shape nosuch" not in p.stderr,
+          "--fit --vary of a name the model lacks is named as --vary", p.stderr)
 
 
 def main():
