@@ -150,7 +150,7 @@ static void check_weights(Session *s, const VccGraph *g) {
 static void compile(const char *path, bool forward_only, bool bind_batch) {
     Session s;
     session_open(&s, forward_only);
-    VccShapeBinding batch = {"batch", 1, {2}};
+    VccShapeBinding batch = {"batch", 1, {2}, NULL};
     if (bind_batch) {
         s.ctx.shapes = &batch;
         s.ctx.nshapes = 1;
