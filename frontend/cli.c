@@ -141,8 +141,8 @@ static void usage(FILE *f) {
           "fused attention removed. It takes every option above.\n"
           "\n"
           "MODEL may be a .vir dump (vcc MODEL.onnx --dump-ir PASS > m.vir): the passes after PASS run on it,\n"
-          "so an edited schedule or plan can be re-planned or checked. A .vir file holds no weights: run the\n"
-          "program with --weights.\n",
+          "so an edited schedule or plan can be re-planned or checked. A .vir file holds its constants but no\n"
+          "weights: run the program with --weights.\n",
           f);
 }
 

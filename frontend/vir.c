@@ -252,6 +252,53 @@ void vir_declare(VirParser *p, char *kind, const VirLoc *kloc, char *name, const
     free(name);
 }
 
+/* A hex digit's value, or -1. */
+static int hex_digit(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+void vir_declare_data(VirParser *p, char *kind, const VirLoc *kloc, char *name, const VirLoc *nloc, VirType ty,
+                      char *key, const VirLoc *keyloc, char *hex, const VirLoc *hloc) {
+    VccTensorKind k = VCC_T_ACT;
+    int64_t bytes = 0;
+    size_t len = strlen(hex);
+    if (strcmp(key, "data") != 0)
+        vir_report(p, keyloc, VCC_ERR_PARSE, "expected 'data=' (a constant's value), found '%s='", key);
+    else if (!kind_from_name(kind, &k) || k != VCC_T_CONST)
+        vir_report(p, kloc, VCC_ERR_PARSE, "data= gives the value of a const; '%s' is declared '%s'", name, kind);
+    else if (ty.bad || ty.dt == VCC_DT_UNDEF || !vcc_shape_checked_bytes(&ty.shape, ty.dt, &bytes))
+        vir_report(p, nloc, VCC_ERR_PARSE, "const '%s' with data= needs a known type and shape", name);
+    else if (len != 2 * (size_t)bytes)
+        vir_report(p, hloc, VCC_ERR_PARSE, "data= of const '%s' has %zu hex digits; its type takes %" PRId64
+                   " bytes (%" PRId64 " digits)", name, len, bytes, 2 * bytes);
+    else {
+        unsigned char *d = vcc_malloc(bytes ? (size_t)bytes : 1);
+        for (int64_t i = 0; i < bytes && d; i++) {
+            int hi = hex_digit(hex[2 * i]), lo = hex_digit(hex[2 * i + 1]);
+            if (hi < 0 || lo < 0) {
+                vir_report(p, hloc, VCC_ERR_PARSE, "data= of const '%s' is not hex digits (at digit %" PRId64 ")",
+                           name, 2 * i + (hi < 0 ? 0 : 1));
+                free(d);
+                d = NULL;
+            } else
+                d[i] = (unsigned char)(hi << 4 | lo);
+        }
+        int t = d ? define_tensor(p, name, nloc, &ty, k) : -1;
+        if (t >= 0) {
+            p->g->tensors[t].data = d;
+            p->g->tensors[t].data_bytes = (size_t)bytes;
+        } else
+            free(d);
+    }
+    free(kind);
+    free(name);
+    free(key);
+    free(hex);
+}
+
 /* ------------------------------------------------------------------ nodes */
 
 static void push_int(int **a, int *n, int *cap, int v) {
@@ -497,6 +544,9 @@ void vir_plan(VirParser *p, const VirLoc *loc, char *name, const VirLoc *nloc, c
     }
     if (offset.v < -1)
         vir_report(p, &offset.vloc, VCC_ERR_PARSE, "offset=%" PRId64 " is negative (-1: not placed)", offset.v);
+    else if (offset.v > VCC_MAX_ARENA_BYTES)
+        vir_report(p, &offset.vloc, VCC_ERR_PARSE, "offset=%" PRId64 " is past vcc's largest arena (2^52 bytes)",
+                   offset.v);
 
     if (t >= 0 && keys) {
         if (t >= p->cap_plan) {
@@ -680,6 +730,27 @@ static void finish(VirParser *p, bool has_plan) {
     VccGraph *g = p->g;
     if (has_plan) check_plan(p);
     if (p->status) return;
+    /* the seed of the loss's gradient (d loss / d loss) is 1 by definition: the one constant whose value
+     * the text may leave out (dumps before constants carried data=) */
+    for (int k = 0; k < g->nnodes; k++) {
+        const VccNode *n = &g->nodes[k];
+        if (n->op != VCC_OP_SOFTMAXXENT_GRAD || n->nin < 3 || n->in[2] < 0) continue;
+        VccTensor *seed = &g->tensors[n->in[2]];
+        if (seed->kind != VCC_T_CONST || seed->data || seed->dtype != VCC_F32 || vcc_shape_numel(&seed->shape) != 1)
+            continue;
+        seed->data = vcc_malloc(4);
+        seed->data_bytes = 4;
+        *(float *)seed->data = 1.0f;
+    }
+    /* every other declared constant needs its value: the program is compiled with it (the weights file
+     * holds parameters and buffers only) */
+    for (int t = 0; t < g->ntensors; t++)
+        if (g->tensors[t].kind == VCC_T_CONST && g->tensors[t].producer < 0 && !g->tensors[t].data) {
+            VirLoc at = {p->def_line[t], 1, p->def_line[t], 1};
+            vir_report(p, &at, VCC_ERR_PARSE, "const '%s' has no value (data=\"...\", as vcc's dumps write it)",
+                       g->tensors[t].name);
+        }
+    if (p->status) return;
     /* kinds of node outputs, and their category where the plan gives one */
     for (int k = 0; k < g->nnodes; k++) {
         const VccNode *n = &g->nodes[k];
@@ -774,18 +845,6 @@ static void finish(VirParser *p, bool has_plan) {
     }
     for (int k = 0; k < g->nnodes; k++)
         if (g->nodes[k].phase == VCC_PHASE_LOSS && g->nodes[k].nout > 0) g->loss = g->nodes[k].out[0];
-    /* the seed of the loss's gradient (d loss / d loss) is 1 by definition: the one constant whose value
-     * the text implies */
-    for (int k = 0; k < g->nnodes; k++) {
-        const VccNode *n = &g->nodes[k];
-        if (n->op != VCC_OP_SOFTMAXXENT_GRAD || n->nin < 3 || n->in[2] < 0) continue;
-        VccTensor *seed = &g->tensors[n->in[2]];
-        if (seed->kind != VCC_T_CONST || seed->data || seed->dtype != VCC_F32 || vcc_shape_numel(&seed->shape) != 1)
-            continue;
-        seed->data = vcc_malloc(4);
-        seed->data_bytes = 4;
-        *(float *)seed->data = 1.0f;
-    }
     if (g->loss >= 0 && ndata == 1) g->data_input = data;
 }
 

@@ -6,7 +6,8 @@
  *
  *   file      : opset decl* node* output* [plan* arena]        (sections in this order)
  *   opset     : "opset" INT
- *   decl      : KIND STRING type                              input "x" f32[2,3,4,8,8]
+ *   decl      : KIND STRING type [data=STRING]                input "x" f32[2,3,4,8,8]
+ *               (data: a constant's value, its little-endian bytes in hex: const "c" f32[] data="0000803f")
  *   node      : "node" INT PHASE OP STRING "(" ins ")" "->" "(" outs ")" [ "{" attrs "}" ]
  *   ins       : ( STRING | "_" ) % ","                         tensors read, "_" = absent
  *   outs      : ( STRING type | "_" ) % ","                    tensors the node defines
@@ -97,6 +98,8 @@ void vir_opset(VirParser *p, int64_t v);
 VirType vir_type(VirParser *p, char *dtype, const VirLoc *dloc, VirType dims);
 VirType vir_dims_add(VirParser *p, VirType t, int64_t d, const VirLoc *loc);
 void vir_declare(VirParser *p, char *kind, const VirLoc *kloc, char *name, const VirLoc *nloc, VirType ty);
+void vir_declare_data(VirParser *p, char *kind, const VirLoc *kloc, char *name, const VirLoc *nloc, VirType ty,
+                      char *key, const VirLoc *keyloc, char *hex, const VirLoc *hloc);
 void vir_node_input(VirParser *p, char *name, const VirLoc *loc);
 void vir_node_output(VirParser *p, char *name, const VirLoc *loc, VirType ty);
 void vir_node_attr(VirParser *p, char *name, const VirLoc *loc, VirValue *v);
@@ -177,6 +180,8 @@ decls
 
 decl
     : IDENT STRING type end                 { vir_declare(p, $1, &@1, $2, &@2, $3); }
+    | IDENT STRING type IDENT '=' STRING end
+                                            { vir_declare_data(p, $1, &@1, $2, &@2, $3, $4, &@4, $6, &@6); }
     ;
 
 type

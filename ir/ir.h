@@ -428,6 +428,8 @@ const char *vcc_dtype_name(VccDType dt);
 int vcc_dtype_onnx(VccDType dt);
 VccDType vcc_dtype_from_onnx(int onnx_elem_type);
 #define VCC_MAX_TENSOR_BYTES ((int64_t)1 << 47) /* 128 TiB: larger tensors are refused, sizes never overflow */
+#define VCC_MAX_ARENA_BYTES ((int64_t)1 << 52) /* 4 PiB: an offset past it is refused (offset + a tensor's
+                                                  bytes never overflows) */
 
 /* Byte size of a dt tensor of shape s into *bytes, with overflow checks. Returns false when a dim is
  * negative (unknown) or the size exceeds VCC_MAX_TENSOR_BYTES. */

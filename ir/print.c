@@ -114,7 +114,14 @@ void vcc_print_graph(FILE *f, const VccGraph *g, bool with_plan) {
         vcc_format_type(ty, sizeof ty, t);
         fprintf(f, "%s ", vcc_tensor_kind_name(t->kind));
         print_name(f, t->name);
-        fprintf(f, " %s\n", ty);
+        fprintf(f, " %s", ty);
+        if (t->kind == VCC_T_CONST && t->data) { /* its value, so that the dump compiles on its own */
+            const unsigned char *d = t->data;
+            fputs(" data=\"", f);
+            for (size_t b = 0; b < t->data_bytes; b++) fprintf(f, "%02x", d[b]);
+            fputc('"', f);
+        }
+        fputc('\n', f);
     }
     for (int k = 0; k < g->nnodes; k++) {
         const VccNode *n = &g->nodes[k];

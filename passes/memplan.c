@@ -265,7 +265,7 @@ VccStatus vcc_plan_check(VccCtx *ctx, const VccGraph *g) {
         const VccTensor *x = &g->tensors[a];
         if (roots[a] != a || vcc_tensor_bytes(x) == 0) continue;
         if (!vcc_tensor_is_persistent(x) && gs[a] < 0) continue; /* never live (unused) */
-        if (x->offset < 0 || x->offset % VCC_ARENA_ALIGN || x->offset + vcc_tensor_bytes(x) > g->arena_bytes) {
+        if (x->offset < 0 || x->offset % VCC_ARENA_ALIGN || x->offset > g->arena_bytes - vcc_tensor_bytes(x)) {
             plan_error(ctx, "'%s' at offset %" PRId64 " is outside the arena or misaligned",
                       x->name, x->offset);
             st = VCC_ERR_INTERNAL;

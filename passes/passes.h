@@ -130,6 +130,12 @@ VccStatus vcc_precision_check_dump(VccCtx *ctx, const VccGraph *g, int done);
  * Errors: VCC_ERR_INTERNAL on a cycle. */
 VccStatus vcc_schedule(VccCtx *ctx, VccGraph *g);
 
+/* The rule the schedule keeps for in-place updates, checked on an order given from outside (a .vir dump
+ * after schedule): every node reading a parameter (or a view of it) runs before the update node
+ * (SGDMomentum, AdamW) that writes it. Returns VCC_OK, or VCC_ERR_SHAPE with an error naming the reader,
+ * the parameter and the update. */
+VccStatus vcc_check_update_order(VccCtx *ctx, const VccGraph *g);
+
 /* ======================================================================== passes/liveness.c */
 
 /* Live interval [start, end] (inclusive steps) per tensor: start = producing step (0 for inputs), end =

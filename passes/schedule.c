@@ -422,3 +422,27 @@ VccStatus vcc_schedule(VccCtx *ctx, VccGraph *g) {
     return st;
 #undef EDGE
 }
+
+VccStatus vcc_check_update_order(VccCtx *ctx, const VccGraph *g) {
+    int *roots = vcc_tensor_roots(g);
+    int *updated_at = vcc_malloc(sizeof(int) * (size_t)(g->ntensors ? g->ntensors : 1));
+    for (int t = 0; t < g->ntensors; t++) updated_at[t] = -1;
+    VccStatus st = VCC_OK;
+    for (int k = 0; k < g->nnodes && !st; k++) {
+        const VccNode *n = &g->nodes[k];
+        bool update = n->op == VCC_OP_SGD || n->op == VCC_OP_ADAMW;
+        for (int i = update ? 1 : 0; i < n->nin && !st; i++) {
+            int t = n->in[i] >= 0 ? roots[n->in[i]] : -1, u = t >= 0 ? updated_at[t] : -1;
+            if (u >= 0) {
+                vcc_error(ctx, "node '%s' (%s) at step %d reads parameter '%s' after its update '%s' at step %d: "
+                          "every reader of a parameter runs before its update", n->name, vcc_op_name(n->op), k,
+                          g->tensors[t].name, g->nodes[u].name, u);
+                st = VCC_ERR_SHAPE;
+            }
+        }
+        if (update && n->nin > 0 && n->in[0] >= 0) updated_at[roots[n->in[0]]] = k;
+    }
+    free(roots);
+    free(updated_at);
+    return st;
+}

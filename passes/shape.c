@@ -171,8 +171,35 @@ VccStatus vcc_infer_shapes(VccCtx *ctx, VccGraph *g) {
 
 /* ------------------------------------------------------------------ type check of a whole graph */
 
+/* Whether tensor t may be a view of (alias, share the bytes of) tensor b: only where its producer writes
+ * no code for it (the output of a view op: Reshape, Identity... of its data input; passes/canonical.c) or
+ * updates b in place through it (a training-form BatchNormalization's running statistics, outputs 3 and 4
+ * of its inputs 3 and 4; a GraphLoss's loss, its input). Any other node would compute into b's bytes. */
+static bool alias_ok(const VccGraph *g, int t, int b) {
+    const VccTensor *x = &g->tensors[t];
+    if (x->producer < 0 || x->producer >= g->nnodes) return false;
+    const VccNode *n = &g->nodes[x->producer];
+    if ((vcc_op_def(n->op)->flags & VCC_OPF_VIEW) || n->op == VCC_OP_GRAPH_LOSS)
+        return n->nin >= 1 && n->nout == 1 && n->out[0] == t && n->in[0] == b;
+    if (n->op == VCC_OP_BATCHNORM)
+        for (int i = 3; i < 5; i++)
+            if (n->nout > i && n->nin > i && n->out[i] == t && n->in[i] == b) return true;
+    return false;
+}
+
 VccStatus vcc_check_types(VccCtx *ctx, VccGraph *g) {
     VccStatus st = VCC_OK;
+    for (int t = 0; t < g->ntensors; t++) {
+        int b = g->tensors[t].alias_of;
+        if (b >= 0 && !alias_ok(g, t, b)) {
+            const VccTensor *x = &g->tensors[t];
+            const VccNode *n = x->producer >= 0 && x->producer < g->nnodes ? &g->nodes[x->producer] : NULL;
+            vcc_error(ctx, "tensor '%s' is a view of '%s' (view_of=), but %s%s%s%s does not make it one: it would "
+                      "compute into that tensor's bytes", x->name, g->tensors[b].name, n ? "node '" : "no node",
+                      n ? n->name : "", n ? "' " : "", n ? vcc_op_name(n->op) : "");
+            return VCC_ERR_SHAPE;
+        }
+    }
     for (int k = 0; k < g->nnodes && !st; k++) {
         const VccNode *n = &g->nodes[k];
         for (int i = 0; i < n->nout; i++)
@@ -181,6 +208,15 @@ VccStatus vcc_check_types(VccCtx *ctx, VccGraph *g) {
                           g->tensors[n->out[i]].name);
                 return VCC_ERR_SHAPE;
             }
+        if (n->op == VCC_OP_BATCHNORM) /* training form: the running statistics updated in place */
+            for (int i = 3; i < 5 && i < n->nout && i < n->nin; i++)
+                if (n->out[i] >= 0 && n->in[i] >= 0 && g->tensors[n->in[i]].kind == VCC_T_BUFFER &&
+                    g->tensors[n->out[i]].alias_of != n->in[i]) {
+                    vcc_error(ctx, "node '%s' (%s): output '%s' must be a view of the running statistic '%s' it "
+                              "updates in place (view_of=)", n->name, vcc_op_name(n->op), g->tensors[n->out[i]].name,
+                              g->tensors[n->in[i]].name);
+                    return VCC_ERR_SHAPE;
+                }
         bool view = vcc_op_def(n->op)->flags & VCC_OPF_VIEW;
         if (view && (n->nin < 1 || n->nout != 1 || n->out[0] < 0 || g->tensors[n->out[0]].alias_of != n->in[0])) {
             /* the emitters write no code for a view: its output must be its input's bytes */

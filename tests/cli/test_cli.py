@@ -24,14 +24,18 @@ MODEL is a small training model (tests/e2e/tiny_models.py's res3d).
     --vary name the model lacks is reported as that --vary (not as a --shape the user never gave).
   - --workspace-limit 16MiB, 16M and 16777216 give the same plan; a plan compiled with a limit and
     dumped is accepted back with the same limit.
-  - A .vir dump is an input: the dump after each pass, fed back to vcc, gives the same final nodes,
+  - A .vir dump is an input: the program compiled from a memplan dump of a model whose Reshape reads a
+    constant trains as the ONNX model's does with its weights file (the same loss lines); the dump after
+    each pass, fed back to vcc, gives the same final nodes,
     tensors, live intervals and arena as the ONNX file; `vcc m.vir` (after memplan) accepts vcc's own
     plan; a dump after liveness
     whose live interval was widened by hand is re-planned: the memplan dump keeps the edited interval,
     and the plan passes tests/e2e/check_plan.py; a dump whose interval was shrunk below a use is refused
     by vcc's plan check; edits that break the stored types (a Conv's pads in a dump after shape, a
     Relu turned into an Identity whose output is not a view) are refused; a dump without its first line
-    says what is missing; names with control characters, escape sequences, C1 controls are escaped in
+    says what is missing; hand edits that parse but would make a wrong program are refused (an offset
+    near 2^63, a Gemm's output declared a view of its weight, a BN running-statistic output that is no view
+    of it, a schedule that updates a weight before its ConvGradData reads it); names with control characters, escape sequences, C1 controls are escaped in
     dumps (as \\xNN) and read back to the same dump.
 """
 
@@ -213,6 +217,69 @@ def check_fit_cap(vcc, work):
     p = run([vcc, path, "--fit", "1GiB", "--vary", "nosuch"], work)
     check(p.returncode != 0 and "--vary nosuch: no graph input" in p.stderr and "--shape nosuch" not in p.stderr,
           "--fit --vary of a name the model lacks is named as --vary", p.stderr)
+
+
+def check_vir_trains(vcc, tiny, work):
+    """The flow the README gives for a dump: `vcc m.vir -o v.c`, run with the weights file vcc wrote beside
+    the ONNX model's trainer, trains as that trainer does (the same loss lines). tiny is tests/e2e's conv2d
+    folder: its Reshape reads a constant shape, which the dump carries (data=); without it the program
+    asked for 'shape' in the weights file."""
+    d = os.path.join(work, "vir_trains")
+    os.makedirs(d, exist_ok=True)
+    onnx_model = os.path.join(tiny, "model.onnx")
+    with open(os.path.join(d, "m.vir"), "w") as f:
+        f.write(run([vcc, onnx_model, "--dump-ir", "memplan"], d).stdout)
+    args = ["--data", os.path.join(tiny, "data.npy"), "--labels", os.path.join(tiny, "labels.npy"), "--steps", "2"]
+    losses = []
+    for src, out, extra in ((onnx_model, "t.c", []), ("m.vir", "v.c", ["--weights", "t.safetensors"])):
+        p = run([vcc, src, "-o", out], d)
+        b = subprocess.run(p.stdout.strip(), cwd=d, shell=True, capture_output=True, text=True)
+        t = run(["./" + out[:-2]] + args + extra, d) if p.returncode == 0 and b.returncode == 0 else None
+        losses.append(t.stdout if t is not None and t.returncode == 0 else None)
+        if losses[-1] is None:
+            print("     %s: %s%s%s" % (src, p.stderr, b.stderr, t.stderr if t is not None else ""))
+    check(losses[0] is not None and losses[0] == losses[1] and "step 2 loss" in losses[0],
+          "a program compiled from a memplan dump trains as the ONNX model's with its weights file", str(losses))
+
+
+def check_vir_semantics(vcc, model, mem, work):
+    """Hand edits of a dump that parse and type-check but would make a wrong program: each is refused with a
+    message naming what is wrong, and no program is written (each wrote a trainer that crashed or computed
+    other numbers before)."""
+    def refused(label, text, must):
+        with open(os.path.join(work, "sem.vir"), "w") as f:
+            f.write(text)
+        out = os.path.join(work, "sem.c")
+        if os.path.exists(out):
+            os.remove(out)
+        p = run([vcc, "sem.vir", "-o", "sem.c"], work)
+        check(p.returncode != 0 and must in p.stderr and not os.path.exists(out), label, p.stderr)
+
+    # an offset whose sum with the tensor's bytes overflows int64 (the plan check's bound wrapped around)
+    m = re.search(r'^(plan "[^"]+" activation bytes=\d+ live=\[\d+,\d+\] offset=)(\d+)$', mem, re.M)
+    refused("a dump with an offset near 2^63 is refused", mem.replace(m.group(0), m.group(1) + "9223372036854775552", 1),
+            "past vcc's largest arena")
+    # a non-view op's output declared a view: the Gemm would write the logits into its weight's bytes
+    # (at the weight's offset, as a view's must be)
+    m = re.search(r'^(plan "logits" .* offset=)\d+$', mem, re.M)
+    w = re.search(r'^plan "fc.weight" .* offset=(\d+)', mem, re.M).group(1)
+    refused("a Gemm's output declared a view of its weight is refused",
+            mem.replace(m.group(0), m.group(1) + w + ' view_of="fc.weight"', 1), "does not make it one")
+    # a BatchNormalization's running-mean output that is not a view of the statistic it updates in place
+    m = re.search(r'^(plan "[^"]+_rm" .*) view_of="[^"]+"$', mem, re.M)
+    refused("a BN running-statistic output that is not a view of it is refused", mem.replace(m.group(0), m.group(1), 1),
+            "must be a view of the running statistic")
+    # a schedule dump whose update of a weight runs before the ConvGradData that reads the weight
+    sched = run([vcc, model, "--dump-ir", "schedule"], work).stdout
+    lines = sched.split("\n")
+    upd = next(i for i, l in enumerate(lines) if " update SGDMomentum " in l and ".grad_data" in lines[i - 2]
+               and "ConvGradFilter" in lines[i - 1])
+    a, b, c = lines[upd - 2], lines[upd - 1], lines[upd]
+    num = lambda l, k: re.sub(r"^node \d+ ", "node %d " % k, l)
+    first = int(re.match(r"node (\d+) ", a).group(1))
+    lines[upd - 2], lines[upd - 1], lines[upd] = num(b, first), num(c, first + 1), num(a, first + 2)
+    refused("a schedule dump that updates a weight before its ConvGradData reads it is refused", "\n".join(lines),
+            "every reader of a parameter runs before its update")
 
 
 def main():
@@ -402,6 +469,9 @@ def main():
     p = run([vcc, "op.vir"], work)
     check(p.returncode == 1 and "not a view" in p.stderr, "a Relu turned into an Identity (not a view) is refused: %s"
           % p.stderr.strip()[:160], p.stderr)
+
+    check_vir_semantics(vcc, model, mem, work)
+    check_vir_trains(vcc, os.path.join(os.path.dirname(os.path.dirname(model)), "conv2d"), work)
 
     # names with control characters, escape sequences, a C1 control and bytes that are not UTF-8: the
     # dump shows them escaped (\\xNN), as plain text, and reads back to the same graph

@@ -97,6 +97,17 @@ static const ErrorCase kErrors[] = {
     {"unknown_dtype", "opset 17\nparam \"w\" f16[1]\n", VCC_ERR_UNSUPPORTED,
      "2:11: error: unknown dtype 'f16' (f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, bool or ? for not inferred yet)"},
     {"rank9", "opset 17\nparam \"w\" f32[1,1,1,1,1,1,1,1,1]\n", VCC_ERR_UNSUPPORTED, "2:31: error: more than 8 dims"},
+    /* a constant's value (data=, its little-endian bytes in hex): the program is compiled with it */
+    {"const_no_value", "opset 17\nconst \"c\" f32[2]\n", VCC_ERR_PARSE,
+     "2:1: error: const 'c' has no value (data=\"...\", as vcc's dumps write it)"},
+    {"const_data_length", "opset 17\nconst \"c\" f32[2] data=\"0000803f\"\n", VCC_ERR_PARSE,
+     "2:23: error: data= of const 'c' has 8 hex digits; its type takes 8 bytes (16 digits)"},
+    {"const_data_not_hex", "opset 17\nconst \"c\" f32[] data=\"0000x03f\"\n", VCC_ERR_PARSE,
+     "2:22: error: data= of const 'c' is not hex digits (at digit 4)"},
+    {"data_on_param", "opset 17\nparam \"w\" f32[] data=\"0000803f\"\n", VCC_ERR_PARSE,
+     "2:1: error: data= gives the value of a const; 'w' is declared 'param'"},
+    {"data_key", "opset 17\nconst \"c\" f32[] value=\"0000803f\"\n", VCC_ERR_PARSE,
+     "2:17: error: expected 'data=' (a constant's value), found 'value='"},
     {"negative_dim", "opset 17\nparam \"w\" f32[2,-3]\n", VCC_ERR_SHAPE,
      "2:17: error: dim -3 is negative (-1 is the only unknown dim)"},
     {"huge_type", "opset 17\nparam \"w\" f32[4611686018427387904,4]\n", VCC_ERR_SHAPE,
@@ -266,10 +277,13 @@ static void test_semantics(const char *path) {
             CHECK(g->tensors[t].kind == kinds[i].kind, "'%s' is %s, expected %s", kinds[i].name,
                   vcc_tensor_kind_name(g->tensors[t].kind), vcc_tensor_kind_name(kinds[i].kind));
     }
-    /* no weights (but the loss gradient's seed, 1 by definition), not-inferred types in the frontend's convention */
-    int seed_t = tensor(g, "loss.grad_seed");
+    /* no weights: values only for the constants (data=, little-endian bytes: the Reshape's shape (2, 4), the loss
+     * gradient's seed 1.0f); not-inferred types in the frontend's convention */
+    int seed_t = tensor(g, "loss.grad_seed"), shape_t = tensor(g, "shape");
     for (int t = 0; t < g->ntensors; t++)
-        if (t != seed_t) CHECK(g->tensors[t].data == NULL && g->tensors[t].data_bytes == 0, "data");
+        if (t != seed_t && t != shape_t) CHECK(g->tensors[t].data == NULL && g->tensors[t].data_bytes == 0, "data");
+    const unsigned char *sd = g->tensors[shape_t].data;
+    CHECK(g->tensors[shape_t].data_bytes == 16 && sd[0] == 2 && sd[8] == 4 && sd[1] == 0 && sd[15] == 0, "shape value");
     CHECK(g->tensors[seed_t].data_bytes == 4 && *(const float *)g->tensors[seed_t].data == 1.0f, "seed value");
     const VccTensor *odd = &g->tensors[tensor(g, "odd \"quoted\" \\ name")];
     CHECK(odd->dtype == VCC_DT_UNDEF && odd->shape.rank == 0 && odd->shape.dims[0] == -1 && odd->shape.dims[7] == -1,
