@@ -403,8 +403,9 @@ static unsigned char *read_external_entries(Loader *L, char **keys, char **value
                (length < 0 && (uint64_t)((int64_t)st.st_size - offset) != (uint64_t)want)) {
         fail(L, VCC_ERR_PARSE, "%s: external data file '%s' has %jd bytes from offset %jd, expected %zu", what,
              joined, (intmax_t)((int64_t)st.st_size - offset), (intmax_t)offset, want);
+    } else if (!(buf = malloc(want ? want : 1))) { /* a sparse file can claim more than memory holds */
+        fail(L, VCC_ERR_IO, "%s: cannot allocate the %zu bytes of its external data in '%s'", what, want, joined);
     } else {
-        buf = vcc_malloc(want);
         if (want && !pread_all(fd, buf, want, (off_t)offset)) {
             fail(L, VCC_ERR_IO, "%s: reading external data file '%s' failed", what, joined);
             free(buf);
@@ -515,7 +516,11 @@ static int add_tensor_proto(Loader *L, const Onnx__TensorProto *tp, const char *
         return -1;
     }
 
-    void *data = vcc_malloc(dst_bytes ? dst_bytes : 1); /* non-NULL even for an empty tensor */
+    void *data = malloc(dst_bytes ? dst_bytes : 1); /* non-NULL even for an empty tensor */
+    if (!data) {
+        fail(L, VCC_ERR_IO, "%s: cannot allocate the %zu bytes of its values", what, dst_bytes);
+        return -1;
+    }
     if (odt == DT_BOOL) {
         unsigned char *d = data;
         for (size_t i = 0; i < n; i++) d[i] = src ? src[i] != 0 : tp->int32_data[i] != 0;

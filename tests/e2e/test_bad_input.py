@@ -7,7 +7,8 @@ vcc cases (each run with -o train.c in an empty folder; afterwards the folder mu
   truncated .onnx, a text file named .onnx, a missing file, a model with two unsupported ops (both listed
   in one line), an unbound symbolic batch dim (the message names the input and the dim), an unwritable
   output folder.
-  Also: dims whose byte size passes 2^47 (no overflow), a zero batch, an attribute of the wrong type,
+  Also: dims whose byte size passes 2^47 (no overflow), external data more than vcc may allocate (a 64
+  GiB sparse file, vcc's address space capped at 4 GiB: an error naming the initializer), a zero batch, an attribute of the wrong type,
   auto_pad with pads, a cycle, nodes listing more inputs or outputs than their op has (an Add with 3
   inputs, a Conv with 4, a Relu with 2 outputs); and, as usage errors (status 2), malformed --shape values, a repeated
   --shape, --momentum nan, an output name that is not a plain file name, -o without a value.
@@ -230,6 +231,34 @@ def main():
     print("%-4s %-34s rc=%d  %s" % ("ok" if ok else "FAIL", "vcc: stdout on a full disk", p.returncode, p.stderr.strip()))
     if not ok:
         failures.append("vcc: stdout on a full disk")
+    # an initializer whose external data is a 64 GiB sparse file (no disk used): with vcc's address space
+    # capped at 4 GiB the read cannot be allocated, which must be an error naming it, not an abort
+    sp = os.path.join(work, "sparse")
+    os.makedirs(sp)
+    m = onnx.load(good)
+    init = m.graph.initializer[0]
+    init.ClearField("raw_data")
+    init.ClearField("float_data")
+    del init.dims[:]
+    init.dims.extend([1 << 34])
+    init.data_location = TensorProto.EXTERNAL
+    for k, v in (("location", "big.bin"), ("offset", "0"), ("length", str(4 << 34))):
+        e = init.external_data.add()
+        e.key, e.value = k, v
+    with open(os.path.join(sp, "big.bin"), "wb") as f:
+        f.truncate(4 << 34)
+    onnx.save(m, os.path.join(sp, "model.onnx"))
+    import resource
+    cap = lambda: resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+    p = subprocess.run([vcc, "model.onnx", "-o", "train.c"], cwd=sp, capture_output=True, text=True,
+                       preexec_fn=cap)
+    os.remove(os.path.join(sp, "big.bin"))
+    ok = p.returncode == 1 and "'%s'" % init.name in p.stderr and "cannot allocate" in p.stderr and \
+        not os.path.exists(os.path.join(sp, "train.c"))
+    print("%-4s %-34s rc=%d  %s" % ("ok" if ok else "FAIL", "vcc: external data past memory", p.returncode,
+                                    p.stderr.strip()[:200]))
+    if not ok:
+        failures.append("vcc: external data past memory")
     # an output folder that does not exist: nothing written anywhere
     check("vcc: unwritable output", [vcc, good, "-o", os.path.join(work, "no", "such", "dir", "train.c")], work,
           ["train.c"], expect_rc=1)
