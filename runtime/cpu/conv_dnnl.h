@@ -277,7 +277,8 @@ VCC_CPU_FN int vcc_dnnl_mds(const VccConvDesc *d, int64_t nb, int64_t slab, cons
             trimmed |= live[i] < d->kernel[i];
         }
         if (trimmed ? vcc_dnnl_view(w, wn, wd, ww)
-                    : dnnl_memory_desc_init_by_tag(w, wn, wd, dnnl_f32, (g ? gwt : wt)[d->nsp - 1]) != dnnl_success)
+                    : dnnl_memory_desc_init_by_tag(w, wn, wd, dnnl_f32, g ? gwt[d->nsp - 1] : wt[d->nsp - 1]) !=
+                          dnnl_success)
             return 1;
     }
     if (slab > 0) {
