@@ -517,7 +517,9 @@ int main(int argc, char **argv) {
             return 2;
         }
     if (dump && vcc_pass_index(dump) < 0) {
-        fprintf(stderr, "vcc: unknown pass '%s' for --dump-ir (see vcc --help)\n", dump);
+        fprintf(stderr, "vcc: unknown pass '%s' for --dump-ir (one of:", dump);
+        for (int k = 0; vcc_pass_names[k]; k++) fprintf(stderr, " %s", vcc_pass_names[k]);
+        fputs(")\n", stderr);
         return 2;
     }
     VccTarget target = VCC_TARGET_C;

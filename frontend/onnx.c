@@ -1288,8 +1288,11 @@ static VccStatus load_graph(Loader *L, const Onnx__ModelProto *m) {
     for (size_t i = 0; i < gp->n_input; i++) load_input(L, gp->input[i], i);
     for (int b = 0; b < L->ctx->nshapes; b++)
         if (!L->binding_used[b])
-            fail(L, VCC_ERR_INVALID, "%s %s: no graph input or symbolic input dim has that name",
-                 bind_opt(&L->ctx->shapes[b]), str_or_empty(L->ctx->shapes[b].name));
+            fail(L, VCC_ERR_INVALID, "%s %s: no graph input or symbolic input dim has that name%s",
+                 bind_opt(&L->ctx->shapes[b]), str_or_empty(L->ctx->shapes[b].name),
+                 L->ctx->shapes[b].opt ? " (--fit varies a symbolic dim: export the model with one, e.g. "
+                                         "models/export_torchvision.py --dynamic-batch, or name it with --vary)"
+                                       : "");
     char **labels = vcc_calloc(gp->n_node + 1, sizeof *labels);
     bool *skip = vcc_calloc(gp->n_node + 1, sizeof *skip);
     node_labels(L, gp, labels);

@@ -340,6 +340,9 @@ static void vcc_train_args(int argc, char **argv, const VccModel *m, VccTrainArg
             vcc_opt_match(argc, argv, &i, "--cuda-graph", &graph))
             continue;
 #endif
+        if (!strcmp(x, "--labels") || !strcmp(x, "--targets")) /* the other loss's file */
+            vcc_usage_error("unknown option '%s': this trainer minimizes %s and reads %s", x, m->loss,
+                            m->has_labels ? "--labels Y.npy" : m->target_rank ? "--targets T.npy" : "neither");
         if (x[0] == '-') vcc_usage_error("unknown option '%s'", x);
         vcc_usage_error("unexpected argument '%s' (files are given with --data, --labels, ...)", x);
     }
