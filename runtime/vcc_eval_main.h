@@ -61,7 +61,7 @@ static void vcc_eval_usage(FILE *f, const VccEvalModel *m) {
             "  --logits OUT.npy   write the logits, float32 (S, %lld)\n",
             vcc_program, (long long)m->input->dims[0], vcc_clip_shape(m->input->rank, m->input->dims, shape, sizeof shape),
             (long long)m->output->dims[1], m->default_weights, (long long)m->output->dims[1]);
-    vcc_threads_help(f, 17);
+    vcc_threads_help(f, 18);
     fputs("  -h, --help         this text\n", f);
 }
 

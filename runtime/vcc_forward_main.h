@@ -52,7 +52,7 @@ static void vcc_forward_usage(FILE *f, const VccForwardModel *m) {
             "  --seed S       the seed of the Dropout masks, those of training step 1 (default 0)\n"
             "  --             the next words are files even when they start with '-'\n",
             vcc_program, m->ninputs, m->noutputs, m->default_weights);
-    vcc_threads_help(f, 13);
+    vcc_threads_help(f, 14);
     fputs("  -h, --help     this text\ninputs:\n", f);
     for (int i = 0; i < m->ninputs; i++) vcc_forward_describe(f, &m->inputs[i]);
     fputs("outputs:\n", f);
