@@ -380,8 +380,12 @@ static unsigned char *read_external_entries(Loader *L, char **keys, char **value
     bool inside = strcmp(L->dir_real, "/") == 0 ||
                   (strncmp(real, L->dir_real, dlen) == 0 && real[dlen] == '/');
     if (!inside) {
-        fail(L, VCC_ERR_PARSE, "%s: external data location '%s' resolves to '%s', outside the model's folder "
-             "(refused)", what, location, real);
+        if (strcmp(real, L->dir_real) == 0)
+            fail(L, VCC_ERR_PARSE, "%s: external data location '%s' is the model's folder itself, not a file", what,
+                 location);
+        else
+            fail(L, VCC_ERR_PARSE, "%s: external data location '%s' resolves to '%s', outside the model's folder "
+                 "(refused)", what, location, real);
         free(joined);
         free(real);
         return NULL;

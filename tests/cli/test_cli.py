@@ -20,6 +20,7 @@ MODEL is a small training model (tests/e2e/tiny_models.py's res3d).
     it (or a bf16 dump without --precision bf16), with or without a plan, is refused in one line; a bf16
     .cu output with an op that has no bfloat16 CUDA kernel (Pow's gradient) is refused in one line naming
     that node and the model's node it was made for, and writes nothing.
+  - -o t.cu.c beside a file t.cu is refused: the printed build command would write its program over it.
   - --fit on a model that still fits at the largest batch the search tries (2^20) says "or more"; a
     --vary name the model lacks is reported as that --vary (not as a --shape the user never gave).
   - --workspace-limit 16MiB, 16M and 16777216 give the same plan; a plan compiled with a limit and
@@ -329,6 +330,15 @@ def main():
         p = run([vcc, model] + a, work)
         check(p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, "usage error: %s (exit %d: %s)" % (
             label, p.returncode, p.stderr.strip()), p.stderr)
+
+    # the build command vcc prints writes the program beside -o: never over a file that is not a program
+    with open(os.path.join(work, "t.cu"), "w") as f:
+        f.write("// a CUDA source\n")
+    p = run([vcc, model, "-o", "t.cu.c"], work)
+    check(p.returncode == 2 and "'t.cu', an existing file that is not a program" in p.stderr and
+          open(os.path.join(work, "t.cu")).read() == "// a CUDA source\n" and
+          not os.path.exists(os.path.join(work, "t.cu.c")),
+          "-o t.cu.c beside a CUDA source t.cu is refused (its program would be built over t.cu)", p.stderr)
 
     # --- --workspace-limit: suffixes, bad values
     plans = []

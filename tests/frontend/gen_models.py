@@ -294,6 +294,7 @@ def main():
         "ext_missing": ext_tensor("conv.weight", cshape, "nope.bin"),
         "ext_noloc": ext_tensor("conv.weight", cshape, ""),
         "ext_badoffset": ext_tensor("conv.weight", cshape, "weights.bin", "-16", len(cw)),
+        "ext_dot": ext_tensor("conv.weight", cshape, "."),  # the model's folder itself
     }
     for name, t in bad_ext.items():
         save(os.path.join(ext, name + ".onnx"), model(conv_nodes(), ext_inits(t), [conv_input()]), check=False)

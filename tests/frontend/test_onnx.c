@@ -382,6 +382,7 @@ static void test_bad(void) {
     expect_error("ext/ext_dotdot.onnx", VCC_ERR_PARSE, "initializer 'conv.weight'", "'../outside.bin'", "'..'");
     expect_error("ext/ext_dotdot2.onnx", VCC_ERR_PARSE, "initializer 'conv.weight'", "'..'");
     expect_error("ext/ext_abs.onnx", VCC_ERR_PARSE, "initializer 'conv.weight'", "absolute path");
+    expect_error("ext/ext_dot.onnx", VCC_ERR_PARSE, "initializer 'conv.weight'", "'.' is the model's folder itself");
     expect_error("ext/ext_symlink.onnx", VCC_ERR_PARSE, "initializer 'conv.weight'", "'link.bin'",
                  "outside the model's folder");
     expect_error("ext/ext_short.onnx", VCC_ERR_PARSE, "initializer 'conv.weight'", "expected 1296");
