@@ -20,6 +20,11 @@ typedef enum { VCC_BUILD_IN_FILE_DIR, VCC_BUILD_FROM_CWD } VccBuildFrom;
  * CUDA trainers of one model can share a folder. Written into buf (len bytes); returns buf. */
 const char *vcc_program_name(VccTarget target, const char *out_path, char *buf, size_t len);
 
+/* The path of that binary as the build command vcc prints (VCC_BUILD_FROM_CWD) writes it: out_path's folder
+ * followed by vcc_program_name ("dir/train.cu" -> "dir/train_cuda"). Written into buf (len bytes); returns
+ * 1 when it does not fit, else 0. */
+int vcc_program_path(VccTarget target, const char *out_path, char *buf, size_t len);
+
 /* Whether the program of g for target computes convolutions through oneDNN: a C program compiled with
  * --cpu-conv dnnl (ctx->cpu_conv_dnnl) whose graph has a conv-family node. Such a program defines
  * VCC_CONV_DNNL (runtime/cpu/conv_dnnl.h) and links -ldnnl. */

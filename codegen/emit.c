@@ -61,6 +61,14 @@ const char *vcc_program_name(VccTarget target, const char *out_path, char *buf, 
     return buf;
 }
 
+int vcc_program_path(VccTarget target, const char *out_path, char *buf, size_t len) {
+    char prog[512];
+    const char *base = strrchr(out_path, '/');
+    vcc_program_name(target, out_path, prog, sizeof prog);
+    int n = base ? snprintf(buf, len, "%.*s/%s", (int)(base - out_path), out_path, prog) : snprintf(buf, len, "%s", prog);
+    return n < 0 || (size_t)n >= len;
+}
+
 bool vcc_uses_dnnl(const VccCtx *ctx, const VccGraph *g, VccTarget target) {
     if (target != VCC_TARGET_C || !ctx->cpu_conv_dnnl) return false;
     for (int k = 0; k < g->nnodes; k++)
@@ -69,15 +77,14 @@ bool vcc_uses_dnnl(const VccCtx *ctx, const VccGraph *g, VccTarget target) {
 }
 
 int vcc_build_command(VccTarget target, const char *out_path, VccBuildFrom from, bool dnnl, char *buf, size_t len) {
-    char src[8192], exe[8192], prog[512];
+    char src[8192], exe[8192];
     const char *base = strrchr(out_path, '/');
     if (from == VCC_BUILD_IN_FILE_DIR || !base) {
         snprintf(src, sizeof src, "%s", base ? base + 1 : out_path);
         vcc_program_name(target, out_path, exe, sizeof exe);
     } else {
-        if (strlen(out_path) >= sizeof src) return 1;
+        if (strlen(out_path) >= sizeof src || vcc_program_path(target, out_path, exe, sizeof exe)) return 1;
         snprintf(src, sizeof src, "%s", out_path);
-        snprintf(exe, sizeof exe, "%.*s/%s", (int)(base - out_path), out_path, vcc_program_name(target, out_path, prog, sizeof prog));
     }
     size_t n = 0;
     if (put_text(buf, len, &n, target == VCC_TARGET_CUDA ? "nvcc -O2 --default-stream per-thread "

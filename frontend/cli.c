@@ -543,16 +543,14 @@ int main(int argc, char **argv) {
         }
         /* the printed build command writes the program beside it: it must not overwrite a file that is not
          * a program (-o model.onnx.c would build over model.onnx, -o t.cu.c over the CUDA source t.cu) */
-        char prog[512], *exe;
-        vcc_program_name(target, out, prog, sizeof prog);
-        exe = base == out ? vcc_strfmt("%s", prog) : vcc_strfmt("%.*s%s", (int)(base - out), out, prog);
+        char exe[8192];
         struct stat sb;
-        bool clobber = stat(exe, &sb) == 0 && !(S_ISREG(sb.st_mode) && (sb.st_mode & S_IXUSR));
-        if (clobber)
+        if (!vcc_program_path(target, out, exe, sizeof exe) && stat(exe, &sb) == 0 &&
+            !(S_ISREG(sb.st_mode) && (sb.st_mode & S_IXUSR))) {
             fprintf(stderr, "vcc: -o %s: the build command would write the program to '%s', an existing file that "
                             "is not a program; choose another name\n", out, exe);
-        free(exe);
-        if (clobber) return 2;
+            return 2;
+        }
     }
     if (precision == VCC_PRECISION_TF32 && out && target == VCC_TARGET_C) {
         fprintf(stderr, "vcc: --precision tf32 is for CUDA trainers (TF32 tensor cores in cuDNN and cuBLAS); the C "
