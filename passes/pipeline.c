@@ -36,10 +36,6 @@ VccStatus vcc_run_passes_after(VccCtx *ctx, VccGraph *g, int done) {
         VccStatus st = vcc_check_types(ctx, g);
         if (st) return st;
     }
-    if (done >= vcc_pass_index("schedule")) { /* its order is the schedule: updates after their readers */
-        VccStatus st = vcc_check_update_order(ctx, g);
-        if (st) return st;
-    }
     if (done > 0) {
         VccStatus st = vcc_precision_check_dump(ctx, g, done);
         if (st) return st;
@@ -74,7 +70,8 @@ VccStatus vcc_run_passes_after(VccCtx *ctx, VccGraph *g, int done) {
             vcc_print_graph(ctx->dump, g, i >= vcc_pass_index("liveness"));
         }
     }
-    /* what the emitters get: every node's types as its rule gives them, updates after their readers */
+    /* what the emitters get: every node's types as its rule gives them, updates after their readers (an
+     * order given in a dump after schedule included: no pass before this relies on it) */
     VccStatus st = vcc_check_types(ctx, g);
     return st ? st : vcc_check_update_order(ctx, g);
 }
