@@ -101,6 +101,10 @@ const char *vcc_precision_name(VccPrecision p);
  * convolution recomputed before the workspace at the peak is halved again, or the other way round. */
 #define VCC_REMAT_CONVS_FIRST 1
 #define VCC_REMAT_HALVE_FIRST 2
+/* Whether its search may recompute data-movement copies (Concat, Slice, ...): with them alone, or without
+ * them alone (neither bit: both searches, the better kept). */
+#define VCC_REMAT_COPIES 4
+#define VCC_REMAT_NO_COPIES 8
 
 /* Everything a pass needs besides the graph: diagnostics and options. No global mutable state. */
 typedef struct VccCtx {
@@ -140,7 +144,8 @@ typedef struct VccCtx {
                                    (vcc_step_flops): --recompute-flops; negative: no bound (the default) */
     int remat_policies;    /* which of passes/remat.c's two orders run from the first workspace halving on: 0
                               (the default) both, the better kept; VCC_REMAT_CONVS_FIRST or VCC_REMAT_HALVE_FIRST
-                              that one alone (tests compare them) */
+                              that one alone; or'd with VCC_REMAT_COPIES or VCC_REMAT_NO_COPIES, only the
+                              search with or without data-movement copies (tests compare them) */
     bool from_dump;        /* the graph was read from a .vir dump: its intervals and plan are the user's */
     const char *dump_after;/* --dump-ir=PASS, or NULL */
     FILE *dump;            /* where dumps go (stdout) */

@@ -18,7 +18,10 @@
  *   RowNormApply from their saved row statistics, the elementwise ops (the unary family, Add, Sub, Mul,
  *   Div, Pow, Where, Not: VCC_OPF_INPLACE), never Dropout or a random op, and the poolings (MaxPool,
  *   AveragePool and their global forms, without Indices: a pool's output, read by the next conv's
- *   weight gradient, made again from its input, which MaxPool's own gradient keeps anyway). Once no
+ *   weight gradient, made again from its input, which MaxPool's own gradient keeps anyway), and the
+ *   data-movement copies (Concat, Slice, Transpose, Expand, Tile, Resize, Gather, Pad: a SlowFast
+ *   pathway's strided Slice of the clip, an Inception block's Concat, read by the next weight gradient,
+ *   made again from values live in backward anyway). Once no
  *   cheap value live at the peak step can be recomputed, whole segments:
  *   a forward Conv or ConvTranspose may be cloned too (with a workspace of its own, as large as the
  *   forward's, so it runs the same kernel the same way), from its input live at that step or itself
@@ -52,8 +55,14 @@
  *   FLOPs, but a convolution recomputed early may be one the halvings would have made unneeded). Neither
  *   is better for every model, so both run from the graph as it was just before the first halving (the
  *   nodes and tensors made since are dropped and the rest put back) and the better is kept: the one
- *   that meets the limit, then the fewer FLOPs; when neither meets it, the smaller arena reached
- *   (VccCtx.remat_policies runs one alone).
+ *   that meets the limit, then the one meeting it without a halving, then the fewer FLOPs; when neither
+ *   meets it, the smaller arena reached (VccCtx.remat_policies runs one alone).
+ *   With and without copies: a recomputed data-movement copy frees its bytes cheaply but leads the
+ *   greedy choice elsewhere, to a larger arena for some models (S3D's Concats at batch 2). Where the
+ *   graph has one, the search runs again from the start without them, and the better of the two is
+ *   kept (the same ordering; the first is run once more when it was the better, unless neither met the
+ *   limit). The smallest arenas an error names are the smaller of the two searches' (so a limit at
+ *   the first one named is met with the unlimited plan's numbers).
  *   Sets g->remat_values (recomputed values), g->remat_flops (their FLOPs), g->step_flops (an estimate of
  *   one training step's FLOPs, vcc_step_flops), g->arena_unlimited_bytes (the arena before) and
  *   g->remat_ws_shrunk / g->remat_ws_shrunk_bytes (the halvings and the bytes they took off their steps).
@@ -67,6 +76,12 @@
 #include <string.h>
 
 #define REMAT_MAX_CHAIN 8 /* nodes recomputed for one value at most */
+
+/* What a search may recompute besides the normalizations, elementwise ops and poolings (bits) */
+enum {
+    REMAT_CONVS = 1u << 0,  /* forward convolutions, with a workspace of their own */
+    REMAT_LAYOUT = 1u << 1, /* data-movement copies (cheap_layout) */
+};
 
 /* FLOPs of node n: 2 * multiply-adds for the convolutions and matrix products (forward form; their
  * gradients are counted as two more of the same by vcc_step_flops), one per window tap of a pooling
@@ -131,6 +146,17 @@ static bool cheap_elementwise(const VccNode *n) {
     return (vcc_op_def(n->op)->flags & VCC_OPF_INPLACE) || strcmp(vcc_op_family(n->op), "unary") == 0;
 }
 
+/* Whether node n is a forward data-movement op of one float32 output: a layout-family copy (Concat, Slice,
+ * Transpose, Expand, Tile, Resize, Gather; not a view, which has no bytes of its own, nor Split, which has
+ * several outputs; at most 8 inputs) or Pad. Each output element is one input element (Resize: a fixed
+ * weighting of a few), read the same way every time, so a clone's output is the original's bytes. */
+static bool cheap_layout(const VccGraph *g, const VccNode *n) {
+    if (n->nout != 1 || n->out[0] < 0 || n->nin > 8 || n->op == VCC_OP_SPLIT ||
+        (vcc_op_def(n->op)->flags & VCC_OPF_VIEW) || g->tensors[n->out[0]].dtype != VCC_F32)
+        return false;
+    return n->op == VCC_OP_PAD || (vcc_op_is_onnx(n->op) && strcmp(vcc_op_family(n->op), "layout") == 0);
+}
+
 /* Whether node n is a pooling (MaxPool, AveragePool, GlobalMaxPool, GlobalAveragePool) of one float
  * output (no Indices): one pass over its windows, deterministic, no workspace. */
 static bool cheap_pool(const VccGraph *g, const VccNode *n) {
@@ -148,21 +174,22 @@ static bool cheap_pool(const VccGraph *g, const VccNode *n) {
 static bool cheap_clone(const VccGraph *g, const VccNode *n) {
     if (n->phase != VCC_PHASE_BACKWARD || !vcc_has_suffix(n->name, ".recompute") || n->nout != 1) return false;
     return n->op == VCC_OP_BATCHNORM_APPLY || n->op == VCC_OP_ROWNORM_APPLY || cheap_elementwise(n) ||
-           cheap_pool(g, n);
+           cheap_pool(g, n) || cheap_layout(g, n);
 }
 
 /* Whether node n is a second copy ("<node>.recompute.recompute"), which is not copied again: copies of
  * copies could chase a peak step they do not lower, one step at a time, without end. */
 static bool second_copy(const VccNode *n) { return vcc_has_suffix(n->name, ".recompute.recompute"); }
 
-/* Whether node n is one remat may run twice: cheap, deterministic, a single output. */
-static bool cheap(const VccGraph *g, const VccNode *n) {
+/* Whether node n is one remat may run twice: cheap, deterministic, a single output (a data-movement copy
+ * only with REMAT_LAYOUT among kinds). */
+static bool cheap(const VccGraph *g, const VccNode *n, unsigned kinds) {
     if (cheap_clone(g, n)) return true;
     if (n->phase != VCC_PHASE_FORWARD) return false;
     bool stats = n->nout >= 3 && n->out[1] >= 0 && n->out[2] >= 0;
     if (n->op == VCC_OP_BATCHNORM) return vcc_attr_int(n, "training_mode", 1) != 0 && stats;
     if (n->op == VCC_OP_LAYERNORM || n->op == VCC_OP_GROUPNORM || n->op == VCC_OP_INSTANCENORM) return stats;
-    return cheap_elementwise(n) || cheap_pool(g, n);
+    return cheap_elementwise(n) || cheap_pool(g, n) || ((kinds & REMAT_LAYOUT) && cheap_layout(g, n));
 }
 
 /* Node n's conv workspace (its last output, a VCC_T_WORKSPACE tensor), or -1. */
@@ -176,12 +203,13 @@ static bool has_workspace(const VccGraph *g, const VccNode *n) {
     return n->nout == 2 && n->out[0] >= 0 && workspace_of(g, n) >= 0;
 }
 
-/* Whether node n may be run twice: cheap, or with convs a forward Conv or ConvTranspose (its output and
- * its workspace; the clone gets a workspace of the same size, so it runs the same kernel the same way). */
-static bool recomputable(const VccGraph *g, const VccNode *n, bool convs) {
-    if (cheap(g, n)) return true;
-    return convs && n->phase == VCC_PHASE_FORWARD && (n->op == VCC_OP_CONV || n->op == VCC_OP_CONV_TRANSPOSE) &&
-           has_workspace(g, n);
+/* Whether node n may be run twice: cheap, or with REMAT_CONVS among kinds a forward Conv or ConvTranspose
+ * (its output and its workspace; the clone gets a workspace of the same size, so it runs the same kernel
+ * the same way). */
+static bool recomputable(const VccGraph *g, const VccNode *n, unsigned kinds) {
+    if (cheap(g, n, kinds)) return true;
+    return (kinds & REMAT_CONVS) && n->phase == VCC_PHASE_FORWARD &&
+           (n->op == VCC_OP_CONV || n->op == VCC_OP_CONV_TRANSPOSE) && has_workspace(g, n);
 }
 
 /* The operands of node n's clone into in[] (at most 8); returns their count. A normalization's clone
@@ -214,8 +242,8 @@ typedef struct {
 
 /* Whether tensor t can be read at step p by a chain (then *c holds the nodes it needs): a persistent
  * tensor not updated before p, a value live at p (its bytes intact), or one a recomputable node (cheap,
- * or with convs a convolution too) can make again from such tensors. */
-static bool need(const VccGraph *g, int t, int p, Chain *c, int depth, bool convs) {
+ * or with REMAT_CONVS among kinds a convolution too) can make again from such tensors. */
+static bool need(const VccGraph *g, int t, int p, Chain *c, int depth, unsigned kinds) {
     int b = base_of(g, t);
     const VccTensor *x = &g->tensors[b];
     if (x->start < 0) { /* persistent: a parameter must not be updated yet (its update writes it) */
@@ -231,10 +259,10 @@ static bool need(const VccGraph *g, int t, int p, Chain *c, int depth, bool conv
     for (int i = 0; i < c->n; i++)
         if (c->nodes[i] == x->producer) return true;
     const VccNode *n = &g->nodes[x->producer];
-    if (!recomputable(g, n, convs) || n->out[0] != t || c->n == REMAT_MAX_CHAIN) return false;
+    if (!recomputable(g, n, kinds) || n->out[0] != t || c->n == REMAT_MAX_CHAIN) return false;
     int in[8], nin = clone_inputs(n, in);
     for (int i = 0; i < nin; i++)
-        if (in[i] >= 0 && !need(g, in[i], p, c, depth + 1, convs)) return false;
+        if (in[i] >= 0 && !need(g, in[i], p, c, depth + 1, kinds)) return false;
     if (c->n == REMAT_MAX_CHAIN) return false;
     bool mm;
     c->nodes[c->n++] = x->producer;
@@ -396,7 +424,7 @@ static VccStatus replan(VccCtx *ctx, VccGraph *g) {
 /* The chain that makes value t again before step p, scored by bytes per FLOP: taken into *pick_t,
  * *best and *best_p when feasible (at most REMAT_MAX_CHAIN nodes, at most budget FLOPs when budget >= 0)
  * and better than *best_score. */
-static void try_chain(const VccGraph *g, int t, int p, bool convs, double budget, double *best_score,
+static void try_chain(const VccGraph *g, int t, int p, unsigned kinds, double budget, double *best_score,
                       int *pick_t, Chain *best, int *best_p) {
     const VccTensor *x = &g->tensors[t];
     Chain c = {{0}, 0, 0};
@@ -404,7 +432,7 @@ static void try_chain(const VccGraph *g, int t, int p, bool convs, double budget
     const VccNode *n = &g->nodes[x->producer];
     int in[8], nin = clone_inputs(n, in);
     bool ok = true;
-    for (int i = 0; i < nin && ok; i++) ok = in[i] < 0 || need(g, in[i], p, &c, 1, convs);
+    for (int i = 0; i < nin && ok; i++) ok = in[i] < 0 || need(g, in[i], p, &c, 1, kinds);
     if (!ok || c.n == REMAT_MAX_CHAIN) return;
     bool mm;
     c.nodes[c.n++] = x->producer;
@@ -419,22 +447,22 @@ static void try_chain(const VccGraph *g, int t, int p, bool convs, double budget
     }
 }
 
-/* Pick the value to recompute: live across step s, recomputable (with convs, by convolutions too) with at
- * most budget FLOPs (negative: any), the most bytes per FLOP; with copies, when there is none, a second
+/* Pick the value to recompute: live across step s, recomputable (by the kinds of node kinds names) with
+ * at most budget FLOPs (negative: any), the most bytes per FLOP; with copies, when there is none, a second
  * copy. Returns it (-1: none) with its chain and the step its clone goes before. */
-static int pick(const VccGraph *g, int s, Chain *best, int *best_p, bool convs, bool copies, double budget) {
+static int pick(const VccGraph *g, int s, Chain *best, int *best_p, unsigned kinds, bool copies, double budget) {
     int pick_t = -1;
     double best_score = 0;
     for (int t = 0; t < g->ntensors; t++) {
         const VccTensor *x = &g->tensors[t];
         if (!x->saved || x->alias_of >= 0 || x->start < 0 || x->producer < 0 || x->end >= g->nnodes ||
-            x->kind != VCC_T_ACT || !recomputable(g, &g->nodes[x->producer], convs) ||
+            x->kind != VCC_T_ACT || !recomputable(g, &g->nodes[x->producer], kinds) ||
             g->nodes[x->producer].out[0] != t)
             continue;
         int p, lf;
         uses(g, t, &p, &lf);
         if (p < 0 || !(lf < s && s < p)) continue;
-        try_chain(g, t, p, convs, budget, &best_score, &pick_t, best, best_p);
+        try_chain(g, t, p, kinds, budget, &best_score, &pick_t, best, best_p);
     }
     /* With copies, only when no saved value is left: a first copy live across the peak without a reader
      * there, made a second time for its readers after the peak (its readers before keep the first copy). */
@@ -455,7 +483,7 @@ static int pick(const VccGraph *g, int s, Chain *best, int *best_p, bool convs, 
                 if (k > s && p == -1) p = k;
             }
         if (read_at_s || p < 0) continue;
-        try_chain(g, t, p, convs, budget, &best_score, &pick_t, best, best_p);
+        try_chain(g, t, p, kinds, budget, &best_score, &pick_t, best, best_p);
     }
     return pick_t;
 }
@@ -493,6 +521,7 @@ typedef struct {
     bool halve_first; /* after the first halving: halve the workspace at the peak before recomputing a
                          convolution there (false: only once nothing, not even a second copy, is left) */
     bool convs, copies, ws_lever;
+    bool layout; /* data-movement copies may be recomputed (REMAT_LAYOUT) */
     /* the smallest arena before any workspace was shrunk (the same numbers as the unlimited plan), and
      * the smallest of all, with the values, FLOPs and halvings that reached them */
     int64_t same, smallest;
@@ -596,7 +625,8 @@ static VccStatus search(VccCtx *ctx, VccGraph *g, Run *r, Snapshot *snap) {
             budget = ctx->recompute_flops_max / 100.0 * g->step_flops - g->remat_flops;
             if (budget < 0) budget = 0;
         }
-        int s = peak_step(g), p = -1, y = pick(g, s, &c, &p, r->convs, r->copies, budget);
+        unsigned kinds = (r->convs ? REMAT_CONVS : 0u) | (r->layout ? REMAT_LAYOUT : 0u);
+        int s = peak_step(g), p = -1, y = pick(g, s, &c, &p, kinds, r->copies, budget);
         if (y >= 0) {
             apply(g, &c, y, p);
             g->remat_values++;
@@ -633,15 +663,45 @@ static VccStatus search(VccCtx *ctx, VccGraph *g, Run *r, Snapshot *snap) {
     return VCC_OK;
 }
 
-/* Whether run b ended better than run a (arena_b, arena_a their final arenas): the one that meets the
- * limit, then the fewer FLOPs; when neither meets it, the smaller arena reached, then the fewer FLOPs. */
-static bool better(const VccCtx *ctx, const Run *b, int64_t arena_b, double flops_b, const Run *a, int64_t arena_a,
-                   double flops_a) {
+/* Whether run b ended better than run a (arena_b, arena_a their final arenas; shrunk_b, shrunk_a whether
+ * they halved a workspace): the one that meets the limit, then the one that meets it with the unlimited
+ * plan's numbers (no halving), then the fewer FLOPs; when neither meets it, the smaller arena reached,
+ * then the fewer FLOPs. */
+static bool better(const VccCtx *ctx, const Run *b, int64_t arena_b, double flops_b, bool shrunk_b, const Run *a,
+                   int64_t arena_a, double flops_a, bool shrunk_a) {
     bool met_a = arena_a <= ctx->memory_limit, met_b = arena_b <= ctx->memory_limit;
     if (met_a != met_b) return met_b;
+    if (met_b && shrunk_a != shrunk_b) return !shrunk_b;
     if (met_b) return flops_b < flops_a;
     if (b->smallest != a->smallest) return b->smallest < a->smallest;
     return b->flops_smallest < a->flops_smallest;
+}
+
+/* One search from g as it is, in both orders from its first halving on (the second from the graph as the
+ * first found it just before that halving); g is left as the better run ended and *r is that run. */
+static VccStatus both_orders(VccCtx *ctx, VccGraph *g, Run *r) {
+    Snapshot snap = {0};
+    int orders = ctx->remat_policies & (VCC_REMAT_CONVS_FIRST | VCC_REMAT_HALVE_FIRST);
+    VccStatus st = search(ctx, g, r, orders ? NULL : &snap);
+    if (!st && snap.taken) {
+        /* from the first halving on, the other policy too (halving before convolutions is better for some
+         * models, worse for others); the better run is kept, the first one again if it was better */
+        Run a = *r, b = snap.run;
+        int64_t arena_a = g->arena_bytes;
+        double flops_a = g->remat_flops;
+        b.halve_first = true;
+        st = snapshot_restore(ctx, g, &snap);
+        if (!st) st = search(ctx, g, &b, NULL);
+        if (!st && better(ctx, &b, g->arena_bytes, g->remat_flops, true, &a, arena_a, flops_a, true)) {
+            *r = b;
+        } else if (!st) {
+            *r = snap.run;
+            st = snapshot_restore(ctx, g, &snap);
+            if (!st) st = search(ctx, g, r, NULL);
+        }
+    }
+    snapshot_free(&snap);
+    return st;
 }
 
 VccStatus vcc_remat(VccCtx *ctx, VccGraph *g) {
@@ -652,33 +712,53 @@ VccStatus vcc_remat(VccCtx *ctx, VccGraph *g) {
     g->remat_ws_shrunk = 0;
     g->remat_ws_shrunk_bytes = 0;
     if (ctx->memory_limit <= 0 || ctx->forward_only || ctx->eval || g->arena_bytes <= ctx->memory_limit) return VCC_OK;
-    Run r = {.halve_first = ctx->remat_policies == VCC_REMAT_HALVE_FIRST, .ws_lever = !ctx->workspace_limit_fixed,
-             .same = g->arena_bytes, .smallest = g->arena_bytes};
-    Snapshot snap = {0};
-    VccStatus st = search(ctx, g, &r, ctx->remat_policies ? NULL : &snap);
-    if (!st && snap.taken) {
-        /* from the first halving on, the other policy too (halving before convolutions is better for some
-         * models, worse for others); the better run is kept, the first one again if it was better */
-        Run a = r, b = snap.run;
+    int orders = ctx->remat_policies & (VCC_REMAT_CONVS_FIRST | VCC_REMAT_HALVE_FIRST);
+    Run base = {.halve_first = orders == VCC_REMAT_HALVE_FIRST, .ws_lever = !ctx->workspace_limit_fixed,
+                .same = g->arena_bytes, .smallest = g->arena_bytes},
+        r = base;
+    r.layout = !(ctx->remat_policies & VCC_REMAT_NO_COPIES);
+    bool copies = false; /* whether a second search, without data-movement copies, can differ */
+    for (int k = 0; k < g->nnodes && !copies; k++)
+        copies = g->nodes[k].phase == VCC_PHASE_FORWARD && cheap_layout(g, &g->nodes[k]);
+    copies = copies && !(ctx->remat_policies & (VCC_REMAT_COPIES | VCC_REMAT_NO_COPIES));
+    Snapshot start = {0};
+    if (copies) snapshot_take(g, &base, &start);
+    VccStatus st = both_orders(ctx, g, &r);
+    Run fig = r; /* the smallest arenas either search reached, for the error */
+    if (!st && copies) {
+        /* Recomputing a data-movement copy frees bytes cheaply but leads the greedy choice elsewhere, to a
+         * larger arena for some models (S3D's Concats): the search without them too, the better kept. A
+         * limit at or above either search's arena before its first halving is then met with the unlimited
+         * plan's numbers. */
+        Run a = r, b = base;
         int64_t arena_a = g->arena_bytes;
         double flops_a = g->remat_flops;
-        b.halve_first = true;
-        st = snapshot_restore(ctx, g, &snap);
-        if (!st) st = search(ctx, g, &b, NULL);
-        if (!st && better(ctx, &b, g->arena_bytes, g->remat_flops, &a, arena_a, flops_a)) {
-            r = b;
-        } else if (!st) {
-            r = snap.run;
-            st = snapshot_restore(ctx, g, &snap);
-            if (!st) st = search(ctx, g, &r, NULL);
+        bool shrunk_a = g->remat_ws_shrunk > 0;
+        st = snapshot_restore(ctx, g, &start);
+        if (!st) st = both_orders(ctx, g, &b);
+        if (!st) {
+            if (b.same < fig.same) fig.same = b.same, fig.n_same = b.n_same, fig.flops_same = b.flops_same;
+            if (b.smallest < fig.smallest)
+                fig.smallest = b.smallest, fig.n_smallest = b.n_smallest, fig.flops_smallest = b.flops_smallest,
+                fig.ws_smallest = b.ws_smallest;
+        }
+        /* the first search again when it was the better one, unless neither met the limit (an error,
+         * after which the graph is not used) */
+        bool met = arena_a <= ctx->memory_limit || g->arena_bytes <= ctx->memory_limit;
+        if (!st && met && !better(ctx, &b, g->arena_bytes, g->remat_flops, g->remat_ws_shrunk > 0, &a, arena_a, flops_a,
+                                  shrunk_a)) {
+            r = base;
+            r.layout = true;
+            st = snapshot_restore(ctx, g, &start);
+            if (!st) st = both_orders(ctx, g, &r);
         }
     }
-    snapshot_free(&snap);
+    snapshot_free(&start);
     if (st) return st;
-    int64_t same = r.same, smallest = r.smallest;
-    int n_same = r.n_same, n_smallest = r.n_smallest, ws_smallest = r.ws_smallest;
-    double flops_same = r.flops_same, flops_smallest = r.flops_smallest;
-    bool ws_lever = r.ws_lever;
+    int64_t same = fig.same, smallest = fig.smallest;
+    int n_same = fig.n_same, n_smallest = fig.n_smallest, ws_smallest = fig.ws_smallest;
+    double flops_same = fig.flops_same, flops_smallest = fig.flops_smallest;
+    bool ws_lever = fig.ws_lever;
     if (g->arena_bytes <= ctx->memory_limit) return VCC_OK;
     char budget_text[64] = "", ws_text[512] = "";
     if (ctx->recompute_flops_max >= 0)

@@ -63,6 +63,8 @@ With --remat vcc compiles with --memory-limit at the smallest arena its recomput
 names when refusing --memory-limit 1): the recomputed values must leave every step as close to PyTorch.
 With --remat-workspaces, at the smaller arena it names beside it with conv workspaces at the peak halved
 too (smaller im2col chunks; the test fails when vcc names none), so the chunked sums are checked as well.
+With --recompute-flops P (and --remat) the smallest arena within P percent more FLOPs instead. With
+--expect-op OP (and --remat) some recomputed node must be of op OP (e.g. Concat: a data-movement copy).
 With --clip-grad-norm MAX the trainer (compiled with vcc --keep-grads, which clipping needs; else each
 update runs as soon as its gradient is final, vcc's default) clips and the references call
 torch.nn.utils.clip_grad_norm_(MAX)
@@ -363,6 +365,10 @@ def main():
                          "vcc names when it refuses --memory-limit 1)")
     ap.add_argument("--remat-workspaces", action="store_true",
                     help="with --remat, the smaller arena vcc names with conv workspaces at the peak halved too")
+    ap.add_argument("--recompute-flops", metavar="P", default=None,
+                    help="with --remat, vcc --recompute-flops P: the smallest arena within P%% more FLOPs")
+    ap.add_argument("--expect-op", metavar="OP", default=None,
+                    help="with --remat, fail unless some recomputed node (a backward clone) is of op OP")
     args = ap.parse_args()
     OPT.update(name=args.optimizer, clip=args.clip_grad_norm, schedule=args.lr_schedule, warmup=args.warmup_steps,
                steps=args.steps)
@@ -398,10 +404,11 @@ def main():
         (["--no-fuse-attention"] if args.no_fuse_attention else []) + \
         (["--workspace-limit", args.workspace_limit] if args.workspace_limit else []) + \
         (["--cpu-conv", args.cpu_conv] if args.cpu_conv else []) + \
-        (["--keep-grads"] if args.clip_grad_norm is not None else [])
+        (["--keep-grads"] if args.clip_grad_norm is not None else []) + \
+        (["--recompute-flops", args.recompute_flops] if args.remat and args.recompute_flops else [])
     if args.remat:
         p = subprocess.run(vcc_cmd + ["--memory-limit", "1"], cwd=d, capture_output=True, text=True)
-        m = re.search(r"smallest arena reachable by recomputation is (\d+) bytes", p.stderr)
+        m = re.search(r"smallest arena reachable by recomputation(?: within --recompute-flops \S+)? is (\d+) bytes", p.stderr)
         if args.remat_workspaces:
             same = m
             m = re.search(r"workspaces at the peak shrunk too .*? it is (\d+) bytes", p.stderr)
@@ -415,6 +422,13 @@ def main():
         if args.remat_workspaces:
             vcc_cmd += ["--plan-json", "remat_plan.json"]
     build = run(vcc_cmd, d).strip().splitlines()[-1]
+    if args.remat and args.expect_op:  # the IR after recomputation: the clones' ops
+        dump = run([a for a in vcc_cmd if a not in ("-o", src)] + ["--dump-ir", "remat"], d)
+        clones = {ln.split()[3] for ln in dump.splitlines()
+                  if ln.startswith("node ") and ".recompute\"" in ln.split("(")[0]}
+        if args.expect_op not in clones:
+            sys.exit("FAIL: no %s among the recomputed nodes: %s" % (args.expect_op, sorted(clones)))
+        print("recomputed nodes' ops: %s" % " ".join(sorted(clones)))
     if args.remat_workspaces:  # the plan at that limit says it halved workspaces
         plan = json.load(open(os.path.join(d, "remat_plan.json")))
         limit = int(vcc_cmd[vcc_cmd.index("--memory-limit") + 1])
