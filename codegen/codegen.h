@@ -52,9 +52,10 @@ VccStatus vcc_emit_trainer(VccCtx *ctx, const VccGraph *g, VccTarget target, con
 /* ======================================================================== codegen/weights.c */
 
 /* Write every parameter and buffer with initial data (weights, BN running statistics) to a safetensors
- * file at path (through a new temporary file beside it, renamed), named as in the ONNX model. Errors:
- * VCC_ERR_IO. */
-VccStatus vcc_write_weights(VccCtx *ctx, const VccGraph *g, const char *path);
+ * file for path, named as in the ONNX model: to a new temporary file beside it, flushed and closed, whose
+ * name goes to *tmp (malloc'd) for the caller to rename over path with vcc_io_rename once the program
+ * beside it is written too (or to remove). Errors: VCC_ERR_IO (*tmp NULL, nothing left behind). */
+VccStatus vcc_write_weights(VccCtx *ctx, const VccGraph *g, const char *path, char **tmp);
 
 /* ======================================================================== runtime sources (generated) */
 

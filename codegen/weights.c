@@ -5,7 +5,8 @@
  * Requires: a graph whose initializers carry data. Produces: a safetensors file (format: 8-byte
  * little-endian header length, JSON header, raw little-endian data) holding every PARAM and BUFFER
  * tensor with data, named as in the ONNX model (constants are compiled into the program, see
- * codegen/emit.c); written to a new temporary file beside it and renamed.
+ * codegen/emit.c); written to a new temporary file beside it, which the caller renames once the
+ * program is written too.
  */
 #include "codegen.h"
 
@@ -14,7 +15,7 @@
 
 #include "../runtime/vcc_io.h"
 
-VccStatus vcc_write_weights(VccCtx *ctx, const VccGraph *g, const char *path) {
+VccStatus vcc_write_weights(VccCtx *ctx, const VccGraph *g, const char *path, char **tmp) {
     VccStWrite *w = vcc_calloc((size_t)g->ntensors + 1, sizeof *w);
     int n = 0;
     for (int t = 0; t < g->ntensors; t++) {
@@ -30,7 +31,7 @@ VccStatus vcc_write_weights(VccCtx *ctx, const VccGraph *g, const char *path) {
         n++;
     }
     char err[1024];
-    int rc = vcc_st_save(path, w, n, err, sizeof err);
+    int rc = vcc_st_save_tmp(path, w, n, tmp, err, sizeof err);
     free(w);
     if (rc) {
         fprintf(ctx->diag, "vcc: %s\n", err);

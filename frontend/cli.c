@@ -599,7 +599,7 @@ int main(int argc, char **argv) {
     ctx.from_dump = vir;
     VccGraph *g = NULL;
     int rc = 1;
-    char *tmp = NULL, *wpath = NULL, cmd[20000], cmd_here[20000];
+    char *tmp = NULL, *wpath = NULL, *wtmp = NULL, cmd[20000], cmd_here[20000];
     FILE *f = NULL;
     if (fit_text) {
         rc = vcc_fit(&ctx, model, fit_limit, vary, stdout);
@@ -631,15 +631,30 @@ int main(int argc, char **argv) {
             fprintf(stderr, "vcc: %s\n", err);
             goto done;
         }
+        /* both files written and closed before either replaces what was there: the weights, then the
+         * program, so a failure leaves the old pair as it was */
         if (vcc_emit_trainer(&ctx, g, target, cmd, wbase, f) != VCC_OK ||
-            (!vir && vcc_write_weights(&ctx, g, wpath) != VCC_OK)) {
+            (!vir && vcc_write_weights(&ctx, g, wpath, &wtmp) != VCC_OK)) {
             fclose(f);
             remove(tmp);
             goto done;
         }
-        if (vcc_io_commit(f, tmp, out, err, sizeof err)) {
+        if (vcc_io_finish(f, tmp, out, err, sizeof err)) {
             fprintf(stderr, "vcc: %s\n", err);
-            if (!vir) remove(wpath);
+            if (wtmp) remove(wtmp);
+            goto done;
+        }
+        if (wtmp && vcc_io_rename(wtmp, wpath, err, sizeof err)) {
+            fprintf(stderr, "vcc: %s\n", err);
+            remove(tmp);
+            goto done;
+        }
+        if (vcc_io_rename(tmp, out, err, sizeof err)) {
+            if (!vir)
+                fprintf(stderr, "vcc: %s\nvcc: %s already holds the new weights; compile again before running the "
+                                "program\n", err, wpath);
+            else
+                fprintf(stderr, "vcc: %s\n", err);
             goto done;
         }
         printf("%s\n", cmd_here);
@@ -676,6 +691,7 @@ done:
     vcc_problems_clear(&ctx);
     vcc_graph_free(g);
     free(tmp);
+    free(wtmp);
     free(wpath);
     for (int i = 0; i < nshapes; i++) free(shapes[i].name);
     return rc;

@@ -56,9 +56,13 @@
 #endif
 
 /* An atomic write goes to "<path>" VCC_IO_TMP_MARK "XXXXXX" (VCC_IO_TMP_RANDOM random letters and
- * digits), then is renamed to path. */
+ * digits), then is renamed to path. A file name (the part after the last '/') of more than
+ * VCC_IO_NAME_MAX bytes less the suffix gives its temporary name only its first bytes. */
 #define VCC_IO_TMP_MARK ".tmp."
 #define VCC_IO_TMP_RANDOM 6
+/* The longest file name (one path component, bytes) vcc counts on: NAME_MAX of Linux, the BSDs and
+ * macOS */
+#define VCC_IO_NAME_MAX 255
 
 #if defined(__GNUC__)
 #define VCC_IO_PRINTF(a, b) __attribute__((format(printf, a, b)))
@@ -291,7 +295,9 @@ VCC_IO_FN int vcc_io_check_target(const char *path, char *err, size_t errlen)
 }
 
 /* vcc_io_create_tmp: create the temporary file of an atomic write of path: a new file
- * "<path>.tmp.XXXXXX" (6 random letters and digits), created exclusively (POSIX: open with O_CREAT |
+ * "<path>.tmp.XXXXXX" (6 random letters and digits; where path's file name has more than
+ * VCC_IO_NAME_MAX - 11 bytes, only its first VCC_IO_NAME_MAX - 11 before the suffix, so the temporary
+ * name is a legal one wherever path's is), created exclusively (POSIX: open with O_CREAT |
  * O_EXCL | O_NOFOLLOW and mode 0666, so the umask applies; C11: fopen "wbx"), so neither a file nor a
  * symlink already at that name is ever opened or followed; a name that exists is drawn again (up to
  * 100 times). Refuses an empty path and, first, a path vcc_io_check_target refuses. Returns the
@@ -311,6 +317,11 @@ VCC_IO_FN FILE *vcc_io_create_tmp(const char *path, char **tmp, char *err, size_
     }
     if (vcc_io_check_target(path, err, errlen)) return NULL;
     plen = strlen(path);
+    {
+        const char *slash = strrchr(path, '/');
+        size_t base = plen - (slash ? (size_t)(slash + 1 - path) : 0), keep = VCC_IO_NAME_MAX - mark - VCC_IO_TMP_RANDOM;
+        if (base > keep && base <= VCC_IO_NAME_MAX) plen -= base - keep;
+    }
     name = (char *)malloc(plen + mark + VCC_IO_TMP_RANDOM + 1);
     if (!name) {
         vcc_io_errf(err, errlen, path, "out of memory");
@@ -1517,12 +1528,12 @@ VCC_IO_FN void vcc_stbuf_json(VccStBuf *b, const char *s)
     vcc_stbuf_put(b, "\"", 1);
 }
 
-/* vcc_io_commit: finish a file written to tmp (vcc_io_create_tmp) through f and move it to path:
- * fflush, fsync (where the host has it: _POSIX_C_SOURCE >= 200112L before the first include), fclose,
- * a second vcc_io_check_target (path may have become a FIFO or a device while the file was written),
- * rename over path, then fsync of path's folder so the rename itself survives a power loss. On any
- * failure tmp is removed. Returns 0, or nonzero with "<path>: <problem>" in err. */
-VCC_IO_FN int vcc_io_commit(FILE *f, const char *tmp, const char *path, char *err, size_t errlen)
+/* vcc_io_finish: the first half of vcc_io_commit, everything that can fail before the rename: fflush,
+ * fsync (where the host has it: _POSIX_C_SOURCE >= 200112L before the first include) and fclose of f,
+ * the file written to tmp (vcc_io_create_tmp), and a second vcc_io_check_target (path may have become a
+ * FIFO or a device while the file was written). On a failure tmp is removed. Returns 0 (then
+ * vcc_io_rename moves tmp to path), or nonzero with "<path>: <problem>" in err. */
+VCC_IO_FN int vcc_io_finish(FILE *f, const char *tmp, const char *path, char *err, size_t errlen)
 {
     int bad = ferror(f) != 0 || fflush(f) != 0;
 #if VCC_IO_FSYNC
@@ -1538,6 +1549,14 @@ VCC_IO_FN int vcc_io_commit(FILE *f, const char *tmp, const char *path, char *er
         remove(tmp);
         return 1;
     }
+    return 0;
+}
+
+/* vcc_io_rename: the second half of vcc_io_commit: rename tmp (finished by vcc_io_finish) over path,
+ * then fsync of path's folder so the rename itself survives a power loss. On a failure tmp is removed.
+ * Returns 0, or nonzero with "<path>: <problem>" in err. */
+VCC_IO_FN int vcc_io_rename(const char *tmp, const char *path, char *err, size_t errlen)
+{
     if (rename(tmp, path) != 0) {
         vcc_io_errf(err, errlen, path, "cannot rename %s: %s", tmp, strerror(errno));
         remove(tmp);
@@ -1560,6 +1579,14 @@ VCC_IO_FN int vcc_io_commit(FILE *f, const char *tmp, const char *path, char *er
     return 0;
 }
 
+/* vcc_io_commit: finish a file written to tmp (vcc_io_create_tmp) through f and move it to path
+ * (vcc_io_finish, then vcc_io_rename). On any failure tmp is removed. Returns 0, or nonzero with
+ * "<path>: <problem>" in err. */
+VCC_IO_FN int vcc_io_commit(FILE *f, const char *tmp, const char *path, char *err, size_t errlen)
+{
+    return vcc_io_finish(f, tmp, path, err, errlen) || vcc_io_rename(tmp, path, err, errlen);
+}
+
 /* vcc_st_save_meta: write n tensors to a .safetensors file, in the given order
  * (data_offsets consecutive), with the nmeta string entries of meta as the
  * header's "__metadata__" object (omitted when nmeta is 0); header padded
@@ -1572,8 +1599,27 @@ VCC_IO_FN int vcc_io_commit(FILE *f, const char *tmp, const char *path, char *er
  * dtype, rank outside 0..8, negative dims, nbytes != prod(dims) * itemsize,
  * NULL data with nbytes > 0, NULL metadata keys or values, an empty path, a
  * path that is not a regular file (POSIX), I/O errors. */
+VCC_IO_FN int vcc_st_write(const char *path, const VccStMeta *meta, int nmeta, const VccStWrite *t, int n,
+                           char **done, char *err, size_t errlen);
 VCC_IO_FN int vcc_st_save_meta(const char *path, const VccStMeta *meta, int nmeta, const VccStWrite *t, int n,
                                char *err, size_t errlen)
+{
+    return vcc_st_write(path, meta, nmeta, t, n, NULL, err, errlen);
+}
+
+/* vcc_st_save_tmp: vcc_st_save without its rename: the file is written, flushed and closed
+ * (vcc_io_finish) as "<path>.tmp.XXXXXX", whose name goes to *tmp (malloc'd, free it) for the caller to
+ * vcc_io_rename over path (or remove), so that two files can both be written before either replaces
+ * what was there. Returns 0, or nonzero with err set, *tmp NULL and no temporary file left. */
+VCC_IO_FN int vcc_st_save_tmp(const char *path, const VccStWrite *t, int n, char **tmp, char *err, size_t errlen)
+{
+    *tmp = NULL;
+    return vcc_st_write(path, NULL, 0, t, n, tmp, err, errlen);
+}
+
+/* vcc_st_save_meta's body; with done, the file is finished but not renamed, its name in *done. */
+VCC_IO_FN int vcc_st_write(const char *path, const VccStMeta *meta, int nmeta, const VccStWrite *t, int n,
+                           char **done, char *err, size_t errlen)
 {
     VccStBuf h;
     uint64_t off = 0;
@@ -1665,8 +1711,14 @@ VCC_IO_FN int vcc_st_save_meta(const char *path, const VccStMeta *meta, int nmet
     if (fwrite(pre, 1, 8, f) != 8 || fwrite(h.p, 1, h.len, f) != h.len) goto wfail;
     for (i = 0; i < n; i++)
         if (t[i].nbytes > 0 && fwrite(t[i].data, 1, (size_t)t[i].nbytes, f) != (size_t)t[i].nbytes) goto wfail;
-    i = vcc_io_commit(f, tmp, path, err, errlen);
-    free(tmp);
+    if (done) {
+        i = vcc_io_finish(f, tmp, path, err, errlen);
+        if (i == 0) *done = tmp;
+        else free(tmp);
+    } else {
+        i = vcc_io_commit(f, tmp, path, err, errlen);
+        free(tmp);
+    }
     free(h.p);
     return i;
 wfail:

@@ -309,6 +309,19 @@ def main():
         for f in ("t.c", "t.safetensors"))
     check(same, "--opt VALUE and --opt=VALUE write the same dump, plan JSON, program and weights")
 
+    # --- a program name whose weights' name is 252 bytes (legal; the temporary name beside it would pass
+    # NAME_MAX unless shortened): both written, their contents those of t.c's compile, no temporary left
+    long_dir = os.path.join(work, "long")
+    os.makedirs(long_dir, exist_ok=True)
+    stem = "w" * 240
+    p = run([vcc, model, "-o", stem + ".c", "--momentum", "0.5", "--shape", "input=2x3x4x12x12"], long_dir)
+    left = sorted(os.listdir(long_dir))
+    check(p.returncode == 0 and left == sorted([stem + ".c", stem + ".safetensors"]) and
+          filecmp.cmp(os.path.join(long_dir, stem + ".safetensors"), os.path.join(work, "sep", "t.safetensors"),
+                      shallow=False),
+          "-o with a 242-byte name: the program and its 252-byte weights file, the same weights, nothing else",
+          p.stderr + " ".join(f[:20] + "..." + f[-20:] for f in left))
+
     # --- usage errors: status 2, one line
     for label, a in [("unknown option", ["--no-such-option"]), ("missing value", ["--dump-ir"]),
                      ("--forward-only with --eval", ["--forward-only", "--eval"]),

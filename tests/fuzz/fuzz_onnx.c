@@ -121,16 +121,22 @@ static void check_emit(Session *s, const VccGraph *g, VccTarget target) {
 static void check_weights(Session *s, const VccGraph *g) {
     const char *path = fuzz_path(1, "train.safetensors");
     Mark m = mark(s);
-    VccStatus st = vcc_write_weights(&s->ctx, g, path);
+    char *tmp = NULL, err[512];
+    VccStatus st = vcc_write_weights(&s->ctx, g, path, &tmp);
     check_reported(s, m, st, "vcc_write_weights");
-    if (st != VCC_OK) return;
+    FUZZ_CHECK((st == VCC_OK) == (tmp != NULL), "vcc_write_weights: status %d with temporary file %s", (int)st,
+               tmp ? tmp : "(none)");
+    if (st != VCC_OK || !tmp) return;
+    int renamed = vcc_io_rename(tmp, path, err, sizeof err);
+    free(tmp);
+    FUZZ_CHECK(renamed == 0, "the weights' temporary file cannot be renamed: %s", err);
+    if (renamed) return;
     int want = 0;
     for (int t = 0; t < g->ntensors; t++) {
         const VccTensor *x = &g->tensors[t];
         want += x->data && x->alias_of < 0 && (x->kind == VCC_T_PARAM || x->kind == VCC_T_BUFFER);
     }
     VccSafetensors st_file;
-    char err[512];
     int rc = vcc_st_load(path, &st_file, err, sizeof err);
     FUZZ_CHECK(rc == 0, "the weights vcc wrote do not load: %s", err);
     FUZZ_CHECK(st_file.n == want, "the weights file holds %d tensors, expected %d", st_file.n, want);

@@ -874,6 +874,60 @@ static void test_files(void)
     ok(rc == 0 && (sb.st_mode & 0777) == 0640, "io  umask 027: the output's mode is 0640 (%03o)", (unsigned)(sb.st_mode & 0777));
     umask(old);
 
+    /* a file name of 245..255 bytes (legal, but the 11-byte temporary suffix would pass NAME_MAX) is
+     * written; one of 256 is refused with the system's reason and nothing left behind */
+    {
+        static const int lens[4] = {244, 250, 255, 256};
+        int i;
+        for (i = 0; i < 4; i++) {
+            char name[300];
+            memset(name, 'n', (size_t)lens[i]);
+            memcpy(name + lens[i] - 4, ".npy", 5);
+            path_of(path, sizeof path, name);
+            rc = vcc_npy_save(path, "f4", 1, d2, v, err, sizeof err);
+            if (lens[i] <= 255) {
+                VccNpy b;
+                int back = rc == 0 && vcc_npy_load(path, &b, err, sizeof err) == 0;
+                ok(back && b.rank == 1 && b.dims[0] == 2 && ((const float *)b.data)[1] == 2.0f &&
+                       count_prefix("nnnn") == 1,
+                   "io  npy save to a %d-byte file name: written, read back, no temporary file left %s", lens[i],
+                   rc ? err : "");
+                if (back) vcc_npy_free(&b);
+                unlink(path);
+            } else {
+                ok(rc != 0 && strstr(err, "File name too long") && count_prefix("nnnn") == 0,
+                   "io  npy save to a %d-byte file name refused, nothing left -> %s", lens[i], err);
+            }
+        }
+    }
+
+    /* vcc_st_save_tmp: the new file stays beside the old one until vcc_io_rename moves it over */
+    {
+        char *tmp = NULL;
+        VccSafetensors back;
+        static const float w[2] = {7.0f, 8.0f};
+        VccStWrite t2 = t;
+        t2.data = w;
+        path_of(path, sizeof path, "pair.safetensors");
+        rc = vcc_st_save(path, &t, 1, err, sizeof err);
+        rc |= vcc_st_save_tmp(path, &t2, 1, &tmp, err, sizeof err);
+        float x0 = 0;
+        int loaded = rc == 0 && tmp && vcc_st_load(path, &back, err, sizeof err) == 0;
+        if (loaded && back.n == 1) memcpy(&x0, back.buf + back.entries[0].begin, sizeof x0);
+        if (loaded) vcc_st_free(&back);
+        int old_kept = loaded && x0 == 1.0f;
+        rc |= !tmp || vcc_io_rename(tmp, path, err, sizeof err);
+        loaded = rc == 0 && vcc_st_load(path, &back, err, sizeof err) == 0;
+        x0 = 0;
+        if (loaded && back.n == 1) memcpy(&x0, back.buf + back.entries[0].begin, sizeof x0);
+        if (loaded) vcc_st_free(&back);
+        int new_in = loaded && x0 == 7.0f;
+        ok(old_kept && new_in && count_prefix("pair.safetensors.tmp.") == 0,
+           "io  st save_tmp: the old file kept until vcc_io_rename, then the new one, no temporary left %s",
+           rc ? err : "");
+        free(tmp);
+    }
+
     /* temporary names: what checkpoint cleanup recognises */
     ok(vcc_io_is_tmp_suffix(".tmp.aB3xY9") && vcc_io_is_tmp_suffix(".tmp") && !vcc_io_is_tmp_suffix(".tmp.aB3xY") &&
            !vcc_io_is_tmp_suffix(".tmp.aB3xY9z") && !vcc_io_is_tmp_suffix(".tmp.aB3-Y9") && !vcc_io_is_tmp_suffix(""),
