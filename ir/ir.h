@@ -105,6 +105,9 @@ const char *vcc_precision_name(VccPrecision p);
  * them alone (neither bit: both searches, the better kept). */
 #define VCC_REMAT_COPIES 4
 #define VCC_REMAT_NO_COPIES 8
+/* Offsets planned after every step of the search, not only where the lower bound is within the limit
+ * (tests compare the two: the same result) */
+#define VCC_REMAT_PLAN_ALL 16
 
 /* Everything a pass needs besides the graph: diagnostics and options. No global mutable state. */
 typedef struct VccCtx {
@@ -145,7 +148,8 @@ typedef struct VccCtx {
     int remat_policies;    /* which of passes/remat.c's two orders run from the first workspace halving on: 0
                               (the default) both, the better kept; VCC_REMAT_CONVS_FIRST or VCC_REMAT_HALVE_FIRST
                               that one alone; or'd with VCC_REMAT_COPIES or VCC_REMAT_NO_COPIES, only the
-                              search with or without data-movement copies (tests compare them) */
+                              search with or without data-movement copies; with VCC_REMAT_PLAN_ALL, offsets
+                              planned after every step (tests compare them) */
     bool from_dump;        /* the graph was read from a .vir dump: its intervals and plan are the user's */
     const char *dump_after;/* --dump-ir=PASS, or NULL */
     FILE *dump;            /* where dumps go (stdout) */

@@ -97,8 +97,6 @@ void vcc_plan_totals(VccGraph *g) {
     int *ge = vcc_malloc(sizeof(int) * (size_t)(nt ? nt : 1));
     int *roots = vcc_tensor_roots(g);
     group_intervals(g, roots, gs, ge);
-    VccDsaItem *items = vcc_malloc(sizeof(VccDsaItem) * (size_t)(nt ? nt : 1));
-    size_t n = 0;
     int64_t persistent = 0, no_reuse = 0, saved = 0, end = 0;
     for (int t = 0; t < nt; t++) {
         const VccTensor *x = &g->tensors[t];
@@ -109,19 +107,40 @@ void vcc_plan_totals(VccGraph *g) {
         else if (!strcmp(vcc_tensor_category(x), "saved_activation")) saved += bytes;
         if (roots[t] == t && x->offset >= 0 && x->offset + vcc_tensor_bytes(x) > end)
             end = x->offset + vcc_tensor_bytes(x);
-        if (is_planned_root(g, t, gs))
-            items[n++] = (VccDsaItem){(uint64_t)vcc_tensor_bytes(x), VCC_ARENA_ALIGN, gs[t], ge[t]};
     }
     g->no_reuse_bytes = no_reuse;
     g->persistent_bytes = persistent;
     g->saved_floor_bytes = persistent + saved;
     g->arena_bytes = align_up(end, VCC_ARENA_ALIGN);
     g->planned_bytes = g->arena_bytes > persistent ? g->arena_bytes - persistent : 0;
-    g->lower_bound_bytes = persistent + (int64_t)(n ? vcc_dsa_lower_bound(items, n) : 0);
+    g->lower_bound_bytes = vcc_plan_lower_bound(g);
+    free(gs);
+    free(ge);
+    free(roots);
+}
+
+int64_t vcc_plan_lower_bound(const VccGraph *g) {
+    int nt = g->ntensors;
+    int *gs = vcc_malloc(sizeof(int) * (size_t)(nt ? nt : 1));
+    int *ge = vcc_malloc(sizeof(int) * (size_t)(nt ? nt : 1));
+    int *roots = vcc_tensor_roots(g);
+    group_intervals(g, roots, gs, ge);
+    VccDsaItem *items = vcc_malloc(sizeof(VccDsaItem) * (size_t)(nt ? nt : 1));
+    size_t n = 0;
+    int64_t persistent = 0;
+    for (int t = 0; t < nt; t++) {
+        const VccTensor *x = &g->tensors[t];
+        if (x->alias_of >= 0) continue;
+        if (vcc_tensor_is_persistent(x)) persistent += align_up(vcc_tensor_bytes(x), VCC_ARENA_ALIGN);
+        if (is_planned_root(g, t, gs))
+            items[n++] = (VccDsaItem){(uint64_t)vcc_tensor_bytes(x), VCC_ARENA_ALIGN, gs[t], ge[t]};
+    }
+    int64_t lb = persistent + (int64_t)(n ? vcc_dsa_lower_bound(items, n) : 0);
     free(gs);
     free(ge);
     free(roots);
     free(items);
+    return lb;
 }
 
 typedef struct {

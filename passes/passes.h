@@ -179,6 +179,12 @@ VccStatus vcc_plan_check(VccCtx *ctx, const VccGraph *g);
  * lower bound and no-reuse as vcc_memplan computes them. */
 void vcc_plan_totals(VccGraph *g);
 
+/* The arena's lower bound for the graph's live intervals as they are, no offsets needed: the persistent
+ * tensors' aligned bytes plus the most aligned bytes of planned buffers (one per root, its union
+ * interval) live at one schedule step (vcc_dsa_lower_bound). Bytes; every plan's arena is at least
+ * this. */
+int64_t vcc_plan_lower_bound(const VccGraph *g);
+
 /* Write the plan as JSON: {"arena_bytes", "lower_bound_bytes", "no_reuse_bytes", "persistent_bytes",
  * "saved_floor_bytes" (persistent plus every saved activation: the least any order of these nodes
  * needs, see VccGraph.saved_floor_bytes), "steps" (node count; an interval ending there is read by the host after the step),

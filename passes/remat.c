@@ -63,6 +63,11 @@
  *   kept (the same ordering; the first is run once more when it was the better, unless neither met the
  *   limit). The smallest arenas an error names are the smaller of the two searches' (so a limit at
  *   the first one named is met with the unlimited plan's numbers).
+ *   Planning: after each step liveness and in-place sharing run again, but offsets (memplan) only when
+ *   the arena's lower bound (vcc_plan_lower_bound) is within the limit: a state above it cannot meet
+ *   the limit whatever its plan, so every choice and the end are those of planning every state. Where
+ *   the limit is not met, the searches run again with every state planned, for the smallest arenas the
+ *   error names.
  *   Sets g->remat_values (recomputed values), g->remat_flops (their FLOPs), g->step_flops (an estimate of
  *   one training step's FLOPs, vcc_step_flops), g->arena_unlimited_bytes (the arena before) and
  *   g->remat_ws_shrunk / g->remat_ws_shrunk_bytes (the halvings and the bytes they took off their steps).
@@ -411,12 +416,22 @@ static void apply(VccGraph *g, const Chain *c, int y, int p) {
     vcc_nodes_move(g, from, p);
 }
 
-/* Liveness, in-place sharing and offsets again for the changed graph. */
-static VccStatus replan(VccCtx *ctx, VccGraph *g) {
+/* Liveness, in-place sharing and offsets again for the changed graph. With light, when the arena's lower
+ * bound (vcc_plan_lower_bound) is already above ctx->memory_limit, no offsets: g->arena_bytes is set to
+ * that bound, which is enough to know the limit is not met (the tensors' offsets are then stale, and
+ * nothing reads them before the next plan). */
+static VccStatus replan(VccCtx *ctx, VccGraph *g, bool light) {
     for (int t = 0; t < g->ntensors; t++) g->tensors[t].inplace_of = -1;
     VccStatus st = vcc_liveness(ctx, g);
     if (!st) st = vcc_inplace(ctx, g);
     if (!st) st = vcc_liveness(ctx, g);
+    if (!st && light) {
+        int64_t lb = vcc_plan_lower_bound(g);
+        if (lb > ctx->memory_limit) {
+            g->arena_bytes = lb;
+            return VCC_OK;
+        }
+    }
     if (!st) st = vcc_memplan(ctx, g);
     return st;
 }
@@ -518,6 +533,8 @@ static int64_t shrink_ws_at(VccCtx *ctx, VccGraph *g, int s) {
 
 /* One run of the search: its policy and what it reached. */
 typedef struct {
+    bool light; /* planned only where the lower bound is within the limit (replan): the limit is met or
+                   not exactly as with every state planned, but same and smallest are not figures then */
     bool halve_first; /* after the first halving: halve the workspace at the peak before recomputing a
                          convolution there (false: only once nothing, not even a second copy, is left) */
     bool convs, copies, ws_lever;
@@ -588,7 +605,7 @@ static VccStatus snapshot_restore(VccCtx *ctx, VccGraph *g, const Snapshot *s) {
     g->remat_flops = s->flops;
     g->remat_ws_shrunk = s->ws_shrunk;
     g->remat_ws_shrunk_bytes = s->ws_shrunk_bytes;
-    return replan(ctx, g);
+    return replan(ctx, g, s->run.light);
 }
 
 static void snapshot_free(Snapshot *s) {
@@ -656,7 +673,7 @@ static VccStatus search(VccCtx *ctx, VccGraph *g, Run *r, Snapshot *snap) {
             g->remat_ws_shrunk_bytes += off;
             r->convs = r->copies = false;
         }
-        VccStatus st = replan(ctx, g);
+        VccStatus st = replan(ctx, g, r->light);
         if (st) return st;
         note_arena(g, r);
     }
@@ -704,6 +721,45 @@ static VccStatus both_orders(VccCtx *ctx, VccGraph *g, Run *r) {
     return st;
 }
 
+/* Every search from the start (g as snapshot start holds it, base the run to begin with): both orders
+ * with data-movement copies, and where copies (the graph has one) both without them, the better kept.
+ * g is left as the kept run ended; *fig gets the smallest arenas any run reached (for the error). */
+static VccStatus all_searches(VccCtx *ctx, VccGraph *g, Run base, bool copies, const Snapshot *start, Run *fig) {
+    Run r = base;
+    r.layout = !(ctx->remat_policies & VCC_REMAT_NO_COPIES);
+    VccStatus st = both_orders(ctx, g, &r);
+    *fig = r;
+    if (!st && copies) {
+        /* Recomputing a data-movement copy frees bytes cheaply but leads the greedy choice elsewhere, to a
+         * larger arena for some models (S3D's Concats): the search without them too, the better kept. A
+         * limit at or above either search's arena before its first halving is then met with the unlimited
+         * plan's numbers. */
+        Run a = r, b = base;
+        int64_t arena_a = g->arena_bytes;
+        double flops_a = g->remat_flops;
+        bool shrunk_a = g->remat_ws_shrunk > 0;
+        st = snapshot_restore(ctx, g, start);
+        if (!st) st = both_orders(ctx, g, &b);
+        if (!st) {
+            if (b.same < fig->same) fig->same = b.same, fig->n_same = b.n_same, fig->flops_same = b.flops_same;
+            if (b.smallest < fig->smallest)
+                fig->smallest = b.smallest, fig->n_smallest = b.n_smallest, fig->flops_smallest = b.flops_smallest,
+                fig->ws_smallest = b.ws_smallest;
+        }
+        /* the first search again when it was the better one, unless neither met the limit (an error,
+         * after which the graph is not used) */
+        bool met = arena_a <= ctx->memory_limit || g->arena_bytes <= ctx->memory_limit;
+        if (!st && met && !better(ctx, &b, g->arena_bytes, g->remat_flops, g->remat_ws_shrunk > 0, &a, arena_a, flops_a,
+                                  shrunk_a)) {
+            r = base;
+            r.layout = true;
+            st = snapshot_restore(ctx, g, start);
+            if (!st) st = both_orders(ctx, g, &r);
+        }
+    }
+    return st;
+}
+
 VccStatus vcc_remat(VccCtx *ctx, VccGraph *g) {
     g->arena_unlimited_bytes = g->arena_bytes;
     g->step_flops = vcc_step_flops(g);
@@ -715,43 +771,23 @@ VccStatus vcc_remat(VccCtx *ctx, VccGraph *g) {
     int orders = ctx->remat_policies & (VCC_REMAT_CONVS_FIRST | VCC_REMAT_HALVE_FIRST);
     Run base = {.halve_first = orders == VCC_REMAT_HALVE_FIRST, .ws_lever = !ctx->workspace_limit_fixed,
                 .same = g->arena_bytes, .smallest = g->arena_bytes},
-        r = base;
-    r.layout = !(ctx->remat_policies & VCC_REMAT_NO_COPIES);
+        fig;
     bool copies = false; /* whether a second search, without data-movement copies, can differ */
     for (int k = 0; k < g->nnodes && !copies; k++)
         copies = g->nodes[k].phase == VCC_PHASE_FORWARD && cheap_layout(g, &g->nodes[k]);
     copies = copies && !(ctx->remat_policies & (VCC_REMAT_COPIES | VCC_REMAT_NO_COPIES));
     Snapshot start = {0};
-    if (copies) snapshot_take(g, &base, &start);
-    VccStatus st = both_orders(ctx, g, &r);
-    Run fig = r; /* the smallest arenas either search reached, for the error */
-    if (!st && copies) {
-        /* Recomputing a data-movement copy frees bytes cheaply but leads the greedy choice elsewhere, to a
-         * larger arena for some models (S3D's Concats): the search without them too, the better kept. A
-         * limit at or above either search's arena before its first halving is then met with the unlimited
-         * plan's numbers. */
-        Run a = r, b = base;
-        int64_t arena_a = g->arena_bytes;
-        double flops_a = g->remat_flops;
-        bool shrunk_a = g->remat_ws_shrunk > 0;
+    snapshot_take(g, &base, &start);
+    /* First with states planned only where their lower bound is within the limit: the same runs, the
+     * same choices and the same end where the limit is met, without planning the many states on the way
+     * that cannot meet it. Where it is not met, the error names the smallest arenas reached, so the
+     * searches run again with every state planned. */
+    base.light = !(ctx->remat_policies & VCC_REMAT_PLAN_ALL);
+    VccStatus st = all_searches(ctx, g, base, copies, &start, &fig);
+    if (!st && base.light && g->arena_bytes > ctx->memory_limit) {
+        base.light = false;
         st = snapshot_restore(ctx, g, &start);
-        if (!st) st = both_orders(ctx, g, &b);
-        if (!st) {
-            if (b.same < fig.same) fig.same = b.same, fig.n_same = b.n_same, fig.flops_same = b.flops_same;
-            if (b.smallest < fig.smallest)
-                fig.smallest = b.smallest, fig.n_smallest = b.n_smallest, fig.flops_smallest = b.flops_smallest,
-                fig.ws_smallest = b.ws_smallest;
-        }
-        /* the first search again when it was the better one, unless neither met the limit (an error,
-         * after which the graph is not used) */
-        bool met = arena_a <= ctx->memory_limit || g->arena_bytes <= ctx->memory_limit;
-        if (!st && met && !better(ctx, &b, g->arena_bytes, g->remat_flops, g->remat_ws_shrunk > 0, &a, arena_a, flops_a,
-                                  shrunk_a)) {
-            r = base;
-            r.layout = true;
-            st = snapshot_restore(ctx, g, &start);
-            if (!st) st = both_orders(ctx, g, &r);
-        }
+        if (!st) st = all_searches(ctx, g, base, copies, &start, &fig);
     }
     snapshot_free(&start);
     if (st) return st;

@@ -6,11 +6,13 @@
  *
  * For limits from 99% of MODEL's unlimited arena down in steps of 3% (--recompute-flops 5), until one that
  * neither order meets (below it none is met either), the model is compiled
- * five times: with each order alone (VCC_REMAT_CONVS_FIRST, VCC_REMAT_HALVE_FIRST), with and without
+ * six times: with each order alone (VCC_REMAT_CONVS_FIRST, VCC_REMAT_HALVE_FIRST), with and without
  * data-movement copies (VCC_REMAT_COPIES, VCC_REMAT_NO_COPIES): fresh compiles, nothing restored; and with
  * all (the default: one order, then the graph restored to its first halving, then the other, and the first
  * again if it was better; then, where the model has copies, all that again from the start without them).
  * The default must
+ *   - be, plan for plan, the default with offsets planned after every step (VCC_REMAT_PLAN_ALL; the
+ *     default plans only states whose lower bound is within the limit);
  *   - meet the limit exactly when one of the single searches does;
  *   - where one does, be the best of those that do (one meeting it without a halving, then the fewest
  *     extra FLOPs), with exactly that search's arena, values and halvings (a restore that left anything
@@ -76,7 +78,8 @@ int main(int argc, char **argv) {
     static const char *names[4] = {"convs first", "halve first", "convs first, no copies", "halve first, no copies"};
     for (int pct = 99; pct > 0; pct -= 3) {
         int64_t limit = u.arena * pct / 100;
-        Result a[4], d = compile(argv[1], graph_loss, limit, 0);
+        Result a[4], d = compile(argv[1], graph_loss, limit, 0),
+                     all = compile(argv[1], graph_loss, limit, VCC_REMAT_PLAN_ALL);
         int met = 0, best = -1;
         printf("limit %3d%% %" PRId64 ":", pct, limit);
         for (int i = 0; i < 4; i++) {
@@ -93,7 +96,9 @@ int main(int argc, char **argv) {
         }
         printf(" default %s %" PRId64 " +%.3g %d\n", d.ok ? "met" : "not met", d.arena, d.flops, d.halvings);
         const char *why = NULL;
-        if (d.ok != (met > 0)) why = "met by the default exactly when by one search alone";
+        if (!same(d, all)) why = "the default planned only where the lower bound is within the limit is the search "
+                                 "planned at every step, plan for plan";
+        else if (d.ok != (met > 0)) why = "met by the default exactly when by one search alone";
         else if (d.ok) {
             int tie = 0; /* the default is the best single search, plan for plan (one of them on a tie) */
             for (int i = 0; i < 4; i++)
