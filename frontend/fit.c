@@ -16,6 +16,7 @@ VccGraph *vcc_compile_quiet(const VccCtx *ctx, const char *model) {
     if (!quiet) return NULL;
     VccCtx c = *ctx;
     c.diag = quiet;
+    c.remat_no_figures = true; /* the message is dropped: no second search for its figures */
     c.problems = NULL;
     c.nproblems = c.cap_problems = c.nerrors = c.suppressed = 0;
     c.dump_after = NULL;

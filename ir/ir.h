@@ -150,6 +150,9 @@ typedef struct VccCtx {
                               that one alone; or'd with VCC_REMAT_COPIES or VCC_REMAT_NO_COPIES, only the
                               search with or without data-movement copies; with VCC_REMAT_PLAN_ALL, offsets
                               planned after every step (tests compare them) */
+    bool remat_no_figures; /* a limit passes/remat.c cannot meet is refused without the smallest arenas
+                              reachable (which take every search again with every state planned): for
+                              callers that drop the message, vcc --fit's trials */
     bool from_dump;        /* the graph was read from a .vir dump: its intervals and plan are the user's */
     const char *dump_after;/* --dump-ir=PASS, or NULL */
     FILE *dump;            /* where dumps go (stdout) */

@@ -208,12 +208,13 @@ void vcc_json_str(FILE *f, const char *s);
 /* Recomputation under ctx->memory_limit (vcc --memory-limit; nothing without one or when the arena fits):
  * saved values made by cheap forward nodes (training-mode BatchNormalization, recomputed from its saved
  * batch statistics by BatchNormApply as InPlace-ABN does; the row normalizations by RowNormApply from
- * theirs; elementwise ops) are recomputed right before
+ * theirs; elementwise ops, poolings, data-movement copies) are recomputed right before
  * their first backward reader from values live there anyway, the most bytes freed per extra FLOP first
  * (Chen et al. 2016, "Training Deep Nets with Sublinear Memory Cost"), re-planning after each, until the
  * arena fits. Clones are backward nodes named "<node>.recompute"; their results are bit-identical to the
  * originals. Fills g->arena_unlimited_bytes, remat_values, remat_flops, step_flops.
- * Errors: VCC_ERR_UNSUPPORTED when the limit cannot be met, with the smallest arena reachable. */
+ * Errors: VCC_ERR_UNSUPPORTED when the limit cannot be met, with the smallest arena reachable (none
+ * with ctx->remat_no_figures). */
 VccStatus vcc_remat(VccCtx *ctx, VccGraph *g);
 
 /* What the summaries (vcc's --memory-limit line, --fit) say when vcc_remat halved conv workspaces. */

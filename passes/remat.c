@@ -67,12 +67,13 @@
  *   the arena's lower bound (vcc_plan_lower_bound) is within the limit: a state above it cannot meet
  *   the limit whatever its plan, so every choice and the end are those of planning every state. Where
  *   the limit is not met, the searches run again with every state planned, for the smallest arenas the
- *   error names.
+ *   error names (not with ctx->remat_no_figures: then the error names none).
  *   Sets g->remat_values (recomputed values), g->remat_flops (their FLOPs), g->step_flops (an estimate of
  *   one training step's FLOPs, vcc_step_flops), g->arena_unlimited_bytes (the arena before) and
  *   g->remat_ws_shrunk / g->remat_ws_shrunk_bytes (the halvings and the bytes they took off their steps).
  * Errors: VCC_ERR_UNSUPPORTED when the limit cannot be met, naming the smallest arena recomputation
- *   reaches with the unlimited plan's numbers and, where halving workspaces goes lower, that arena too.
+ *   reaches with the unlimited plan's numbers and, where halving workspaces goes lower, that arena too
+ *   (with ctx->remat_no_figures, neither).
  */
 #include "passes.h"
 
@@ -784,7 +785,7 @@ VccStatus vcc_remat(VccCtx *ctx, VccGraph *g) {
      * searches run again with every state planned. */
     base.light = !(ctx->remat_policies & VCC_REMAT_PLAN_ALL);
     VccStatus st = all_searches(ctx, g, base, copies, &start, &fig);
-    if (!st && base.light && g->arena_bytes > ctx->memory_limit) {
+    if (!st && base.light && !ctx->remat_no_figures && g->arena_bytes > ctx->memory_limit) {
         base.light = false;
         st = snapshot_restore(ctx, g, &start);
         if (!st) st = all_searches(ctx, g, base, copies, &start, &fig);
@@ -796,6 +797,11 @@ VccStatus vcc_remat(VccCtx *ctx, VccGraph *g) {
     double flops_same = fig.flops_same, flops_smallest = fig.flops_smallest;
     bool ws_lever = fig.ws_lever;
     if (g->arena_bytes <= ctx->memory_limit) return VCC_OK;
+    if (base.light) {
+        vcc_error(ctx, "--memory-limit %" PRId64 " bytes (%.3f GiB) cannot be met by recomputation",
+                  ctx->memory_limit, gib(ctx->memory_limit));
+        return VCC_ERR_UNSUPPORTED;
+    }
     char budget_text[64] = "", ws_text[512] = "";
     if (ctx->recompute_flops_max >= 0)
         snprintf(budget_text, sizeof budget_text, " within --recompute-flops %g%%", ctx->recompute_flops_max);
