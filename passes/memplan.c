@@ -93,10 +93,7 @@ VccStatus vcc_memplan(VccCtx *ctx, VccGraph *g) {
 
 void vcc_plan_totals(VccGraph *g) {
     int nt = g->ntensors;
-    int *gs = vcc_malloc(sizeof(int) * (size_t)(nt ? nt : 1));
-    int *ge = vcc_malloc(sizeof(int) * (size_t)(nt ? nt : 1));
     int *roots = vcc_tensor_roots(g);
-    group_intervals(g, roots, gs, ge);
     int64_t persistent = 0, no_reuse = 0, saved = 0, end = 0;
     for (int t = 0; t < nt; t++) {
         const VccTensor *x = &g->tensors[t];
@@ -114,8 +111,6 @@ void vcc_plan_totals(VccGraph *g) {
     g->arena_bytes = align_up(end, VCC_ARENA_ALIGN);
     g->planned_bytes = g->arena_bytes > persistent ? g->arena_bytes - persistent : 0;
     g->lower_bound_bytes = vcc_plan_lower_bound(g);
-    free(gs);
-    free(ge);
     free(roots);
 }
 

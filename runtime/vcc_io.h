@@ -1587,37 +1587,8 @@ VCC_IO_FN int vcc_io_commit(FILE *f, const char *tmp, const char *path, char *er
     return vcc_io_finish(f, tmp, path, err, errlen) || vcc_io_rename(tmp, path, err, errlen);
 }
 
-/* vcc_st_save_meta: write n tensors to a .safetensors file, in the given order
- * (data_offsets consecutive), with the nmeta string entries of meta as the
- * header's "__metadata__" object (omitted when nmeta is 0); header padded
- * with spaces to a multiple of 8. Writes a new temporary file beside path
- * (vcc_io_create_tmp: "<path>.tmp.XXXXXX", created exclusively), flushes it
- * to disk and rename()s it over path (vcc_io_commit), so a crash never leaves
- * a half-written file at path. Returns 0, or nonzero with err set (and no
- * temporary file left). Rejected: NULL name/dtype, the reserved name
- * "__metadata__", duplicate names (found in name order: O(n log n)), unknown
- * dtype, rank outside 0..8, negative dims, nbytes != prod(dims) * itemsize,
- * NULL data with nbytes > 0, NULL metadata keys or values, an empty path, a
- * path that is not a regular file (POSIX), I/O errors. */
-VCC_IO_FN int vcc_st_write(const char *path, const VccStMeta *meta, int nmeta, const VccStWrite *t, int n,
-                           char **done, char *err, size_t errlen);
-VCC_IO_FN int vcc_st_save_meta(const char *path, const VccStMeta *meta, int nmeta, const VccStWrite *t, int n,
-                               char *err, size_t errlen)
-{
-    return vcc_st_write(path, meta, nmeta, t, n, NULL, err, errlen);
-}
-
-/* vcc_st_save_tmp: vcc_st_save without its rename: the file is written, flushed and closed
- * (vcc_io_finish) as "<path>.tmp.XXXXXX", whose name goes to *tmp (malloc'd, free it) for the caller to
- * vcc_io_rename over path (or remove), so that two files can both be written before either replaces
- * what was there. Returns 0, or nonzero with err set, *tmp NULL and no temporary file left. */
-VCC_IO_FN int vcc_st_save_tmp(const char *path, const VccStWrite *t, int n, char **tmp, char *err, size_t errlen)
-{
-    *tmp = NULL;
-    return vcc_st_write(path, NULL, 0, t, n, tmp, err, errlen);
-}
-
-/* vcc_st_save_meta's body; with done, the file is finished but not renamed, its name in *done. */
+/* The body of vcc_st_save_meta (below) and vcc_st_save_tmp; with done, the file is finished but not
+ * renamed, its name in *done. */
 VCC_IO_FN int vcc_st_write(const char *path, const VccStMeta *meta, int nmeta, const VccStWrite *t, int n,
                            char **done, char *err, size_t errlen)
 {
@@ -1728,6 +1699,34 @@ wfail:
     free(tmp);
     free(h.p);
     return 1;
+}
+
+/* vcc_st_save_meta: write n tensors to a .safetensors file, in the given order
+ * (data_offsets consecutive), with the nmeta string entries of meta as the
+ * header's "__metadata__" object (omitted when nmeta is 0); header padded
+ * with spaces to a multiple of 8. Writes a new temporary file beside path
+ * (vcc_io_create_tmp: "<path>.tmp.XXXXXX", created exclusively), flushes it
+ * to disk and rename()s it over path (vcc_io_commit), so a crash never leaves
+ * a half-written file at path. Returns 0, or nonzero with err set (and no
+ * temporary file left). Rejected: NULL name/dtype, the reserved name
+ * "__metadata__", duplicate names (found in name order: O(n log n)), unknown
+ * dtype, rank outside 0..8, negative dims, nbytes != prod(dims) * itemsize,
+ * NULL data with nbytes > 0, NULL metadata keys or values, an empty path, a
+ * path that is not a regular file (POSIX), I/O errors. */
+VCC_IO_FN int vcc_st_save_meta(const char *path, const VccStMeta *meta, int nmeta, const VccStWrite *t, int n,
+                               char *err, size_t errlen)
+{
+    return vcc_st_write(path, meta, nmeta, t, n, NULL, err, errlen);
+}
+
+/* vcc_st_save_tmp: vcc_st_save without its rename: the file is written, flushed and closed
+ * (vcc_io_finish) as "<path>.tmp.XXXXXX", whose name goes to *tmp (malloc'd, free it) for the caller to
+ * vcc_io_rename over path (or remove), so that two files can both be written before either replaces
+ * what was there. Returns 0, or nonzero with err set, *tmp NULL and no temporary file left. */
+VCC_IO_FN int vcc_st_save_tmp(const char *path, const VccStWrite *t, int n, char **tmp, char *err, size_t errlen)
+{
+    *tmp = NULL;
+    return vcc_st_write(path, NULL, 0, t, n, tmp, err, errlen);
 }
 
 /* vcc_st_save: vcc_st_save_meta without "__metadata__". */
