@@ -32,8 +32,11 @@
  *   Choice (greedy, Chen et al. 2016, "Training Deep Nets with Sublinear Memory Cost", with a cost per
  *   value): among the saved values live at the step where the planned bytes peak whose chain can be
  *   recomputed, the one freeing the most bytes per extra FLOP (ties: the earliest value); a chain reads
- *   only parameters not yet updated at that step and values live there, so recomputing adds no saved
- *   bytes of its own. It stops when nothing recomputable is live at the peak step.
+ *   parameters not yet updated at that step, values live there, and values live at the peak step that
+ *   die before it: those are kept until the clone reads them (a SlowFast pathway's Slice made again from
+ *   the clip, whose last reader ran two steps earlier), where no step they then reach holds more bytes
+ *   than the peak step once the value is recomputed, and where no other tensor has taken their bytes in
+ *   place. It stops when nothing recomputable is live at the peak step.
  *   Second copies: when no saved value at the peak step is left to recompute, not even by convolutions,
  *   a value this pass already recomputes (a cheap clone's output: BatchNormApply, RowNormApply,
  *   elementwise) that is live across the peak step without being read there is made again, by clones of
@@ -82,6 +85,7 @@
 #include <string.h>
 
 #define REMAT_MAX_CHAIN 8 /* nodes recomputed for one value at most */
+#define REMAT_MAX_KEPT 8  /* values one recomputation keeps past their last reader at most */
 
 /* What a search may recompute besides the normalizations, elementwise ops and poolings (bits) */
 enum {
@@ -239,17 +243,76 @@ static int base_of(const VccGraph *g, int t) {
     return t;
 }
 
-/* A plan of recomputing one value: the forward nodes to clone, in forward order. */
+/* A plan of recomputing one value: the forward nodes to clone, in forward order, and the values it keeps
+ * past their last reader (need). */
 typedef struct {
     int nodes[REMAT_MAX_CHAIN];
     int n;
     double flops;
+    int kept[REMAT_MAX_KEPT];
+    int nkept;
 } Chain;
 
+/* The planned bytes live at each step (per root buffer, its union interval: the lower bound's sweep) and
+ * what a chain may extend: live[0..g->nnodes], the step s where they peak (the first such), each tensor's
+ * root buffer and each root's last step; cap, set per candidate, is the most bytes a step may hold
+ * after a chain input's interval is extended (need). */
+typedef struct {
+    int s;
+    int64_t *live, cap;
+    int *roots, *ge;
+} Profile;
+
+static void profile_make(const VccGraph *g, Profile *pf) {
+    int nt = g->ntensors, ns = g->nnodes + 2;
+    pf->roots = vcc_tensor_roots(g);
+    int *gs = vcc_malloc(sizeof(int) * (size_t)(nt ? nt : 1));
+    pf->ge = vcc_malloc(sizeof(int) * (size_t)(nt ? nt : 1));
+    pf->live = vcc_calloc((size_t)ns, sizeof(int64_t));
+    for (int t = 0; t < nt; t++) gs[t] = pf->ge[t] = -1;
+    for (int t = 0; t < nt; t++) {
+        const VccTensor *x = &g->tensors[t];
+        if (x->start < 0) continue;
+        int r = pf->roots[t];
+        if (gs[r] < 0 || x->start < gs[r]) gs[r] = x->start;
+        if (x->end > pf->ge[r]) pf->ge[r] = x->end;
+    }
+    for (int t = 0; t < nt; t++)
+        if (pf->roots[t] == t && gs[t] >= 0 && !vcc_tensor_is_persistent(&g->tensors[t])) {
+            int64_t b = (vcc_tensor_bytes(&g->tensors[t]) + VCC_ARENA_ALIGN - 1) / VCC_ARENA_ALIGN * VCC_ARENA_ALIGN;
+            pf->live[gs[t]] += b;
+            pf->live[pf->ge[t] + 1] -= b;
+        }
+    int64_t top = -1, acc = 0;
+    pf->s = 0;
+    for (int s = 0; s <= g->nnodes; s++) {
+        acc += pf->live[s];
+        pf->live[s] = acc;
+        if (acc > top) top = acc, pf->s = s;
+    }
+    pf->cap = top;
+    free(gs);
+}
+
+/* The aligned bytes of the buffer value b is in. */
+static int64_t kept_bytes(const VccGraph *g, const Profile *pf, int b) {
+    return (vcc_tensor_bytes(&g->tensors[pf->roots[b]]) + VCC_ARENA_ALIGN - 1) / VCC_ARENA_ALIGN * VCC_ARENA_ALIGN;
+}
+
+static void profile_free(Profile *pf) {
+    free(pf->live);
+    free(pf->roots);
+    free(pf->ge);
+}
+
 /* Whether tensor t can be read at step p by a chain (then *c holds the nodes it needs): a persistent
- * tensor not updated before p, a value live at p (its bytes intact), or one a recomputable node (cheap,
- * or with REMAT_CONVS among kinds a convolution too) can make again from such tensors. */
-static bool need(const VccGraph *g, int t, int p, Chain *c, int depth, unsigned kinds) {
+ * tensor not updated before p, a value live at p (its bytes intact), a value live at the peak step
+ * pf->s that dies before p (its interval then reaches p: only where it is the last of the tensors
+ * sharing its bytes, nothing written in place on it, and no step from its end to p then holds more than
+ * pf->cap bytes with the values c keeps already; at most REMAT_MAX_KEPT, listed in c->kept; NULL pf:
+ * none), or one a recomputable node (cheap, or with REMAT_CONVS among kinds a convolution too) can make again
+ * from such tensors. */
+static bool need(const VccGraph *g, int t, int p, Chain *c, int depth, unsigned kinds, const Profile *pf) {
     int b = base_of(g, t);
     const VccTensor *x = &g->tensors[b];
     if (x->start < 0) { /* persistent: a parameter must not be updated yet (its update writes it) */
@@ -261,6 +324,21 @@ static bool need(const VccGraph *g, int t, int p, Chain *c, int depth, unsigned 
         return true;
     }
     if (x->start <= p && x->end >= p) return true;
+    if (pf && x->start <= pf->s && pf->s <= x->end && x->end < p && pf->ge[pf->roots[b]] == x->end) {
+        for (int i = 0; i < c->nkept; i++)
+            if (c->kept[i] == b) return true;
+        bool fits = c->nkept < REMAT_MAX_KEPT;
+        for (int k = x->end + 1; k <= p && fits; k++) { /* with what the chain keeps already */
+            int64_t at = pf->live[k] + kept_bytes(g, pf, b);
+            for (int i = 0; i < c->nkept; i++)
+                if (g->tensors[c->kept[i]].end < k) at += kept_bytes(g, pf, c->kept[i]);
+            fits = at <= pf->cap;
+        }
+        if (fits) {
+            c->kept[c->nkept++] = b;
+            return true;
+        }
+    }
     if (t != b || x->producer < 0 || depth >= REMAT_MAX_CHAIN) return false;
     for (int i = 0; i < c->n; i++)
         if (c->nodes[i] == x->producer) return true;
@@ -268,46 +346,12 @@ static bool need(const VccGraph *g, int t, int p, Chain *c, int depth, unsigned 
     if (!recomputable(g, n, kinds) || n->out[0] != t || c->n == REMAT_MAX_CHAIN) return false;
     int in[8], nin = clone_inputs(n, in);
     for (int i = 0; i < nin; i++)
-        if (in[i] >= 0 && !need(g, in[i], p, c, depth + 1, kinds)) return false;
+        if (in[i] >= 0 && !need(g, in[i], p, c, depth + 1, kinds, pf)) return false;
     if (c->n == REMAT_MAX_CHAIN) return false;
     bool mm;
     c->nodes[c->n++] = x->producer;
     c->flops += node_flops(g, n, &mm);
     return true;
-}
-
-/* Planned bytes live at each step 0..g->nnodes (per root buffer, its union interval): the lower bound's
- * sweep. Returns the step where they peak. */
-static int peak_step(const VccGraph *g) {
-    int nt = g->ntensors, ns = g->nnodes + 2;
-    int *roots = vcc_tensor_roots(g);
-    int *gs = vcc_malloc(sizeof(int) * (size_t)nt), *ge = vcc_malloc(sizeof(int) * (size_t)nt);
-    int64_t *delta = vcc_calloc((size_t)ns, sizeof(int64_t));
-    for (int t = 0; t < nt; t++) gs[t] = ge[t] = -1;
-    for (int t = 0; t < nt; t++) {
-        const VccTensor *x = &g->tensors[t];
-        if (x->start < 0) continue;
-        int r = roots[t];
-        if (gs[r] < 0 || x->start < gs[r]) gs[r] = x->start;
-        if (x->end > ge[r]) ge[r] = x->end;
-    }
-    for (int t = 0; t < nt; t++)
-        if (roots[t] == t && gs[t] >= 0 && !vcc_tensor_is_persistent(&g->tensors[t])) {
-            int64_t b = (vcc_tensor_bytes(&g->tensors[t]) + VCC_ARENA_ALIGN - 1) / VCC_ARENA_ALIGN * VCC_ARENA_ALIGN;
-            delta[gs[t]] += b;
-            delta[ge[t] + 1] -= b;
-        }
-    int best = 0;
-    int64_t live = 0, top = -1;
-    for (int s = 0; s <= g->nnodes; s++) {
-        live += delta[s];
-        if (live > top) top = live, best = s;
-    }
-    free(roots);
-    free(gs);
-    free(ge);
-    free(delta);
-    return best;
 }
 
 /* Whether x is t or a view of t made by forward view nodes (Identity, Reshape, Flatten...: VCC_OPF_VIEW,
@@ -440,15 +484,17 @@ static VccStatus replan(VccCtx *ctx, VccGraph *g, bool light) {
 /* The chain that makes value t again before step p, scored by bytes per FLOP: taken into *pick_t,
  * *best and *best_p when feasible (at most REMAT_MAX_CHAIN nodes, at most budget FLOPs when budget >= 0)
  * and better than *best_score. */
-static void try_chain(const VccGraph *g, int t, int p, unsigned kinds, double budget, double *best_score,
-                      int *pick_t, Chain *best, int *best_p) {
+static void try_chain(const VccGraph *g, int t, int p, unsigned kinds, double budget, Profile *pf,
+                      double *best_score, int *pick_t, Chain *best, int *best_p) {
     const VccTensor *x = &g->tensors[t];
-    Chain c = {{0}, 0, 0};
+    Chain c = {{0}, 0, 0, {0}, 0};
+    /* an input extended to p may raise no step above what the peak step holds once t is recomputed */
+    pf->cap = pf->live[pf->s] - (vcc_tensor_bytes(x) + VCC_ARENA_ALIGN - 1) / VCC_ARENA_ALIGN * VCC_ARENA_ALIGN;
     /* the value itself is recomputed, whatever its liveness says */
     const VccNode *n = &g->nodes[x->producer];
     int in[8], nin = clone_inputs(n, in);
     bool ok = true;
-    for (int i = 0; i < nin && ok; i++) ok = in[i] < 0 || need(g, in[i], p, &c, 1, kinds);
+    for (int i = 0; i < nin && ok; i++) ok = in[i] < 0 || need(g, in[i], p, &c, 1, kinds, pf);
     if (!ok || c.n == REMAT_MAX_CHAIN) return;
     bool mm;
     c.nodes[c.n++] = x->producer;
@@ -463,11 +509,11 @@ static void try_chain(const VccGraph *g, int t, int p, unsigned kinds, double bu
     }
 }
 
-/* Pick the value to recompute: live across step s, recomputable (by the kinds of node kinds names) with
- * at most budget FLOPs (negative: any), the most bytes per FLOP; with copies, when there is none, a second
- * copy. Returns it (-1: none) with its chain and the step its clone goes before. */
-static int pick(const VccGraph *g, int s, Chain *best, int *best_p, unsigned kinds, bool copies, double budget) {
-    int pick_t = -1;
+/* Pick the value to recompute: live across the peak step pf->s, recomputable (by the kinds of node kinds
+ * names) with at most budget FLOPs (negative: any), the most bytes per FLOP; with copies, when there is
+ * none, a second copy. Returns it (-1: none) with its chain and the step its clone goes before. */
+static int pick(const VccGraph *g, Profile *pf, Chain *best, int *best_p, unsigned kinds, bool copies, double budget) {
+    int pick_t = -1, s = pf->s;
     double best_score = 0;
     for (int t = 0; t < g->ntensors; t++) {
         const VccTensor *x = &g->tensors[t];
@@ -478,7 +524,7 @@ static int pick(const VccGraph *g, int s, Chain *best, int *best_p, unsigned kin
         int p, lf;
         uses(g, t, &p, &lf);
         if (p < 0 || !(lf < s && s < p)) continue;
-        try_chain(g, t, p, kinds, budget, &best_score, &pick_t, best, best_p);
+        try_chain(g, t, p, kinds, budget, pf, &best_score, &pick_t, best, best_p);
     }
     /* With copies, only when no saved value is left: a first copy live across the peak without a reader
      * there, made a second time for its readers after the peak (its readers before keep the first copy). */
@@ -499,7 +545,7 @@ static int pick(const VccGraph *g, int s, Chain *best, int *best_p, unsigned kin
                 if (k > s && p == -1) p = k;
             }
         if (read_at_s || p < 0) continue;
-        try_chain(g, t, p, kinds, budget, &best_score, &pick_t, best, best_p);
+        try_chain(g, t, p, kinds, budget, pf, &best_score, &pick_t, best, best_p);
     }
     return pick_t;
 }
@@ -644,7 +690,10 @@ static VccStatus search(VccCtx *ctx, VccGraph *g, Run *r, Snapshot *snap) {
             if (budget < 0) budget = 0;
         }
         unsigned kinds = (r->convs ? REMAT_CONVS : 0u) | (r->layout ? REMAT_LAYOUT : 0u);
-        int s = peak_step(g), p = -1, y = pick(g, s, &c, &p, kinds, r->copies, budget);
+        Profile pf;
+        profile_make(g, &pf);
+        int s = pf.s, p = -1, y = pick(g, &pf, &c, &p, kinds, r->copies, budget);
+        profile_free(&pf);
         if (y >= 0) {
             apply(g, &c, y, p);
             g->remat_values++;

@@ -64,7 +64,8 @@ names when refusing --memory-limit 1): the recomputed values must leave every st
 With --remat-workspaces, at the smaller arena it names beside it with conv workspaces at the peak halved
 too (smaller im2col chunks; the test fails when vcc names none), so the chunked sums are checked as well.
 With --recompute-flops P (and --remat) the smallest arena within P percent more FLOPs instead. With
---expect-op OP (and --remat) some recomputed node must be of op OP (e.g. Concat: a data-movement copy).
+--expect-op OP[,OP...] (and --remat) for each OP, some recomputed node must be of op OP (e.g. Concat: a
+data-movement copy).
 With --clip-grad-norm MAX the trainer (compiled with vcc --keep-grads, which clipping needs; else each
 update runs as soon as its gradient is final, vcc's default) clips and the references call
 torch.nn.utils.clip_grad_norm_(MAX)
@@ -367,8 +368,8 @@ def main():
                     help="with --remat, the smaller arena vcc names with conv workspaces at the peak halved too")
     ap.add_argument("--recompute-flops", metavar="P", default=None,
                     help="with --remat, vcc --recompute-flops P: the smallest arena within P%% more FLOPs")
-    ap.add_argument("--expect-op", metavar="OP", default=None,
-                    help="with --remat, fail unless some recomputed node (a backward clone) is of op OP")
+    ap.add_argument("--expect-op", metavar="OP[,OP...]", default=None,
+                    help="with --remat, fail unless for each OP some recomputed node (a backward clone) is of op OP")
     args = ap.parse_args()
     OPT.update(name=args.optimizer, clip=args.clip_grad_norm, schedule=args.lr_schedule, warmup=args.warmup_steps,
                steps=args.steps)
@@ -426,8 +427,9 @@ def main():
         dump = run([a for a in vcc_cmd if a not in ("-o", src)] + ["--dump-ir", "remat"], d)
         clones = {ln.split()[3] for ln in dump.splitlines()
                   if ln.startswith("node ") and ".recompute\"" in ln.split("(")[0]}
-        if args.expect_op not in clones:
-            sys.exit("FAIL: no %s among the recomputed nodes: %s" % (args.expect_op, sorted(clones)))
+        for op in args.expect_op.split(","):
+            if op not in clones:
+                sys.exit("FAIL: no %s among the recomputed nodes: %s" % (op, sorted(clones)))
         print("recomputed nodes' ops: %s" % " ".join(sorted(clones)))
     if args.remat_workspaces:  # the plan at that limit says it halved workspaces
         plan = json.load(open(os.path.join(d, "remat_plan.json")))
