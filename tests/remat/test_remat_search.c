@@ -12,7 +12,9 @@
  * again if it was better; then, where the model has copies, all that again from the start without them).
  * The default must
  *   - be, plan for plan, the default with offsets planned after every step (VCC_REMAT_PLAN_ALL; the
- *     default plans only states whose lower bound is within the limit);
+ *     default plans only states whose lower bound is within the limit), and where the limit is not met,
+ *     refuse it with the same message, the same smallest arenas named (the default plans only the
+ *     states that can set them); so too at a limit of 1 byte;
  *   - meet the limit exactly when one of the single searches does;
  *   - where one does, be the best of those that do (one meeting it without a halving, then the fewest
  *     extra FLOPs), with exactly that search's arena, values and halvings (a restore that left anything
@@ -34,13 +36,18 @@ typedef struct {
     int64_t arena;
     int values, halvings;
     double flops;
+    char msg[2048]; /* what vcc said (the refusal naming the smallest arenas, when not met) */
 } Result;
 
 static Result compile(const char *model, bool graph_loss, int64_t limit, int policies) {
-    Result r = {0, 0, 0, 0, 0};
+    Result r = {0, 0, 0, 0, 0, ""};
     VccCtx ctx;
     vcc_ctx_init(&ctx, model);
-    ctx.diag = fopen("/dev/null", "w");
+    ctx.diag = tmpfile();
+    if (!ctx.diag) {
+        perror("tmpfile");
+        exit(2);
+    }
     ctx.loss = graph_loss ? VCC_LOSS_GRAPH : VCC_LOSS_CE;
     ctx.memory_limit = limit;
     ctx.recompute_flops_max = 5;
@@ -48,15 +55,19 @@ static Result compile(const char *model, bool graph_loss, int64_t limit, int pol
     VccGraph *g = NULL;
     VccStatus st = vcc_onnx_load(&ctx, model, &g);
     if (st == VCC_OK) st = vcc_run_pipeline(&ctx, g);
-    if (st == VCC_OK) r = (Result){1, g->arena_bytes, g->remat_values, g->remat_ws_shrunk, g->remat_flops};
+    if (st == VCC_OK) r = (Result){1, g->arena_bytes, g->remat_values, g->remat_ws_shrunk, g->remat_flops, ""};
     vcc_problems_clear(&ctx);
+    rewind(ctx.diag);
+    size_t got = fread(r.msg, 1, sizeof r.msg - 1, ctx.diag);
+    r.msg[got] = 0;
     vcc_graph_free(g);
     fclose(ctx.diag);
     return r;
 }
 
 static int same(Result a, Result b) {
-    return a.ok == b.ok && a.arena == b.arena && a.values == b.values && a.halvings == b.halvings && a.flops == b.flops;
+    return a.ok == b.ok && a.arena == b.arena && a.values == b.values && a.halvings == b.halvings &&
+           a.flops == b.flops && !strcmp(a.msg, b.msg);
 }
 
 int main(int argc, char **argv) {
@@ -110,6 +121,13 @@ int main(int argc, char **argv) {
             failures++;
         }
         if (!met) break;
+    }
+    Result d = compile(argv[1], graph_loss, 1, 0), all = compile(argv[1], graph_loss, 1, VCC_REMAT_PLAN_ALL);
+    printf("limit 1 byte: %s", d.msg);
+    if (d.ok || !same(d, all) || !strstr(d.msg, "the smallest arena reachable")) {
+        printf("FAIL at 1 byte: the default refuses it as the search planned at every step does, naming the "
+               "smallest arenas (with every state planned: %s)\n", all.msg);
+        failures++;
     }
     if (failures) return 1;
     if (!compared) {
