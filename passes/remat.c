@@ -255,6 +255,11 @@ typedef struct {
     int nkept;
 } Chain;
 
+/* Tensor x's bytes in the arena: its size rounded up to VCC_ARENA_ALIGN. */
+static int64_t footprint(const VccTensor *x) {
+    return (vcc_tensor_bytes(x) + VCC_ARENA_ALIGN - 1) / VCC_ARENA_ALIGN * VCC_ARENA_ALIGN;
+}
+
 /* The planned bytes live at each step (per root buffer, its union interval: the lower bound's sweep) and
  * what a chain may extend: live[0..g->nnodes], the step s where they peak (the first such), each tensor's
  * root buffer and each root's last step; cap, set per candidate, is the most bytes a step may hold
@@ -281,7 +286,7 @@ static void profile_make(const VccGraph *g, Profile *pf) {
     }
     for (int t = 0; t < nt; t++)
         if (pf->roots[t] == t && gs[t] >= 0 && !vcc_tensor_is_persistent(&g->tensors[t])) {
-            int64_t b = (vcc_tensor_bytes(&g->tensors[t]) + VCC_ARENA_ALIGN - 1) / VCC_ARENA_ALIGN * VCC_ARENA_ALIGN;
+            int64_t b = footprint(&g->tensors[t]);
             pf->live[gs[t]] += b;
             pf->live[pf->ge[t] + 1] -= b;
         }
@@ -297,9 +302,7 @@ static void profile_make(const VccGraph *g, Profile *pf) {
 }
 
 /* The aligned bytes of the buffer value b is in. */
-static int64_t kept_bytes(const VccGraph *g, const Profile *pf, int b) {
-    return (vcc_tensor_bytes(&g->tensors[pf->roots[b]]) + VCC_ARENA_ALIGN - 1) / VCC_ARENA_ALIGN * VCC_ARENA_ALIGN;
-}
+static int64_t kept_bytes(const VccGraph *g, const Profile *pf, int b) { return footprint(&g->tensors[pf->roots[b]]); }
 
 static void profile_free(Profile *pf) {
     free(pf->live);
@@ -491,7 +494,7 @@ static void try_chain(const VccGraph *g, int t, int p, unsigned kinds, double bu
     const VccTensor *x = &g->tensors[t];
     Chain c = {{0}, 0, 0, {0}, 0};
     /* an input extended to p may raise no step above what the peak step holds once t is recomputed */
-    pf->cap = pf->live[pf->s] - (vcc_tensor_bytes(x) + VCC_ARENA_ALIGN - 1) / VCC_ARENA_ALIGN * VCC_ARENA_ALIGN;
+    pf->cap = pf->live[pf->s] - footprint(x);
     /* the value itself is recomputed, whatever its liveness says */
     const VccNode *n = &g->nodes[x->producer];
     int in[8], nin = clone_inputs(n, in);
