@@ -467,8 +467,9 @@ static void apply(VccGraph *g, const Chain *c, int y, int p) {
 }
 
 /* Liveness, in-place sharing and offsets again for the changed graph. With light, when the arena's lower
- * bound (vcc_plan_lower_bound) is already above ctx->memory_limit, no offsets: g->arena_bytes is set to
- * that bound, which is enough to know the limit is not met (the tensors' offsets are then stale, and
+ * bound (vcc_plan_lower_bound) is already above ctx->memory_limit, no offsets: g->arena_bytes (and
+ * g->lower_bound_bytes, as memplan sets it) is set to that bound, which is enough to know the limit is
+ * not met (the tensors' offsets are then stale, and
  * nothing reads them before the next plan). */
 static VccStatus replan(VccCtx *ctx, VccGraph *g, bool light) {
     for (int t = 0; t < g->ntensors; t++) g->tensors[t].inplace_of = -1;
@@ -478,7 +479,7 @@ static VccStatus replan(VccCtx *ctx, VccGraph *g, bool light) {
     if (!st && light) {
         int64_t lb = vcc_plan_lower_bound(g);
         if (lb > ctx->memory_limit) {
-            g->arena_bytes = lb;
+            g->arena_bytes = g->lower_bound_bytes = lb;
             return VCC_OK;
         }
     }
@@ -709,7 +710,7 @@ static VccStatus sweep_state(VccCtx *ctx, VccGraph *g, Sweep *sw, bool *noted) {
         sw->lb = vcc_realloc(sw->lb, sizeof(int64_t) * (size_t)sw->cap);
         sw->shrunk = vcc_realloc(sw->shrunk, sizeof(bool) * (size_t)sw->cap);
     }
-    sw->lb[i] = vcc_plan_lower_bound(g);
+    sw->lb[i] = g->lower_bound_bytes; /* replan's, planned or not */
     sw->shrunk[i] = g->remat_ws_shrunk > 0;
     return VCC_OK;
 }
