@@ -48,10 +48,12 @@
  *   FLOPs past P percent of the step is not taken.
  *   Workspaces: when nothing at the peak step is left to recompute and --workspace-limit was not given,
  *   the conv workspace made at the peak step is halved (vcc_conv_ws_halved: half the im2col columns per
- *   chunk, down to VCC_WORKSPACE_MIN_COLS), a forward convolution's together with its clones' so each
- *   clone still makes its original's bytes, and recomputation starts again from cheap values at the new
- *   peak. Those convolutions then sum in smaller chunks, so from the first halving on the numbers differ
- *   from the unlimited plan's by rounding. Picks never depend on the limit, so any limit at or above the
+ *   chunk, down to VCC_WORKSPACE_MIN_COLS; under --cpu-conv dnnl, where oneDNN's direct convolution
+ *   runs, down to oneDNN's need, then to its need on fewer samples per execution), a forward
+ *   convolution's together with its clones' so each clone still makes its original's bytes, and
+ *   recomputation starts again from cheap values at the new peak. Those convolutions then sum in
+ *   smaller chunks, so from the first halving on the numbers differ from the unlimited plan's by
+ *   rounding. Picks never depend on the limit, so any limit at or above the
  *   smallest arena reached before the first halving is met with the unlimited plan's numbers exactly.
  *   Two orders from the first halving on: the one above, and one that halves the workspace at the peak
  *   as soon as no cheap value there is left, before recomputing a convolution (a halving adds no
@@ -559,16 +561,16 @@ static int pick(const VccGraph *g, Profile *pf, Chain *best, int *best_p, unsign
 static double gib(int64_t b) { return (double)b / (1024.0 * 1024.0 * 1024.0); }
 
 /* The workspace of the conv made at step s, halved (vcc_conv_ws_halved: half the im2col columns per
- * chunk, at least VCC_WORKSPACE_MIN_COLS). A forward convolution's recomputed clones ("<node>.recompute",
- * their clones "<node>.recompute.recompute") are halved with it and a clone with its forward node, so a
- * clone still runs in its original's chunks and makes its bytes. Returns the bytes taken off at s (0: no
- * workspace at s could shrink). */
+ * chunk, at least VCC_WORKSPACE_MIN_COLS, or oneDNN's execution on fewer samples). A forward
+ * convolution's recomputed clones ("<node>.recompute", their clones "<node>.recompute.recompute") are
+ * halved with it and a clone with its forward node, so a clone still runs in its original's chunks and
+ * makes its bytes. Returns the bytes taken off at s (0: no workspace at s could shrink). */
 static int64_t shrink_ws_at(VccCtx *ctx, VccGraph *g, int s) {
     if (s < 0 || s >= g->nnodes) return 0;
     const VccNode *n = &g->nodes[s];
     int ws = workspace_of(g, n);
     if (ws < 0) return 0;
-    int64_t bytes = vcc_tensor_bytes(&g->tensors[ws]), smaller = vcc_conv_ws_halved(ctx, g, s, bytes);
+    int64_t bytes = vcc_tensor_bytes(&g->tensors[ws]), smaller = vcc_conv_ws_halved(ctx, g, s, bytes, true);
     if (smaller >= bytes) return 0;
     /* the forward node's name: the part before the first ".recompute" */
     const char *mark = strstr(n->name, ".recompute");
@@ -941,7 +943,6 @@ VccStatus vcc_remat(VccCtx *ctx, VccGraph *g) {
     int64_t same = fig.same, smallest = fig.smallest;
     int n_same = fig.n_same, n_smallest = fig.n_smallest, ws_smallest = fig.ws_smallest;
     double flops_same = fig.flops_same, flops_smallest = fig.flops_smallest;
-    bool ws_lever = fig.ws_lever;
     if (g->arena_bytes <= ctx->memory_limit) return VCC_OK;
     if (base.light) {
         vcc_error(ctx, "--memory-limit %" PRId64 " bytes (%.3f GiB) cannot be met by recomputation",
@@ -951,15 +952,13 @@ VccStatus vcc_remat(VccCtx *ctx, VccGraph *g) {
     char budget_text[64] = "", ws_text[512] = "";
     if (ctx->recompute_flops_max >= 0)
         snprintf(budget_text, sizeof budget_text, " within --recompute-flops %g%%", ctx->recompute_flops_max);
-    if (smallest >= same && ws_lever && ctx->cpu_conv_dnnl)
-        snprintf(ws_text, sizeof ws_text, "; conv workspaces sized for oneDNN's blocked copies (--cpu-conv dnnl) "
-                                          "are not halved: without --cpu-conv dnnl they may be");
-    else if (smallest < same)
+    if (smallest < same)
         snprintf(ws_text, sizeof ws_text,
                  "; with conv workspaces at the peak shrunk too (%d halvings: smaller im2col "
-                 "chunks, so those convolutions round differently from the unlimited plan's) it is %" PRId64
+                 "chunks%s, so those convolutions round differently from the unlimited plan's) it is %" PRId64
                  " bytes (%.3f GiB; %d values recomputed, +%.2f%% FLOPs)",
-                 ws_smallest, smallest, gib(smallest), n_smallest,
+                 ws_smallest, ctx->cpu_conv_dnnl ? " or oneDNN executions on fewer samples" : "", smallest,
+                 gib(smallest), n_smallest,
                  g->step_flops > 0 ? 100.0 * flops_smallest / g->step_flops : 0.0);
     vcc_error(ctx,
               "--memory-limit %" PRId64 " bytes (%.3f GiB) cannot be met: the smallest arena reachable by "

@@ -283,7 +283,7 @@ static void shrink_peak_workspaces(VccCtx *ctx, VccGraph *g, MemInfo *mi, const 
             if (x->kind != VCC_T_WORKSPACE || x->producer < 0 || !mi->bytes[t] || mi->nreaders[t] ||
                 pos[x->producer] != peak)
                 continue;
-            int64_t bytes = vcc_tensor_bytes(x), smaller = vcc_conv_ws_halved(ctx, g, x->producer, bytes);
+            int64_t bytes = vcc_tensor_bytes(x), smaller = vcc_conv_ws_halved(ctx, g, x->producer, bytes, false);
             if (smaller < bytes && bytes > best_bytes) best = t, best_bytes = bytes, best_new = smaller;
         }
         if (best < 0) break;

@@ -425,7 +425,7 @@ static VccStatus node_geometry(VccCtx *ctx, const VccGraph *g, const VccNode *n,
     return vcc_conv_params(ctx, n, &g->tensors[x].shape, &g->tensors[w].shape, p);
 }
 
-int64_t vcc_conv_ws_halved(VccCtx *ctx, const VccGraph *g, int k, int64_t bytes) {
+int64_t vcc_conv_ws_halved(VccCtx *ctx, const VccGraph *g, int k, int64_t bytes, bool dnnl_too) {
     const VccNode *n = &g->nodes[k];
     VccConvParams p;
     bool conv = n->op == VCC_OP_CONV || n->op == VCC_OP_CONV_GRAD_DATA || n->op == VCC_OP_CONV_GRAD_FILTER ||
@@ -438,14 +438,21 @@ int64_t vcc_conv_ws_halved(VccCtx *ctx, const VccGraph *g, int k, int64_t bytes)
      * or runs the direct convolution */
     int64_t base = plan_ws_bytes(ctx, n->op, &p, false);
     if (ctx->cpu_conv_dnnl && base >= 0 && bytes > base) return base;
-    /* oneDNN's blocked copies are sized by batch, not by columns: left as planned */
-    if (rows <= 0 || bytes % (4 * rows) ||
-        (ctx->cpu_conv_dnnl && dnnl_op_ws_bytes(n->op, &p, ctx->workspace_limit, false) > 0))
-        return bytes;
+    if (rows <= 0) return bytes;
+    /* half the im2col columns, not below the floor */
     int64_t cols = bytes / 4 / rows, floor = out < VCC_WORKSPACE_MIN_COLS ? out : VCC_WORKSPACE_MIN_COLS;
-    if (cols <= floor) return bytes;
-    int64_t half = (cols + 1) / 2;
-    return 4 * rows * (half > floor ? half : floor);
+    int64_t half = (cols + 1) / 2, im2col = 4 * rows * (half > floor ? half : floor);
+    if (!ctx->cpu_conv_dnnl || dnnl_op_ws_bytes(n->op, &p, ctx->workspace_limit, false) <= 0)
+        return bytes % (4 * rows) || cols <= floor ? bytes : im2col;
+    /* oneDNN's direct convolution runs here: with dnnl_too, the room for its largest execution below bytes
+     * (the whole batch while that fits, then fewer samples, then slabs of one) or half the im2col columns
+     * (the path of a pass oneDNN does not take), the larger; no such execution: left as planned, as
+     * im2col alone would be several times slower */
+    if (!dnnl_too) return bytes;
+    int64_t next = (dnnl_op_ws_bytes(n->op, &p, bytes - 1, false) + 3) / 4 * 4;
+    if (next <= 0) return bytes;
+    int64_t smaller = next > im2col ? next : im2col;
+    return smaller < bytes ? smaller : bytes;
 }
 
 VccStatus vcc_conv_add_workspace(VccCtx *ctx, VccGraph *g, int k, const VccShape *x, const VccShape *w) {
@@ -491,6 +498,11 @@ static bool check_ws(VccCtx *ctx, VccGraph *g, const VccNode *n, int ws, const V
     if (t->dtype == VCC_F32 && rows > 0 && have >= rows && have < bytes / 4 && have % rows == 0) return true;
     /* or without the room for oneDNN's Winograd convolution, which the shrinking takes first */
     if (t->dtype == VCC_F32 && have >= 0 && have < bytes / 4 && have * 4 == plan_ws_bytes(ctx, n->op, p, false))
+        return true;
+    /* or, where oneDNN's direct convolution runs (--cpu-conv dnnl), room for one of its executions on fewer
+     * samples, and at least one im2col column: the program takes what fits (runtime/cpu/conv_dnnl.h) */
+    if (t->dtype == VCC_F32 && ctx->cpu_conv_dnnl && rows > 0 && have >= rows && have < bytes / 4 &&
+        dnnl_op_ws_bytes(n->op, p, ctx->workspace_limit, false) > 0)
         return true;
     return vcc_put_output(ctx, g, n, true, ws, VCC_F32, &s);
 }

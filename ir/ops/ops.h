@@ -270,13 +270,19 @@ int64_t vcc_conv_dnnl_ws_bytes(const VccConvParams *p, int64_t limit);
  * -1 when the im2col workspace passes VCC_MAX_TENSOR_BYTES. */
 int64_t vcc_conv_plan_ws_bytes(const VccCtx *ctx, VccOp op, const VccConvParams *p);
 
-/* The bytes of conv-family node k's workspace (currently `bytes`, a whole number of im2col columns) with
- * about half as many columns, (cols + 1) / 2, but not below min(prod(out), VCC_WORKSPACE_MIN_COLS); `bytes`
- * itself when it cannot shrink: at that floor already, not a whole number of columns, or sized for oneDNN
- * (--cpu-conv dnnl: its blocked copies do not chunk). passes/schedule.c shrinks the workspaces that set the
- * peak with it, passes/remat.c those at the peak under --memory-limit; the kernels take any whole number
- * of columns (vcc_conv_chunk_cols). */
-int64_t vcc_conv_ws_halved(VccCtx *ctx, const VccGraph *g, int k, int64_t bytes);
+/* The bytes of conv-family node k's workspace, now `bytes`, one step smaller; `bytes` itself when it
+ * cannot shrink. Under --cpu-conv dnnl, the room for oneDNN's Winograd convolution goes first (its direct
+ * convolution then runs). Where the im2col path runs: about half as many columns, (cols + 1) / 2, but not
+ * below min(prod(out), VCC_WORKSPACE_MIN_COLS) (not at all where `bytes` is not a whole number of
+ * columns). Where oneDNN's direct convolution runs (--cpu-conv dnnl; its blocked copies do not chunk by
+ * columns): with dnnl_too, the larger of those im2col columns (the path of a pass oneDNN does not take)
+ * and the room for oneDNN's largest execution below `bytes` (ir/ops/conv.c's dnnl_ws_bytes: the whole
+ * batch while that fits, then fewer samples per execution, then slabs of one sample); without dnnl_too,
+ * `bytes`. passes/schedule.c shrinks the workspaces that set the peak with it (dnnl_too false: the default
+ * plan keeps oneDNN's room and the im2col chunks beside it), passes/remat.c those at the peak under
+ * --memory-limit (true); the kernels take any whole number of columns (vcc_conv_chunk_cols) and oneDNN
+ * the most samples that fit (runtime/cpu/conv_dnnl.h). */
+int64_t vcc_conv_ws_halved(VccCtx *ctx, const VccGraph *g, int k, int64_t bytes, bool dnnl_too);
 
 /* Add a workspace tensor "<node>.ws" of vcc_conv_ws_bytes (under ctx->workspace_limit) as the last output
  * of conv-family node k; x and w are the forward op's input and weight shapes. */
