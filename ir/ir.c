@@ -228,6 +228,17 @@ int *vcc_tensor_roots(const VccGraph *g) {
     return root;
 }
 
+void vcc_root_intervals(const VccGraph *g, const int *roots, int *gs, int *ge) {
+    for (int t = 0; t < g->ntensors; t++) gs[t] = ge[t] = -1;
+    for (int t = 0; t < g->ntensors; t++) {
+        const VccTensor *x = &g->tensors[t];
+        if (x->start < 0) continue;
+        int r = roots[t];
+        if (gs[r] < 0 || x->start < gs[r]) gs[r] = x->start;
+        if (x->end > ge[r]) ge[r] = x->end;
+    }
+}
+
 const char *vcc_graph_meta(const VccGraph *g, const char *key) {
     for (int i = 0; i < g->nmeta; i++)
         if (strcmp(g->meta_keys[i], key) == 0) return g->meta_values[i];

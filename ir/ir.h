@@ -453,6 +453,10 @@ int vcc_tensor_root(const VccGraph *g, int t);
 /* vcc_tensor_root of every tensor at once, in O(ntensors) however long the chains (a malloc'd array of
  * g->ntensors indices; the caller frees it). */
 int *vcc_tensor_roots(const VccGraph *g);
+/* The live interval of each buffer: for every root r (roots from vcc_tensor_roots), gs[r] and ge[r] the
+ * first and last steps of the union of the intervals (start, end) of the tensors whose root is r; -1 for
+ * tensors that are no root or whose buffer is never live. gs and ge hold g->ntensors ints each. */
+void vcc_root_intervals(const VccGraph *g, const int *roots, int *gs, int *ge);
 /* True for tensors in the persistent region (PARAM, BUFFER, CONST, GRAD, OPT_STATE). */
 bool vcc_tensor_is_persistent(const VccTensor *t);
 /* True for a parameter's gradient, kept (GRAD) or planned (GRAD_PLANNED). */

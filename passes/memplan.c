@@ -20,18 +20,6 @@
 
 static int64_t align_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 
-/* Union interval of the buffer rooted at r (tensors whose vcc_tensor_root is r). */
-static void group_intervals(const VccGraph *g, const int *roots, int *gs, int *ge) {
-    for (int t = 0; t < g->ntensors; t++) gs[t] = ge[t] = -1;
-    for (int t = 0; t < g->ntensors; t++) {
-        const VccTensor *x = &g->tensors[t];
-        if (x->start < 0) continue;
-        int r = roots[t];
-        if (gs[r] < 0 || x->start < gs[r]) gs[r] = x->start;
-        if (x->end > ge[r]) ge[r] = x->end;
-    }
-}
-
 static bool is_planned_root(const VccGraph *g, int t, const int *gs) {
     const VccTensor *x = &g->tensors[t];
     return x->alias_of < 0 && x->inplace_of < 0 && !vcc_tensor_is_persistent(x) && gs[t] >= 0 &&
@@ -53,7 +41,7 @@ VccStatus vcc_memplan(VccCtx *ctx, VccGraph *g) {
     int *gs = vcc_malloc(sizeof(int) * (size_t)(nt ? nt : 1));
     int *ge = vcc_malloc(sizeof(int) * (size_t)(nt ? nt : 1));
     int *roots = vcc_tensor_roots(g);
-    group_intervals(g, roots, gs, ge);
+    vcc_root_intervals(g, roots, gs, ge);
     int *ids = vcc_malloc(sizeof(int) * (size_t)(nt ? nt : 1));
     VccDsaItem *items = vcc_malloc(sizeof(VccDsaItem) * (size_t)(nt ? nt : 1));
     size_t n = 0;
@@ -119,7 +107,7 @@ int64_t vcc_plan_lower_bound(const VccGraph *g) {
     int *gs = vcc_malloc(sizeof(int) * (size_t)(nt ? nt : 1));
     int *ge = vcc_malloc(sizeof(int) * (size_t)(nt ? nt : 1));
     int *roots = vcc_tensor_roots(g);
-    group_intervals(g, roots, gs, ge);
+    vcc_root_intervals(g, roots, gs, ge);
     VccDsaItem *items = vcc_malloc(sizeof(VccDsaItem) * (size_t)(nt ? nt : 1));
     size_t n = 0;
     int64_t persistent = 0;
@@ -270,7 +258,7 @@ VccStatus vcc_plan_check(VccCtx *ctx, const VccGraph *g) {
     int *ge = vcc_malloc(sizeof(int) * (size_t)(nt ? nt : 1));
     OffsetRef *bufs = vcc_malloc(sizeof(OffsetRef) * (size_t)(nt ? nt : 1));
     int *roots = vcc_tensor_roots(g);
-    group_intervals(g, roots, gs, ge);
+    vcc_root_intervals(g, roots, gs, ge);
     VccStatus st = check_intervals(ctx, g, roots);
     if (!st) st = check_inplace(ctx, g, roots);
     /* the buffers: root tensors that hold bytes and are live (persistent, or used) */

@@ -278,14 +278,7 @@ static void profile_make(const VccGraph *g, Profile *pf) {
     int *gs = vcc_malloc(sizeof(int) * (size_t)(nt ? nt : 1));
     pf->ge = vcc_malloc(sizeof(int) * (size_t)(nt ? nt : 1));
     pf->live = vcc_calloc((size_t)ns, sizeof(int64_t));
-    for (int t = 0; t < nt; t++) gs[t] = pf->ge[t] = -1;
-    for (int t = 0; t < nt; t++) {
-        const VccTensor *x = &g->tensors[t];
-        if (x->start < 0) continue;
-        int r = pf->roots[t];
-        if (gs[r] < 0 || x->start < gs[r]) gs[r] = x->start;
-        if (x->end > pf->ge[r]) pf->ge[r] = x->end;
-    }
+    vcc_root_intervals(g, pf->roots, gs, pf->ge);
     for (int t = 0; t < nt; t++)
         if (pf->roots[t] == t && gs[t] >= 0 && !vcc_tensor_is_persistent(&g->tensors[t])) {
             int64_t b = footprint(&g->tensors[t]);
