@@ -56,6 +56,7 @@ typedef struct Loader {
     VccStatus status;
     NameMap names;
     bool *binding_used; /* ctx->nshapes entries */
+    bool binding_unknown; /* a binding names nothing in the graph: unbound symbolic dims are not reported */
     /* values of an element type vcc does not have: defined (so that names resolve) but untyped; their
      * problems are recorded once the nodes reading them are known */
     struct Unsup {
@@ -592,6 +593,36 @@ static int find_binding(const Loader *L, const char *name) {
     return -1;
 }
 
+/* Reports each binding in ctx->shapes that names nothing: with gp, before the inputs load, those that
+ * name no graph input and no symbolic dim of one (then sets L->binding_unknown); with NULL, after they
+ * loaded, those that no input took (L->binding_used), such as the name of an initializer also listed as
+ * an input. */
+static void report_unknown_bindings(Loader *L, const Onnx__GraphProto *gp) {
+    for (int b = 0; b < L->ctx->nshapes; b++) {
+        const VccShapeBinding *sb = &L->ctx->shapes[b];
+        bool known = !gp && L->binding_used[b];
+        for (size_t i = 0; gp && !known && i < gp->n_input; i++) {
+            const Onnx__ValueInfoProto *vi = gp->input[i];
+            known = sb->name && vi->name && !strcmp(sb->name, vi->name);
+            const Onnx__TypeProto *tp = vi->type;
+            if (known || !tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type ||
+                !tp->tensor_type->shape)
+                continue;
+            const Onnx__TensorShapeProto *sh = tp->tensor_type->shape;
+            for (size_t j = 0; !known && j < sh->n_dim; j++)
+                known = sb->name && sh->dim[j]->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+                        sh->dim[j]->dim_param && !strcmp(sb->name, sh->dim[j]->dim_param);
+        }
+        if (known) continue;
+        if (gp) L->binding_unknown = true;
+        fail(L, VCC_ERR_INVALID, "%s %s: no graph input or symbolic input dim has that name%s", bind_opt(sb),
+             str_or_empty(sb->name),
+             sb->opt ? " (--fit varies a symbolic dim: export the model with one, e.g. "
+                       "models/export_torchvision.py --dynamic-batch, or name it with --vary)"
+                     : "");
+    }
+}
+
 /* "2x3x8x112x112" into buf: fixed dims as they are, unbound ones as 2 (an example size). */
 static void format_example(char *buf, size_t len, const int64_t *dims, int rank) {
     size_t k = 0;
@@ -711,6 +742,8 @@ static void load_input(Loader *L, const Onnx__ValueInfoProto *vi, size_t index) 
                 }
                 continue;
             }
+            ok = false;
+            if (L->binding_unknown) continue; /* the misnamed binding was reported instead */
             format_example(example, sizeof example, shape.dims, rank);
             if (param[i])
                 fail(L, VCC_ERR_SHAPE, "input '%s' dim %d ('%s') is symbolic; bind it to a size, e.g. --shape %s=2 "
@@ -718,7 +751,6 @@ static void load_input(Loader *L, const Onnx__ValueInfoProto *vi, size_t index) 
             else
                 fail(L, VCC_ERR_SHAPE, "input '%s' dim %d is unknown; bind it to a size, e.g. --shape %s=%s", name, i,
                      name, example);
-            ok = false;
         }
     }
     if (!ok) return;
@@ -1289,14 +1321,11 @@ static VccStatus load_graph(Loader *L, const Onnx__ModelProto *m) {
 
     /* stage 2: definitions */
     load_initializers(L, gp);
+    /* a binding that names no input or symbolic dim first: the symbolic dims it leaves unbound are then
+     * not reported (it was most likely meant for one of them) */
+    report_unknown_bindings(L, gp);
     for (size_t i = 0; i < gp->n_input; i++) load_input(L, gp->input[i], i);
-    for (int b = 0; b < L->ctx->nshapes; b++)
-        if (!L->binding_used[b])
-            fail(L, VCC_ERR_INVALID, "%s %s: no graph input or symbolic input dim has that name%s",
-                 bind_opt(&L->ctx->shapes[b]), str_or_empty(L->ctx->shapes[b].name),
-                 L->ctx->shapes[b].opt ? " (--fit varies a symbolic dim: export the model with one, e.g. "
-                                         "models/export_torchvision.py --dynamic-batch, or name it with --vary)"
-                                       : "");
+    if (!L->binding_unknown) report_unknown_bindings(L, NULL);
     char **labels = vcc_calloc(gp->n_node + 1, sizeof *labels);
     bool *skip = vcc_calloc(gp->n_node + 1, sizeof *skip);
     node_labels(L, gp, labels);

@@ -22,7 +22,9 @@ MODEL is a small training model (tests/e2e/tiny_models.py's res3d).
     that node and the model's node it was made for, and writes nothing.
   - -o t.cu.c beside a file t.cu is refused: the printed build command would write its program over it.
   - --fit on a model that still fits at the largest batch the search tries (2^20) says "or more"; a
-    --vary name the model lacks is reported as that --vary (not as a --shape the user never gave).
+    --vary name the model lacks is reported as that --vary (not as a --shape the user never gave), and
+    a --vary or --shape name the model lacks is the only error (not also the symbolic batch it leaves
+    unbound, which it was most likely meant for).
   - --workspace-limit 16MiB, 16M and 16777216 give the same plan; a plan compiled with a limit and
     dumped is accepted back with the same limit.
   - A .vir dump is an input: the program compiled from a memplan dump of a model whose Reshape reads a
@@ -216,8 +218,12 @@ def check_fit_cap(vcc, work):
     check(p.returncode == 0 and len(lines) == 2 and all("batch=1048576 or more" in l for l in lines),
           "--fit past the largest batch tried says 'or more'", p.stdout + p.stderr)
     p = run([vcc, path, "--fit", "1GiB", "--vary", "nosuch"], work)
-    check(p.returncode != 0 and "--vary nosuch: no graph input" in p.stderr and "--shape nosuch" not in p.stderr,
-          "--fit --vary of a name the model lacks is named as --vary", p.stderr)
+    check(p.returncode != 0 and "--vary nosuch: no graph input" in p.stderr and "--shape nosuch" not in p.stderr
+          and "is symbolic" not in p.stderr, "--fit --vary of a name the model lacks is named as --vary, alone",
+          p.stderr)
+    p = run([vcc, path, "--shape", "nosuch=2"], work)
+    check(p.returncode != 0 and "--shape nosuch: no graph input" in p.stderr and "is symbolic" not in p.stderr,
+          "--shape of a name the model lacks is named alone, not the symbolic dim it leaves unbound", p.stderr)
 
 
 def check_vir_trains(vcc, tiny, work):
