@@ -23,7 +23,9 @@ vcc, float ones would be trained, so give float constants only when the op treat
 `ref(**tensors)` computes the output(s) in PyTorch from float64 tensors (constants as torch tensors too).
 `outputs` is the number of node outputs (all are compared in the forward check; an int64 reference
 output is declared INT64, e.g. MaxPool's Indices). `flags` are extra vcc options for every program of
-the case (e.g. ["--allow-inference-export"] for an op's inference form). The environment variable
+the case (e.g. ["--allow-inference-export"] for an op's inference form); a callable among them is called
+as f(vcc, onnx_path, cwd, options) with the program's other options and gives the options it stands
+for (e.g. a --memory-limit read from vcc's refusal of that model). The environment variable
 VCC_OPS_CFLAGS, when set, is appended to every C program's build command (e.g. a -D that a family's
 runtime reads).
 
@@ -144,6 +146,8 @@ NVCC_STRICT = " -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror"
 
 
 def _build(vcc, onnx_path, out, cwd, extra, fast=True):
+    plain = [a for a in extra if not callable(a)]
+    extra = [b for a in extra for b in (a(vcc, onnx_path, cwd, plain) if callable(a) else [a])]
     cmd = _run([vcc, onnx_path, "-o", out] + extra, cwd).strip().splitlines()[-1]
     if fast and out.endswith(".c"):
         cmd = cmd.replace("-O2 -march=native", "-O0")

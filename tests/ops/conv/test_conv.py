@@ -21,7 +21,8 @@ output_shape (spatial and whole-shape forms, smaller and larger than the natural
 and 17.
 
     test_conv.py --vcc BUILD/vcc --work DIR [--only NAME] [--cuda | --cuda-one] [--chunked]
-                 [--cpu-conv dnnl|im2col] [--dnnl-batch-chunks [--expect-refused]] [--dnnl-slabs]
+                 [--cpu-conv dnnl|im2col] [--dnnl-batch-chunks [--expect-refused]] [--dnnl-memory-limit]
+                 [--dnnl-slabs]
                  [--dnnl-winograd [--dnnl-winograd-slabs]] [--filter-chunk-cap]
 (--cuda without a GPU exits 77: the CUDA programs are only worth building one by one where they run.)
 
@@ -32,6 +33,11 @@ oneDNN's verbose log (DNNL_VERBOSE=1), which must show convolutions executed by 
 the case (it refuses the negative pads of cropping ConvTransposes: those cases must show none, and
 compute with im2col), and for a Conv case with explicit pads the kernel it ran must be the taps that read
 the input (dead_taps: the runtime leaves out the taps that read only zero padding, the *_dead_taps cases).
+
+--dnnl-memory-limit runs BATCH_CHUNK_CASES with --cpu-conv dnnl at the smallest arena --memory-limit
+reaches (smallest_arena: the one vcc's refusal of a 1-byte limit names), where the weight-gradient pass's
+workspace at the peak has shrunk to oneDNN's execution on one sample: checked against PyTorch as above,
+and oneDNN's verbose log must show N executions of minibatch 1, as --dnnl-batch-chunks.
 
 --dnnl-slabs runs SLAB_CASES, convolutions with a spatial dim of kernel 1, stride 1 and no padding, with
 --cpu-conv dnnl under a --workspace-limit (dnnl_slab_limit) where one sample's blocked copies do not fit
@@ -397,6 +403,20 @@ def dnnl_chunk_limit(case):
     return 4 * (xf + yf + 3 * wts + plain_w) + 4 * 64 + 65536
 
 
+def smallest_arena(vcc, onnx_path, cwd, options):
+    """--dnnl-memory-limit: the --memory-limit of the smallest arena vcc names for a trainer of onnx_path with
+    options (its refusal of a 1-byte limit: with the conv workspaces at the peak shrunk, where that goes
+    lower); nothing for a --forward-only program, which has no backward to recompute."""
+    if "--forward-only" in options:
+        return []
+    p = subprocess.run([vcc, onnx_path, "--memory-limit", "1"] + options, cwd=cwd, capture_output=True, text=True)
+    m = re.search(r"workspaces at the peak shrunk too .*? it is (\d+) bytes", p.stderr) or \
+        re.search(r"reachable by recomputation is (\d+) bytes", p.stderr)
+    if not m:
+        sys.exit("FAIL: vcc --memory-limit 1 named no smallest arena: %s" % p.stderr)
+    return ["--memory-limit", m.group(1)]
+
+
 def run_verbose(d):
     """One step of the trainer built in d (lr 0), at one thread, with oneDNN's verbose log on stdout."""
     env = dict(os.environ, DNNL_VERBOSE="1", OMP_NUM_THREADS="1")
@@ -575,6 +595,19 @@ if __name__ == "__main__":
         rc = oc.main(BATCH_CHUNK_CASES)
         a = sys.argv
         problems = check_batch_chunks(BATCH_CHUNK_CASES, os.path.abspath(a[a.index("--work") + 1]), refused)
+        for b in problems:
+            print("FAIL " + b)
+        sys.exit(rc or (1 if problems else 0))
+    if "--dnnl-memory-limit" in sys.argv:
+        # the same convolutions compiled at the smallest arena --memory-limit reaches: the workspace of the
+        # weight-gradient pass at the peak shrinks to oneDNN's execution on one sample (passes/remat.c,
+        # vcc_conv_ws_halved), and the trainer runs it so
+        sys.argv.remove("--dnnl-memory-limit")
+        for c in BATCH_CHUNK_CASES:
+            c.flags += ["--cpu-conv", "dnnl", smallest_arena]
+        rc = oc.main(BATCH_CHUNK_CASES)
+        a = sys.argv
+        problems = check_batch_chunks(BATCH_CHUNK_CASES, os.path.abspath(a[a.index("--work") + 1]))
         for b in problems:
             print("FAIL " + b)
         sys.exit(rc or (1 if problems else 0))
