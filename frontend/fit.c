@@ -123,7 +123,8 @@ int vcc_fit(VccCtx *ctx, const char *model, int64_t limit, const char *vary, FIL
                     n >= FIT_MAX ? " or more (the search tries no larger value)" : "", best->arena_bytes,
                     mib(best->arena_bytes));
             if (remat)
-                fprintf(out, ", %d values recomputed, +%.2f%% FLOPs%s", best->remat_values,
+                fprintf(out, ", %d value%s recomputed, +%.2f%% FLOPs%s", best->remat_values,
+                        best->remat_values == 1 ? "" : "s",
                         best->step_flops > 0 ? 100.0 * best->remat_flops / best->step_flops : 0.0,
                         best->remat_ws_shrunk ? ", " VCC_REMAT_WS_NOTE : "");
             fputc('\n', out);

@@ -230,17 +230,18 @@ void vcc_plan_report(FILE *f, const VccGraph *g, const char *model, const VccGra
     /* what recomputation removed (passes/remat.c: its clones are the nodes named "<node>.recompute") */
     if (g->remat_values > 0 || g->remat_ws_shrunk > 0) {
         fprintf(f, "\nremoved by recomputation (--memory-limit)\n");
-        fprintf(f, "  %d saved values recomputed in backward instead of kept from the forward, +%.2f%% FLOPs of the "
-                   "step (%.3g of %.3g)\n", g->remat_values, g->step_flops > 0 ? 100.0 * g->remat_flops / g->step_flops
+        fprintf(f, "  %d saved value%s recomputed in backward instead of kept from the forward, +%.2f%% FLOPs of "
+                   "the step (%.3g of %.3g)\n", g->remat_values, g->remat_values == 1 ? "" : "s", g->step_flops > 0 ? 100.0 * g->remat_flops / g->step_flops
                    : 0.0, g->remat_flops, g->step_flops);
         fprintf(f, "  arena without recomputation %" PRId64 " bytes (%.1f MiB), with it %" PRId64 " bytes (%.1f MiB): "
                    "%" PRId64 " bytes (%.1f MiB) less\n", g->arena_unlimited_bytes, g->arena_unlimited_bytes / MIB,
                 arena, arena / MIB, g->arena_unlimited_bytes - arena, (g->arena_unlimited_bytes - arena) / MIB);
         if (g->remat_ws_shrunk)
-            fprintf(f, "  and %d halvings of conv workspaces at the peak once nothing there was left to recompute: "
+            fprintf(f, "  and %d halving%s of conv workspaces at the peak once nothing there was left to recompute: "
                        "%" PRId64 " bytes (%.1f MiB) less at their steps (those convolutions sum in smaller im2col "
                        "chunks, so their numbers round differently from the unlimited plan's)\n",
-                    g->remat_ws_shrunk, g->remat_ws_shrunk_bytes, g->remat_ws_shrunk_bytes / MIB);
+                    g->remat_ws_shrunk, g->remat_ws_shrunk == 1 ? "" : "s", g->remat_ws_shrunk_bytes,
+                    g->remat_ws_shrunk_bytes / MIB);
         fprintf(f, "  recomputed nodes, in schedule order (step, op, node):\n");
         int listed = 0, total = 0;
         for (int k = 0; k < g->nnodes; k++) {

@@ -551,7 +551,23 @@ static int pick(const VccGraph *g, Profile *pf, Chain *best, int *best_p, unsign
     return pick_t;
 }
 
-static double gib(int64_t b) { return (double)b / (1024.0 * 1024.0 * 1024.0); }
+/* b bytes as a reader takes them in: "0.281 GiB", "1.8 MiB", "0.9 KiB" (GiB from 1 GiB on, MiB from 1 MiB
+ * on), into buf. */
+static const char *size_text(char *buf, size_t len, int64_t b) {
+    double d = (double)b;
+    if (d >= 1073741824.0) snprintf(buf, len, "%.3f GiB", d / 1073741824.0);
+    else if (d >= 1048576.0) snprintf(buf, len, "%.1f MiB", d / 1048576.0);
+    else snprintf(buf, len, "%.1f KiB", d / 1024.0);
+    return buf;
+}
+
+/* The limit as the refusals name it: "--memory-limit 1 byte", "--memory-limit 8388608 bytes (8.0 MiB)". */
+static const char *limit_text(char *buf, size_t len, int64_t b) {
+    char unit[32];
+    if (b < 1024) snprintf(buf, len, "--memory-limit %" PRId64 " byte%s", b, b == 1 ? "" : "s");
+    else snprintf(buf, len, "--memory-limit %" PRId64 " bytes (%s)", b, size_text(unit, sizeof unit, b));
+    return buf;
+}
 
 /* The workspace of the conv made at step s, halved (vcc_conv_ws_halved: half the im2col columns per
  * chunk, at least VCC_WORKSPACE_MIN_COLS, or oneDNN's execution on fewer samples). A forward
@@ -937,9 +953,10 @@ VccStatus vcc_remat(VccCtx *ctx, VccGraph *g) {
     int n_same = fig.n_same, n_smallest = fig.n_smallest, ws_smallest = fig.ws_smallest;
     double flops_same = fig.flops_same, flops_smallest = fig.flops_smallest;
     if (g->arena_bytes <= ctx->memory_limit) return VCC_OK;
+    char limit[96], u1[32], u2[32], u3[32];
+    limit_text(limit, sizeof limit, ctx->memory_limit);
     if (base.light) {
-        vcc_error(ctx, "--memory-limit %" PRId64 " bytes (%.3f GiB) cannot be met by recomputation",
-                  ctx->memory_limit, gib(ctx->memory_limit));
+        vcc_error(ctx, "%s cannot be met by recomputation", limit);
         return VCC_ERR_UNSUPPORTED;
     }
     char budget_text[64] = "", ws_text[512] = "";
@@ -947,18 +964,17 @@ VccStatus vcc_remat(VccCtx *ctx, VccGraph *g) {
         snprintf(budget_text, sizeof budget_text, " within --recompute-flops %g%%", ctx->recompute_flops_max);
     if (smallest < same)
         snprintf(ws_text, sizeof ws_text,
-                 "; with conv workspaces at the peak shrunk too (%d halvings: smaller im2col "
+                 "; with conv workspaces at the peak shrunk too (%d halving%s: smaller im2col "
                  "chunks%s, so those convolutions round differently from the unlimited plan's) it is %" PRId64
-                 " bytes (%.3f GiB; %d values recomputed, +%.2f%% FLOPs)",
-                 ws_smallest, ctx->cpu_conv_dnnl ? " or oneDNN executions on fewer samples" : "", smallest,
-                 gib(smallest), n_smallest,
+                 " bytes (%s; %d value%s recomputed, +%.2f%% FLOPs)",
+                 ws_smallest, ws_smallest == 1 ? "" : "s", ctx->cpu_conv_dnnl ? " or oneDNN executions on fewer samples" : "",
+                 smallest, size_text(u1, sizeof u1, smallest), n_smallest, n_smallest == 1 ? "" : "s",
                  g->step_flops > 0 ? 100.0 * flops_smallest / g->step_flops : 0.0);
     vcc_error(ctx,
-              "--memory-limit %" PRId64 " bytes (%.3f GiB) cannot be met: the smallest arena reachable by "
-              "recomputation%s is %" PRId64 " bytes (%.3f GiB; %d values recomputed, +%.2f%% FLOPs), the "
-              "arena without recomputation %" PRId64 " bytes (%.3f GiB)%s",
-              ctx->memory_limit, gib(ctx->memory_limit), budget_text, same, gib(same), n_same,
+              "%s cannot be met: the smallest arena reachable by recomputation%s is %" PRId64 " bytes (%s; %d value%s "
+              "recomputed, +%.2f%% FLOPs), the arena without recomputation %" PRId64 " bytes (%s)%s",
+              limit, budget_text, same, size_text(u2, sizeof u2, same), n_same, n_same == 1 ? "" : "s",
               g->step_flops > 0 ? 100.0 * flops_same / g->step_flops : 0.0, g->arena_unlimited_bytes,
-              gib(g->arena_unlimited_bytes), ws_text);
+              size_text(u3, sizeof u3, g->arena_unlimited_bytes), ws_text);
     return VCC_ERR_UNSUPPORTED;
 }

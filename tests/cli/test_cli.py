@@ -391,14 +391,14 @@ def main():
         os.path.join(work, "none.c")), "--memory-limit 1 is refused, nothing written", p.stderr)
     m = re.search(r"is (\d+) bytes", p.stderr)
     # --recompute-flops P: the smallest arena within P percent more FLOPs; 0 recomputes nothing
-    unb = re.search(r"is (\d+) bytes \(.*?; (\d+) values recomputed, \+([0-9.]+)% FLOPs\), the arena without "
+    unb = re.search(r"is (\d+) bytes \(.*?; (\d+) values? recomputed, \+([0-9.]+)% FLOPs\), the arena without "
                     r"recomputation (\d+) bytes", p.stderr)
     check(unb is not None and float(unb.group(3)) > 0, "--memory-limit 1 names the smallest arena, its values and FLOPs",
           p.stderr)
     if unb:
         for pct in (0.0, float(unb.group(3)) / 2):
             q = run([vcc, model, "--memory-limit", "1", "--recompute-flops", "%g%%" % pct, "-o", "none.c"], work)
-            b = re.search(r"within --recompute-flops [0-9.e+-]+% is (\d+) bytes \(.*?; (\d+) values recomputed, "
+            b = re.search(r"within --recompute-flops [0-9.e+-]+% is (\d+) bytes \(.*?; (\d+) values? recomputed, "
                           r"\+([0-9.]+)% FLOPs\)", q.stderr)
             ok = q.returncode == 1 and b is not None and float(b.group(3)) <= pct and \
                 int(unb.group(1)) <= int(b.group(1)) <= int(unb.group(4)) and \

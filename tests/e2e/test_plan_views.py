@@ -341,7 +341,7 @@ def check_recompute(vcc, model, work, extra, arena):
     dump = run([vcc, model, "--memory-limit", limit, "--dump-ir", "remat"] + extra).stdout
     want = [(int(k), op, name) for k, op, name in
             re.findall(r'^node (\d+) backward (\w+) "([^"]*\.recompute)"', dump, re.M)]
-    m = re.search(r"\nremoved by recomputation \(--memory-limit\)\n  (\d+) saved values recomputed .*?, \+([0-9.]+)%"
+    m = re.search(r"\nremoved by recomputation \(--memory-limit\)\n  (\d+) saved values? recomputed .*?, \+([0-9.]+)%"
                   r" FLOPs.*\n  arena without recomputation (\d+) bytes .*, with it (\d+) bytes", text)
     if not m or not want:
         fail("--memory-limit %s: no recomputation section (%s) or no recomputed node in --dump-ir remat (%d)"
