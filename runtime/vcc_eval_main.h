@@ -105,6 +105,7 @@ static int vcc_eval_main(int argc, char **argv, const VccEvalModel *m) {
     }
     if (!data) vcc_usage_error("--data is required");
     if (!labels_path && !logits_path) vcc_usage_error("give --labels (accuracy and loss) or --logits (the outputs), or both");
+    int beside = !weights;
     if (!weights) weights = vcc_beside_program(argv[0], m->default_weights, wbuf, sizeof wbuf);
     {
         VccFileArg in[3] = {{"--data", data}, {"--labels", labels_path}, {"--weights", weights}};
@@ -126,7 +127,7 @@ static int vcc_eval_main(int argc, char **argv, const VccEvalModel *m) {
     unsigned char *arena = (unsigned char *)vcc_arena_alloc(&rt, m->arena_bytes);
     if (!arena) vcc_dief("cannot allocate the %zu-byte arena", m->arena_bytes);
     m->init(&rt, arena);
-    vcc_load_state(&rt, m->state, m->nstate, arena, weights);
+    vcc_load_state(&rt, m->state, m->nstate, arena, weights, beside);
 
     size_t sample_bytes = x.nbytes / (size_t)S;
     float *batch_logits = (float *)malloc(m->output->bytes ? m->output->bytes : 1);

@@ -89,6 +89,7 @@ static int vcc_forward_main(int argc, char **argv, const VccForwardModel *m) {
     if (nin != m->ninputs || nout != m->noutputs)
         vcc_usage_error("expected %d input and %d output .npy files (IN... -o OUT...), got %d and %d", m->ninputs,
                         m->noutputs, nin, nout);
+    int beside = !weights;
     if (!weights) weights = vcc_beside_program(argv[0], m->default_weights, wbuf, sizeof wbuf);
     if (seed) vcc_option_count("--seed", seed, &seed_value);
     {
@@ -120,7 +121,7 @@ static int vcc_forward_main(int argc, char **argv, const VccForwardModel *m) {
     unsigned char *arena = (unsigned char *)vcc_arena_alloc(&rt, m->arena_bytes);
     if (!arena) vcc_dief("cannot allocate the %zu-byte arena", m->arena_bytes);
     m->init(&rt, arena);
-    if (m->nstate) vcc_load_state(&rt, m->state, m->nstate, arena, weights);
+    if (m->nstate) vcc_load_state(&rt, m->state, m->nstate, arena, weights, beside);
     for (int i = 0; i < m->ninputs; i++) {
         const VccIoInfo *d = &m->inputs[i];
         VccNpy a;

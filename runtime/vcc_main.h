@@ -163,6 +163,7 @@ typedef struct {
     float lr, momentum, wd, beta1, beta2, eps, clip; /* as given, rounded to float32 (clip 0: none) */
     double lr64, wd64, beta1_64, beta2_64, eps64, clip64; /* the same decimals read as doubles (AdamW, clip) */
     char weights_buf[4096];
+    int weights_beside;                      /* no --weights: the file vcc wrote beside the program */
 } VccTrainArgs;
 
 #define VCC_CKPT_EVERY_DEFAULT 100
@@ -412,6 +413,7 @@ static void vcc_train_args(int argc, char **argv, const VccModel *m, VccTrainArg
 #endif
     if (a->resume && a->weights)
         vcc_usage_error("--weights and --resume exclude each other (a resumed run takes its weights from the checkpoint)");
+    a->weights_beside = !a->weights;
     if (!a->weights) a->weights = vcc_beside_program(argv[0], m->default_weights, a->weights_buf, sizeof a->weights_buf);
 }
 
@@ -736,7 +738,7 @@ static int vcc_trainer_main(int argc, char **argv, const VccModel *m) {
         fprintf(stderr, "%s: resuming from %s at step %ld of %ld%s\n", vcc_program, path, start, a.steps,
                 start == a.steps ? " (nothing left to train)" : "");
     } else {
-        vcc_load_state(&rt, m->state, m->nstate, arena, a.weights);
+        vcc_load_state(&rt, m->state, m->nstate, arena, a.weights, a.weights_beside);
         struct timespec now;
         clock_gettime(CLOCK_REALTIME, &now);
         uint64_t r = vcc_fnv_u64(vcc_fnv_u64(vcc_fnv_u64(model_fp, (uint64_t)now.tv_sec), (uint64_t)now.tv_nsec), (uint64_t)getpid());

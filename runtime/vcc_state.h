@@ -489,12 +489,19 @@ VCC_STATE_FN void vcc_state_upload(VccRt *rt, const VccSafetensors *st, const Vc
 /* vcc_load_state: load the state tensors from the safetensors file at path into the arena: parameters,
  * BN buffers and constants must be present with the compiled dtype and shape; momentum buffers are
  * restored when present (a checkpoint), else stay zero; gradients are not read. Dies with a one-line
- * message. */
-VCC_STATE_FN void vcc_load_state(VccRt *rt, const VccStateInfo *state, int nstate, unsigned char *arena, const char *path) {
+ * message; where path is the default (beside_program: no --weights given) and cannot be opened, the
+ * message says to name one with --weights (a program compiled from a .vir dump has no such file). */
+VCC_STATE_FN void vcc_load_state(VccRt *rt, const VccStateInfo *state, int nstate, unsigned char *arena, const char *path,
+                                 int beside_program) {
     char err[1024];
     VccSafetensors st;
-    if (vcc_st_load(path, &st, err, sizeof err) || vcc_state_check(&st, path, state, nstate, 0, err, sizeof err))
+    if (vcc_st_load(path, &st, err, sizeof err)) {
+        if (beside_program && access(path, F_OK) != 0)
+            vcc_dief("%s (the weights vcc writes beside the program it compiles from an ONNX model; name a file "
+                     "with --weights W.safetensors)", err);
         vcc_die(err);
+    }
+    if (vcc_state_check(&st, path, state, nstate, 0, err, sizeof err)) vcc_die(err);
     vcc_state_upload(rt, &st, state, nstate, arena);
     vcc_st_free(&st);
 }

@@ -28,7 +28,8 @@ MODEL is a small training model (tests/e2e/tiny_models.py's res3d).
   - --workspace-limit 16MiB, 16M and 16777216 give the same plan; a plan compiled with a limit and
     dumped is accepted back with the same limit.
   - A .vir dump is an input: the program compiled from a memplan dump of a model whose Reshape reads a
-    constant trains as the ONNX model's does with its weights file (the same loss lines); the dump after
+    constant trains as the ONNX model's does with its weights file (the same loss lines), and run without
+    --weights it says to give one (vcc writes no weights beside it); the dump after
     each pass, fed back to vcc, gives the same final nodes,
     tensors, live intervals and arena as the ONNX file; `vcc m.vir` (after memplan) accepts vcc's own
     plan; a dump after liveness
@@ -247,6 +248,10 @@ def check_vir_trains(vcc, tiny, work):
             print("     %s: %s%s%s" % (src, p.stderr, b.stderr, t.stderr if t is not None else ""))
     check(losses[0] is not None and losses[0] == losses[1] and "step 2 loss" in losses[0],
           "a program compiled from a memplan dump trains as the ONNX model's with its weights file", str(losses))
+    # without --weights it looks for v.safetensors beside it, which vcc did not write: the error says what to give
+    t = run(["./v"] + args, d) if os.path.exists(os.path.join(d, "v")) else None
+    check(t is not None and t.returncode != 0 and "v.safetensors: cannot open" in t.stderr
+          and "--weights" in t.stderr, "the dump's program run without --weights names the option", t and t.stderr)
 
 
 def check_vir_semantics(vcc, model, mem, work):
