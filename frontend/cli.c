@@ -117,15 +117,16 @@ static void usage(FILE *f) {
           "                     gradients, optimizer state, statistics and the loss stay float32. bf16 plans come\n"
           "                     from vcc plan, --plan-json, --fit and --dump-ir; a C trainer (-o X.c) computes the\n"
           "                     bf16 numbers in float32 storage, a CUDA trainer (-o X.cu) stores them in 2 bytes.\n"
-          "                     The tf32 and bf16 CUDA paths have been compiled, not yet run\n"
+          "                     Both CUDA paths have run on an H200 (README.md, bench/README.md)\n"
           "  --fit SIZE [--vary NAME]  print the largest value of the symbolic dim NAME (default batch; the\n"
           "                     model exported with it symbolic) whose arena fits in SIZE, without and with\n"
           "                     recomputation (--memory-limit), and the arena of each; nothing is written\n"
           "  --forward-only     compile the forward graph alone: a program that evaluates the model once,\n"
           "                     ./fwd IN.npy... -o OUT.npy... (used by the ONNX conformance tests)\n"
           "  --eval             compile the evaluation program: BatchNormalization with its running statistics,\n"
-          "                     Dropout off; ./eval --data X.npy [--labels Y.npy] --weights trained.safetensors\n"
-          "                     prints top-1/top-5 accuracy and mean loss, or writes the logits (--logits F.npy)\n"
+          "                     Dropout off; ./eval --data X.npy {--labels Y.npy | --logits F.npy | both}\n"
+          "                     [--weights trained.safetensors] prints top-1/top-5 accuracy and mean loss, or\n"
+          "                     writes the logits\n"
           "  --no-fuse-attention  keep scaled dot-product attention as the graph writes it (MatMul, Softmax,\n"
           "                     MatMul: the L x L scores and probabilities saved for backward) instead of one\n"
           "                     FusedAttention that saves the output and a log-sum-exp per row (always so in a\n"
@@ -466,7 +467,9 @@ int main(int argc, char **argv) {
         }
     }
     if (!model) {
-        fputs("vcc: no model given: vcc MODEL.onnx [-o OUT.c|OUT.cu] [options] (see vcc --help)\n", stderr);
+        fputs(plan_cmd ? "vcc: no model given: vcc plan MODEL.onnx [options] (see vcc --help)\n"
+                       : "vcc: no model given: vcc MODEL.onnx [-o OUT.c|OUT.cu] [options] (see vcc --help)\n",
+              stderr);
         return 2;
     }
     if (paths_clash(model, out, plan_json, plan_trace, plan_svg)) return 2;

@@ -325,9 +325,13 @@ void vcc_plan_write_json(FILE *f, const VccGraph *g, VccPrecision precision) {
         fputs(",\n  \"schedule_peak_bytes\": null,\n  \"given_order_peak_bytes\": null", f);
     if (g->plan_seconds >= 0) fprintf(f, ",\n  \"plan_seconds\": %.6f", g->plan_seconds);
     else fputs(",\n  \"plan_seconds\": null", f);
-    /* the conv workspaces passes/schedule shrank where they set the peak (0 for a graph read back after it) */
-    fprintf(f, ",\n  \"workspaces_shrunk\": %d,\n  \"workspace_shrunk_bytes\": %" PRId64, g->ws_shrunk,
-            g->ws_shrunk_bytes);
+    /* the conv workspaces passes/schedule shrank where they set the peak; unknown (null) for a graph read
+     * back after the schedule, whose workspaces are as the dump gives them */
+    if (g->schedule_peak_bytes > 0)
+        fprintf(f, ",\n  \"workspaces_shrunk\": %d,\n  \"workspace_shrunk_bytes\": %" PRId64, g->ws_shrunk,
+                g->ws_shrunk_bytes);
+    else
+        fputs(",\n  \"workspaces_shrunk\": null,\n  \"workspace_shrunk_bytes\": null", f);
     /* passes/remat: the arena before recomputation, the values recomputed and their share of the step's
      * FLOPs (vcc_step_flops), the conv workspaces it halved; null for a graph read back after the plan */
     if (g->step_flops > 0)
