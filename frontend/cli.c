@@ -680,10 +680,12 @@ int main(int argc, char **argv) {
                 "%s: --memory-limit %lld: arena %lld bytes, the plan as dumped after remat\n", model,
                 (long long)memory_limit, (long long)g->arena_bytes);
     else if (memory_limit && !plan_cmd) /* beside the summary, or on stderr when stdout holds a dump or nothing */
-        fprintf(out || plan_json || plan_trace || plan_svg || dump ? stderr : stdout, "%s: --memory-limit %lld: arena %lld bytes without recomputation, %lld with %d value%s "
-               "recomputed (+%.2f%% FLOPs)%s\n", model, (long long)memory_limit, (long long)g->arena_unlimited_bytes,
-               (long long)g->arena_bytes, g->remat_values, g->remat_values == 1 ? "" : "s", g->step_flops > 0 ? 100.0 * g->remat_flops / g->step_flops : 0.0,
-               g->remat_ws_shrunk ? " and " VCC_REMAT_WS_NOTE : "");
+        fprintf(out || plan_json || plan_trace || plan_svg || dump ? stderr : stdout,
+                "%s: --memory-limit %lld: arena %lld bytes without recomputation, %lld with %d value%s recomputed "
+                "(+%.2f%% FLOPs)%s\n", model, (long long)memory_limit, (long long)g->arena_unlimited_bytes,
+                (long long)g->arena_bytes, g->remat_values, g->remat_values == 1 ? "" : "s",
+                g->step_flops > 0 ? 100.0 * g->remat_flops / g->step_flops : 0.0,
+                g->remat_ws_shrunk ? " and " VCC_REMAT_WS_NOTE : "");
     rc = 0;
     if (fflush(stdout) != 0 || ferror(stdout)) { /* a full disk must not pass for a complete dump */
         fprintf(stderr, "vcc: cannot write to standard output: %s\n", strerror(errno));

@@ -231,8 +231,8 @@ void vcc_plan_report(FILE *f, const VccGraph *g, const char *model, const VccGra
     if (g->remat_values > 0 || g->remat_ws_shrunk > 0) {
         fprintf(f, "\nremoved by recomputation (--memory-limit)\n");
         fprintf(f, "  %d saved value%s recomputed in backward instead of kept from the forward, +%.2f%% FLOPs of "
-                   "the step (%.3g of %.3g)\n", g->remat_values, g->remat_values == 1 ? "" : "s", g->step_flops > 0 ? 100.0 * g->remat_flops / g->step_flops
-                   : 0.0, g->remat_flops, g->step_flops);
+                   "the step (%.3g of %.3g)\n", g->remat_values, g->remat_values == 1 ? "" : "s",
+                g->step_flops > 0 ? 100.0 * g->remat_flops / g->step_flops : 0.0, g->remat_flops, g->step_flops);
         fprintf(f, "  arena without recomputation %" PRId64 " bytes (%.1f MiB), with it %" PRId64 " bytes (%.1f MiB): "
                    "%" PRId64 " bytes (%.1f MiB) less\n", g->arena_unlimited_bytes, g->arena_unlimited_bytes / MIB,
                 arena, arena / MIB, g->arena_unlimited_bytes - arena, (g->arena_unlimited_bytes - arena) / MIB);

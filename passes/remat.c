@@ -967,8 +967,8 @@ VccStatus vcc_remat(VccCtx *ctx, VccGraph *g) {
                  "; with conv workspaces at the peak shrunk too (%d halving%s: smaller im2col "
                  "chunks%s, so those convolutions round differently from the unlimited plan's) it is %" PRId64
                  " bytes (%s; %d value%s recomputed, +%.2f%% FLOPs)",
-                 ws_smallest, ws_smallest == 1 ? "" : "s", ctx->cpu_conv_dnnl ? " or oneDNN executions on fewer samples" : "",
-                 smallest, size_text(u1, sizeof u1, smallest), n_smallest, n_smallest == 1 ? "" : "s",
+                 ws_smallest, ws_smallest == 1 ? "" : "s",
+                 ctx->cpu_conv_dnnl ? " or oneDNN executions on fewer samples" : "", smallest, size_text(u1, sizeof u1, smallest), n_smallest, n_smallest == 1 ? "" : "s",
                  g->step_flops > 0 ? 100.0 * flops_smallest / g->step_flops : 0.0);
     vcc_error(ctx,
               "%s cannot be met: the smallest arena reachable by recomputation%s is %" PRId64 " bytes (%s; %d value%s "
