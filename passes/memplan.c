@@ -10,10 +10,12 @@
  *   tensors sharing it, placed by the pure planner in passes/dsa.c (best of several greedy orders), then
  *   checked with vcc_plan_check.
  */
+#define _POSIX_C_SOURCE 200809L /* pthreads */
 #include "passes.h"
 #include "dsa.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -26,34 +28,55 @@ static bool is_planned_root(const VccGraph *g, int t, const int *gs) {
            vcc_tensor_bytes(x) > 0;
 }
 
-VccStatus vcc_memplan(VccCtx *ctx, VccGraph *g) {
+/* The planned region's items of g: one per planned root buffer (its bytes, VCC_ARENA_ALIGN, the union
+ * interval of the tensors sharing it), into items, their tensors into ids (when not NULL); returns how
+ * many. roots from vcc_tensor_roots; items and ids hold g->ntensors entries. */
+static size_t planned_items(const VccGraph *g, const int *roots, VccDsaItem *items, int *ids) {
     int nt = g->ntensors;
-    int64_t cursor = 0;
-    for (int t = 0; t < nt; t++) {
-        VccTensor *x = &g->tensors[t];
-        x->offset = -1;
-        if (x->alias_of >= 0 || !vcc_tensor_is_persistent(x)) continue;
-        x->offset = cursor;
-        cursor += align_up(vcc_tensor_bytes(x), VCC_ARENA_ALIGN);
-    }
-    g->persistent_bytes = cursor;
-
     int *gs = vcc_malloc(sizeof(int) * (size_t)(nt ? nt : 1));
     int *ge = vcc_malloc(sizeof(int) * (size_t)(nt ? nt : 1));
-    int *roots = vcc_tensor_roots(g);
     vcc_root_intervals(g, roots, gs, ge);
-    int *ids = vcc_malloc(sizeof(int) * (size_t)(nt ? nt : 1));
-    VccDsaItem *items = vcc_malloc(sizeof(VccDsaItem) * (size_t)(nt ? nt : 1));
     size_t n = 0;
     for (int t = 0; t < nt; t++) {
         if (!is_planned_root(g, t, gs)) continue;
-        ids[n] = t;
+        if (ids) ids[n] = t;
         items[n].size = (uint64_t)vcc_tensor_bytes(&g->tensors[t]);
         items[n].align = VCC_ARENA_ALIGN;
         items[n].start = gs[t];
         items[n].end = ge[t];
         n++;
     }
+    free(gs);
+    free(ge);
+    return n;
+}
+
+/* The persistent region as vcc_memplan lays it out: each persistent tensor that views no other at the
+ * next VCC_ARENA_ALIGN-aligned offset, in graph order (with set, g itself: that offset written, every
+ * other tensor's -1). Returns the region's bytes; *end is the end of its last root tensor's bytes
+ * (unaligned). */
+static int64_t persistent_layout(const VccGraph *g, const int *roots, int64_t *end, VccGraph *set) {
+    int64_t cursor = 0;
+    *end = 0;
+    for (int t = 0; t < g->ntensors; t++) {
+        const VccTensor *x = &g->tensors[t];
+        if (set) set->tensors[t].offset = -1;
+        if (x->alias_of >= 0 || !vcc_tensor_is_persistent(x)) continue;
+        if (set) set->tensors[t].offset = cursor;
+        if (roots[t] == t && cursor + vcc_tensor_bytes(x) > *end) *end = cursor + vcc_tensor_bytes(x);
+        cursor += align_up(vcc_tensor_bytes(x), VCC_ARENA_ALIGN);
+    }
+    return cursor;
+}
+
+VccStatus vcc_memplan(VccCtx *ctx, VccGraph *g) {
+    int nt = g->ntensors;
+    int *roots = vcc_tensor_roots(g);
+    int64_t persistent_end;
+    g->persistent_bytes = persistent_layout(g, roots, &persistent_end, g);
+    int *ids = vcc_malloc(sizeof(int) * (size_t)(nt ? nt : 1));
+    VccDsaItem *items = vcc_malloc(sizeof(VccDsaItem) * (size_t)(nt ? nt : 1));
+    size_t n = planned_items(g, roots, items, ids);
     uint64_t *offsets = vcc_malloc(sizeof(uint64_t) * (n ? n : 1));
     uint64_t planned = 0;
     VccStatus st = VCC_OK;
@@ -70,13 +93,92 @@ VccStatus vcc_memplan(VccCtx *ctx, VccGraph *g) {
         vcc_plan_totals(g); /* arena = the end of the last buffer; lower bound and no-reuse sum */
         st = vcc_plan_check(ctx, g);
     }
-    free(gs);
-    free(ge);
     free(roots);
     free(ids);
     free(items);
     free(offsets);
     return st;
+}
+
+/* One state of a VccPlanBatch: its items and persistent region, and the arena once planned. */
+typedef struct {
+    VccDsaItem *items;
+    size_t n;
+    int64_t persistent, persistent_end, arena;
+} BatchState;
+
+struct VccPlanBatch {
+    BatchState *s;
+    int n, cap, next; /* states; room; the next one a thread takes (under lock) */
+    pthread_mutex_t lock;
+};
+
+VccPlanBatch *vcc_plan_batch_new(void) {
+    VccPlanBatch *b = vcc_calloc(1, sizeof *b);
+    pthread_mutex_init(&b->lock, NULL);
+    return b;
+}
+
+int vcc_plan_batch_add(VccPlanBatch *b, const VccGraph *g) {
+    if (b->n == b->cap) {
+        b->cap = b->cap ? 2 * b->cap : 64;
+        b->s = vcc_realloc(b->s, sizeof(BatchState) * (size_t)b->cap);
+    }
+    BatchState *s = &b->s[b->n];
+    int *roots = vcc_tensor_roots(g);
+    s->items = vcc_malloc(sizeof(VccDsaItem) * (size_t)(g->ntensors ? g->ntensors : 1));
+    s->n = planned_items(g, roots, s->items, NULL);
+    s->persistent = persistent_layout(g, roots, &s->persistent_end, NULL);
+    s->arena = -1;
+    free(roots);
+    return b->n++;
+}
+
+/* The arena of state s as vcc_memplan and vcc_plan_totals make it: the end of the last buffer (the
+ * planned ones after the persistent region), aligned; -1 when the planner rejects the items. */
+static int64_t batch_plan(const BatchState *s) {
+    uint64_t *offsets = vcc_malloc(sizeof(uint64_t) * (s->n ? s->n : 1)), planned = 0;
+    int64_t end = s->persistent_end;
+    int rc = s->n ? vcc_dsa_plan(s->items, s->n, VCC_DSA_BEST, offsets, &planned) : 0;
+    for (size_t i = 0; !rc && i < s->n; i++)
+        if (s->persistent + (int64_t)offsets[i] + (int64_t)s->items[i].size > end)
+            end = s->persistent + (int64_t)offsets[i] + (int64_t)s->items[i].size;
+    free(offsets);
+    return rc ? -1 : align_up(end, VCC_ARENA_ALIGN);
+}
+
+static void *batch_worker(void *arg) {
+    VccPlanBatch *b = arg;
+    for (;;) {
+        pthread_mutex_lock(&b->lock);
+        int i = b->next < b->n ? b->next++ : -1;
+        pthread_mutex_unlock(&b->lock);
+        if (i < 0) return NULL;
+        b->s[i].arena = batch_plan(&b->s[i]);
+    }
+}
+
+void vcc_plan_batch_run(VccPlanBatch *b, int threads) {
+    enum { MAX_THREADS = 16 };
+    pthread_t tid[MAX_THREADS];
+    int started = 0;
+    if (threads > MAX_THREADS) threads = MAX_THREADS;
+    if (threads > b->n) threads = b->n;
+    /* threads - 1 helpers and this thread; one that cannot start leaves its share to the others */
+    for (int i = 1; i < threads; i++)
+        if (pthread_create(&tid[started], NULL, batch_worker, b) == 0) started++;
+    batch_worker(b);
+    for (int i = 0; i < started; i++) pthread_join(tid[i], NULL);
+}
+
+int64_t vcc_plan_batch_arena(const VccPlanBatch *b, int i) { return i >= 0 && i < b->n ? b->s[i].arena : -1; }
+
+void vcc_plan_batch_free(VccPlanBatch *b) {
+    if (!b) return;
+    for (int i = 0; i < b->n; i++) free(b->s[i].items);
+    free(b->s);
+    pthread_mutex_destroy(&b->lock);
+    free(b);
 }
 
 void vcc_plan_totals(VccGraph *g) {
@@ -103,24 +205,11 @@ void vcc_plan_totals(VccGraph *g) {
 }
 
 int64_t vcc_plan_lower_bound(const VccGraph *g) {
-    int nt = g->ntensors;
-    int *gs = vcc_malloc(sizeof(int) * (size_t)(nt ? nt : 1));
-    int *ge = vcc_malloc(sizeof(int) * (size_t)(nt ? nt : 1));
     int *roots = vcc_tensor_roots(g);
-    vcc_root_intervals(g, roots, gs, ge);
-    VccDsaItem *items = vcc_malloc(sizeof(VccDsaItem) * (size_t)(nt ? nt : 1));
-    size_t n = 0;
-    int64_t persistent = 0;
-    for (int t = 0; t < nt; t++) {
-        const VccTensor *x = &g->tensors[t];
-        if (x->alias_of >= 0) continue;
-        if (vcc_tensor_is_persistent(x)) persistent += align_up(vcc_tensor_bytes(x), VCC_ARENA_ALIGN);
-        if (is_planned_root(g, t, gs))
-            items[n++] = (VccDsaItem){(uint64_t)vcc_tensor_bytes(x), VCC_ARENA_ALIGN, gs[t], ge[t]};
-    }
+    VccDsaItem *items = vcc_malloc(sizeof(VccDsaItem) * (size_t)(g->ntensors ? g->ntensors : 1));
+    size_t n = planned_items(g, roots, items, NULL);
+    int64_t end, persistent = persistent_layout(g, roots, &end, NULL);
     int64_t lb = persistent + (int64_t)(n ? vcc_dsa_lower_bound(items, n) : 0);
-    free(gs);
-    free(ge);
     free(roots);
     free(items);
     return lb;

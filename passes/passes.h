@@ -161,6 +161,20 @@ VccStatus vcc_inplace(VccCtx *ctx, VccGraph *g);
  * Verifies the result with the overlap checker. */
 VccStatus vcc_memplan(VccCtx *ctx, VccGraph *g);
 
+/* Arenas of many states of one search at once (passes/remat.c's figures of an unmet --memory-limit): each
+ * added state is planned as vcc_memplan plans it (the same items, the same planner, so the same arena)
+ * but on one of several threads and without offsets written back. vcc_plan_batch_add copies what the
+ * planner needs from g (liveness and inplace run) and returns the state's index; vcc_plan_batch_run plans
+ * every state added, on up to `threads` threads (at least one; the results do not depend on it);
+ * vcc_plan_batch_arena is then the arena vcc_memplan would set for that state, in bytes (-1: the planner
+ * rejected its items, which vcc_memplan reports as an internal error). */
+typedef struct VccPlanBatch VccPlanBatch;
+VccPlanBatch *vcc_plan_batch_new(void);
+int vcc_plan_batch_add(VccPlanBatch *b, const VccGraph *g);
+void vcc_plan_batch_run(VccPlanBatch *b, int threads);
+int64_t vcc_plan_batch_arena(const VccPlanBatch *b, int i);
+void vcc_plan_batch_free(VccPlanBatch *b);
+
 /* Check a plan against the graph, independently of how liveness, inplace and memplan made it:
  *   - every live interval covers its tensor's uses: the producing step, each step reading it or a view
  *     of it, and step g->nnodes for host-read values (loss, graph outputs and what they view);

@@ -73,8 +73,9 @@
  *   the limit whatever its plan, so every choice and the end are those of planning every state. Where
  *   the limit is not met, the searches run again for the smallest arenas the error names (not with
  *   ctx->remat_no_figures: then the error names none), each search planning only the states whose lower
- *   bound leaves them a chance to set one (search_figures): the same figures as planning every state
- *   (VCC_REMAT_PLAN_ALL), s3d_small at batch 2 refused in 20.8 s instead of 46.1 s.
+ *   bound leaves them a chance to set one (search_figures), on every processor: the same figures as
+ *   planning every state (VCC_REMAT_PLAN_ALL), s3d_small at batch 2 refused in 15.4 s on 2 processors
+ *   instead of 46.1 s.
  *   Sets g->remat_values (recomputed values), g->remat_flops (their FLOPs), g->step_flops (an estimate of
  *   one training step's FLOPs, vcc_step_flops), g->arena_unlimited_bytes (the arena before) and
  *   g->remat_ws_shrunk / g->remat_ws_shrunk_bytes (the halvings and the bytes they took off their steps).
@@ -82,11 +83,13 @@
  *   reaches with the unlimited plan's numbers and, where halving workspaces goes lower, that arena too
  *   (with ctx->remat_no_figures, neither).
  */
+#define _POSIX_C_SOURCE 200809L /* sysconf */
 #include "passes.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define REMAT_MAX_CHAIN 8 /* nodes recomputed for one value at most */
 #define REMAT_MAX_KEPT 8  /* values one recomputation keeps past their last reader at most */
@@ -680,38 +683,75 @@ static void snapshot_free(Snapshot *s) {
     free(s->ins);
 }
 
-/* Record the arena just planned in r's smallest figures. */
-static void note_arena(const VccGraph *g, Run *r) {
-    if (g->arena_bytes < r->same && !g->remat_ws_shrunk) {
-        r->same = g->arena_bytes;
-        r->n_same = g->remat_values;
-        r->flops_same = g->remat_flops;
+/* What a state planned for the figures reached: its arena, the values recomputed, their FLOPs and the
+ * workspace halvings by then. */
+typedef struct {
+    int64_t arena;
+    int values, ws_shrunk;
+    double flops;
+} Reached;
+
+/* Record state a in r's smallest figures (the first state of the least arena keeps them). */
+static void note_reached(Run *r, const Reached *a) {
+    if (a->arena < r->same && !a->ws_shrunk) {
+        r->same = a->arena;
+        r->n_same = a->values;
+        r->flops_same = a->flops;
     }
-    if (g->arena_bytes < r->smallest) {
-        r->smallest = g->arena_bytes;
-        r->n_smallest = g->remat_values;
-        r->flops_smallest = g->remat_flops;
-        r->ws_smallest = g->remat_ws_shrunk;
+    if (a->arena < r->smallest) {
+        r->smallest = a->arena;
+        r->n_smallest = a->values;
+        r->flops_smallest = a->flops;
+        r->ws_smallest = a->ws_shrunk;
     }
 }
 
+/* What g's state reached, its arena as planned (or arena when >= 0). */
+static Reached reached(const VccGraph *g, int64_t arena) {
+    return (Reached){arena >= 0 ? arena : g->arena_bytes, g->remat_values, g->remat_ws_shrunk, g->remat_flops};
+}
+
+/* Record the arena just planned in r's smallest figures. */
+static void note_arena(const VccGraph *g, Run *r) {
+    Reached a = reached(g, -1);
+    note_reached(r, &a);
+}
+
 /* The states of one search for search_figures: in the sweep, each state's lower bound and whether a
- * workspace was halved by then; in a replay, which states to plan. */
+ * workspace was halved by then; in a replay, which states to plan. With batch (the last replay), the
+ * marked states whose lower bound is above the limit are planned after the replay, on several threads
+ * (vcc_plan_batch), each in pending with its batch index (-1: planned at once, its arena known). */
 typedef struct {
     bool replay;
     int n, cap; /* states met so far; room in the arrays */
     int64_t *lb;
     bool *shrunk, *plan;
+    VccPlanBatch *batch;
+    Reached *pending;
+    int *job, npending, cap_pending;
 } Sweep;
 
 /* One state of a search with a sweep: the sweep records its lower bound (planning it only where that is
- * within the limit, as replan's light mode); a replay plans it where marked. *noted: whether the state
- * is planned for the figures (note_arena). */
+ * within the limit, as replan's light mode); a replay plans it where marked, or with a batch adds it
+ * there. *noted: whether the state was planned for the figures now (note_arena). */
 static VccStatus sweep_state(VccCtx *ctx, VccGraph *g, Sweep *sw, bool *noted) {
     int i = sw->n++;
     if (sw->replay) {
         *noted = i < sw->cap && sw->plan[i];
-        return replan(ctx, g, !*noted);
+        if (!*noted || !sw->batch) return replan(ctx, g, !*noted);
+        /* the state's lower bound; planned at once only where that is within the limit (arena known) */
+        *noted = false;
+        VccStatus st = replan(ctx, g, true);
+        if (st) return st;
+        if (sw->npending == sw->cap_pending) {
+            sw->cap_pending = sw->cap_pending ? 2 * sw->cap_pending : 64;
+            sw->pending = vcc_realloc(sw->pending, sizeof(Reached) * (size_t)sw->cap_pending);
+            sw->job = vcc_realloc(sw->job, sizeof(int) * (size_t)sw->cap_pending);
+        }
+        bool later = g->lower_bound_bytes > ctx->memory_limit;
+        sw->job[sw->npending] = later ? vcc_plan_batch_add(sw->batch, g) : -1;
+        sw->pending[sw->npending++] = reached(g, -1);
+        return VCC_OK;
     }
     *noted = false;
     VccStatus st = replan(ctx, g, true);
@@ -724,6 +764,31 @@ static VccStatus sweep_state(VccCtx *ctx, VccGraph *g, Sweep *sw, bool *noted) {
     sw->lb[i] = g->lower_bound_bytes; /* replan's, planned or not */
     sw->shrunk[i] = g->remat_ws_shrunk > 0;
     return VCC_OK;
+}
+
+/* The threads that plan a batch: the processors online, at least one. */
+static int plan_threads(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 1 ? (int)(n < 64 ? n : 64) : 1;
+}
+
+/* The states sw's batch holds so far planned (on plan_threads() threads) and noted in r in their order;
+ * none held after. */
+static VccStatus flush_pending(VccCtx *ctx, Sweep *sw, Run *r) {
+    if (!sw || !sw->batch) return VCC_OK;
+    vcc_plan_batch_run(sw->batch, plan_threads());
+    VccStatus st = VCC_OK;
+    for (int i = 0; !st && i < sw->npending; i++) {
+        if (sw->job[i] >= 0) sw->pending[i].arena = vcc_plan_batch_arena(sw->batch, sw->job[i]);
+        if (sw->pending[i].arena < 0) {
+            vcc_error(ctx, "internal: the memory planner rejected its input");
+            st = VCC_ERR_INTERNAL;
+        } else {
+            note_reached(r, &sw->pending[i]);
+        }
+    }
+    sw->npending = 0;
+    return st;
 }
 
 /* Recompute and halve until the arena is within ctx->memory_limit or nothing at the peak is left to
@@ -758,7 +823,12 @@ static VccStatus search(VccCtx *ctx, VccGraph *g, Run *r, Snapshot *snap, Sweep 
                 continue;
             }
             bool first = snap && !snap->taken && !g->remat_ws_shrunk;
-            if (first) snapshot_take(g, r, snap);
+            if (first) {
+                /* the snapshot keeps r's figures so far: the states planned later are noted first */
+                VccStatus st = flush_pending(ctx, sw, r);
+                if (st) return st;
+                snapshot_take(g, r, snap);
+            }
             int64_t off = r->ws_lever ? shrink_ws_at(ctx, g, s) : 0;
             if (!off) {
                 if (first) {
@@ -800,8 +870,9 @@ static VccStatus replay(VccCtx *ctx, VccGraph *g, Run *r, Snapshot *snap, const 
  * intervals alone, so it meets the same states) planning the states of least lower bound, overall and
  * before a halving, whose arenas bound the figures from above; a state can set a figure (note_arena: the
  * smallest arena, or the smallest before a halving) only where its lower bound is at most that bound, and
- * a last run plans those states alone. The figures, choices and end are those of planning every state
- * (VCC_REMAT_PLAN_ALL). */
+ * a last run plans those states alone, on several threads (a VccPlanBatch, planned when the run ends and
+ * before its first halving, and noted in the order of the states). The figures, choices and end are
+ * those of planning every state (VCC_REMAT_PLAN_ALL). */
 static VccStatus search_figures(VccCtx *ctx, VccGraph *g, Run *r, Snapshot *snap) {
     Snapshot begin = {0};
     snapshot_take(g, r, &begin);
@@ -821,10 +892,16 @@ static VccStatus search_figures(VccCtx *ctx, VccGraph *g, Run *r, Snapshot *snap
         st = replay(ctx, g, &bound, snap, &begin, &sw);
         for (int i = 0; i < n; i++)
             sw.plan[i] = sw.lb[i] <= bound.smallest || (!sw.shrunk[i] && sw.lb[i] <= bound.same);
+        /* the last replay adds the states to plan to a batch, planned once it ends, and noted in order */
+        sw.batch = vcc_plan_batch_new();
         if (!st) st = replay(ctx, g, r, snap, &begin, &sw);
+        if (!st) st = flush_pending(ctx, &sw, r);
     } else if (!st) {
         *r = q; /* no state: q's figures are r's */
     }
+    vcc_plan_batch_free(sw.batch);
+    free(sw.pending);
+    free(sw.job);
     free(sw.lb);
     free(sw.shrunk);
     free(sw.plan);
