@@ -165,7 +165,8 @@ VccStatus vcc_memplan(VccCtx *ctx, VccGraph *g);
  * added state is planned as vcc_memplan plans it (the same items, the same planner, so the same arena)
  * but on one of several threads and without offsets written back. vcc_plan_batch_add copies what the
  * planner needs from g (liveness and inplace run) and returns the state's index; vcc_plan_batch_run plans
- * every state added, on up to `threads` threads (at least one; the results do not depend on it);
+ * every state added since the last run, on up to `threads` threads (at least one, at most 16; the results
+ * do not depend on it);
  * vcc_plan_batch_arena is then the arena vcc_memplan would set for that state, in bytes (-1: the planner
  * rejected its items, which vcc_memplan reports as an internal error). */
 typedef struct VccPlanBatch VccPlanBatch;

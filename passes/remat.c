@@ -706,21 +706,21 @@ static void note_reached(Run *r, const Reached *a) {
     }
 }
 
-/* What g's state reached, its arena as planned (or arena when >= 0). */
-static Reached reached(const VccGraph *g, int64_t arena) {
-    return (Reached){arena >= 0 ? arena : g->arena_bytes, g->remat_values, g->remat_ws_shrunk, g->remat_flops};
+/* What g's state reached, with its arena as g holds it. */
+static Reached reached(const VccGraph *g) {
+    return (Reached){g->arena_bytes, g->remat_values, g->remat_ws_shrunk, g->remat_flops};
 }
 
 /* Record the arena just planned in r's smallest figures. */
 static void note_arena(const VccGraph *g, Run *r) {
-    Reached a = reached(g, -1);
+    Reached a = reached(g);
     note_reached(r, &a);
 }
 
 /* The states of one search for search_figures: in the sweep, each state's lower bound and whether a
  * workspace was halved by then; in a replay, which states to plan. With batch (the last replay), the
  * marked states whose lower bound is above the limit are planned after the replay, on several threads
- * (vcc_plan_batch), each in pending with its batch index (-1: planned at once, its arena known). */
+ * (VccPlanBatch), each in pending with its batch index (-1: planned at once, its arena known). */
 typedef struct {
     bool replay;
     int n, cap; /* states met so far; room in the arrays */
@@ -750,7 +750,7 @@ static VccStatus sweep_state(VccCtx *ctx, VccGraph *g, Sweep *sw, bool *noted) {
         }
         bool later = g->lower_bound_bytes > ctx->memory_limit;
         sw->job[sw->npending] = later ? vcc_plan_batch_add(sw->batch, g) : -1;
-        sw->pending[sw->npending++] = reached(g, -1);
+        sw->pending[sw->npending++] = reached(g); /* its arena set once the batch is planned */
         return VCC_OK;
     }
     *noted = false;
@@ -766,10 +766,11 @@ static VccStatus sweep_state(VccCtx *ctx, VccGraph *g, Sweep *sw, bool *noted) {
     return VCC_OK;
 }
 
-/* The threads that plan a batch: the processors online, at least one. */
+/* The threads that plan a batch: the processors online, at least one (vcc_plan_batch_run takes 16 at
+ * most). */
 static int plan_threads(void) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 1 ? (int)(n < 64 ? n : 64) : 1;
+    return n > 1 ? (int)(n < 16 ? n : 16) : 1;
 }
 
 /* The states sw's batch holds so far planned (on plan_threads() threads) and noted in r in their order;
