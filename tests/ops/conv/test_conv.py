@@ -579,6 +579,16 @@ def check_dnnl_ran(cases, work):
     return bad
 
 
+def run_checked(cases, check):
+    """Checks cases (op_check.main), then check(work folder) on the programs built there; exits with
+    op_check's status, or 1 where check names problems (each printed as FAIL)."""
+    rc = oc.main(cases)
+    problems = check(os.path.abspath(sys.argv[sys.argv.index("--work") + 1]))
+    for b in problems:
+        print("FAIL " + b)
+    sys.exit(rc or (1 if problems else 0))
+
+
 if __name__ == "__main__":
     cpu_conv = "im2col"  # vcc's default
     if "--cpu-conv" in sys.argv:
@@ -592,12 +602,7 @@ if __name__ == "__main__":
             sys.argv.remove("--expect-refused")
         for c in BATCH_CHUNK_CASES:
             c.flags += ["--cpu-conv", "dnnl", "--workspace-limit", str(dnnl_chunk_limit(c))]
-        rc = oc.main(BATCH_CHUNK_CASES)
-        a = sys.argv
-        problems = check_batch_chunks(BATCH_CHUNK_CASES, os.path.abspath(a[a.index("--work") + 1]), refused)
-        for b in problems:
-            print("FAIL " + b)
-        sys.exit(rc or (1 if problems else 0))
+        run_checked(BATCH_CHUNK_CASES, lambda work: check_batch_chunks(BATCH_CHUNK_CASES, work, refused))
     if "--dnnl-memory-limit" in sys.argv:
         # the same convolutions compiled at the smallest arena --memory-limit reaches: the workspace of the
         # weight-gradient pass at the peak shrinks to oneDNN's execution on one sample (passes/remat.c,
@@ -605,12 +610,7 @@ if __name__ == "__main__":
         sys.argv.remove("--dnnl-memory-limit")
         for c in BATCH_CHUNK_CASES:
             c.flags += ["--cpu-conv", "dnnl", smallest_arena]
-        rc = oc.main(BATCH_CHUNK_CASES)
-        a = sys.argv
-        problems = check_batch_chunks(BATCH_CHUNK_CASES, os.path.abspath(a[a.index("--work") + 1]))
-        for b in problems:
-            print("FAIL " + b)
-        sys.exit(rc or (1 if problems else 0))
+        run_checked(BATCH_CHUNK_CASES, lambda work: check_batch_chunks(BATCH_CHUNK_CASES, work))
     if "--dnnl-winograd" in sys.argv:
         sys.argv.remove("--dnnl-winograd")
         slabs = "--dnnl-winograd-slabs" in sys.argv
@@ -620,22 +620,12 @@ if __name__ == "__main__":
         cases = WINO_SLAB_CASES if slabs else WINO_CASES
         for c in cases:
             c.flags += ["--cpu-conv", "dnnl", "--workspace-limit", str(WINO_LIMIT)]
-        rc = oc.main(cases)
-        a = sys.argv
-        problems = check_wino(cases, os.path.abspath(a[a.index("--work") + 1]), WINO_SLAB if slabs else None)
-        for b in problems:
-            print("FAIL " + b)
-        sys.exit(rc or (1 if problems else 0))
+        run_checked(cases, lambda work: check_wino(cases, work, WINO_SLAB if slabs else None))
     if "--dnnl-slabs" in sys.argv:
         sys.argv.remove("--dnnl-slabs")
         for c in SLAB_CASES:
             c.flags += ["--cpu-conv", "dnnl", "--workspace-limit", str(dnnl_slab_limit(c))]
-        rc = oc.main(SLAB_CASES)
-        a = sys.argv
-        problems = check_slabs(SLAB_CASES, os.path.abspath(a[a.index("--work") + 1]))
-        for b in problems:
-            print("FAIL " + b)
-        sys.exit(rc or (1 if problems else 0))
+        run_checked(SLAB_CASES, lambda work: check_slabs(SLAB_CASES, work))
     for c in CASES:
         c.flags += ["--cpu-conv", cpu_conv]
     # ops_conv_cuda runs every case's CUDA programs against the C ones: on a GPU only (without one,
@@ -656,26 +646,13 @@ if __name__ == "__main__":
             print("FAIL only %d of %d cases run their weight gradient in more than one chunk" % (split, len(CASES)))
             rc = rc or 1
         sys.exit(rc)
+    a = sys.argv
+    only = a[a.index("--only") + 1] if "--only" in a else None
+    checked = [c for c in CASES if not only or only in c.name]
     if "--chunked" in sys.argv:
         sys.argv.remove("--chunked")
         for c in CASES:
             c.flags += ["--workspace-limit", str(chunking(c)[0])]
-        rc = oc.main(CASES)
-        a = sys.argv
         vcc = os.path.abspath(a[a.index("--vcc") + 1])
-        work = os.path.abspath(a[a.index("--work") + 1])
-        only = a[a.index("--only") + 1] if "--only" in a else None
-        problems = check_plans([c for c in CASES if not only or only in c.name], vcc, work)
-        for b in problems:
-            print("FAIL " + b)
-        sys.exit(rc or (1 if problems else 0))
-    rc = oc.main(CASES)
-    if cpu_conv == "dnnl":
-        a = sys.argv
-        work = os.path.abspath(a[a.index("--work") + 1])
-        only = a[a.index("--only") + 1] if "--only" in a else None
-        problems = check_dnnl_ran([c for c in CASES if not only or only in c.name], work)
-        for b in problems:
-            print("FAIL " + b)
-        rc = rc or (1 if problems else 0)
-    sys.exit(rc)
+        run_checked(CASES, lambda work: check_plans(checked, vcc, work))
+    run_checked(CASES, lambda work: check_dnnl_ran(checked, work) if cpu_conv == "dnnl" else [])
