@@ -33,8 +33,9 @@ Printed per model and batch:
                                   --recompute-flops PCT (default 5) percent more FLOPs (vcc --memory-limit 1
                                   --recompute-flops PCT names it), its extra FLOPs and its ratio to PyTorch's
                                   peak; --recompute-flops -1 leaves these columns out. An arena marked *
-                                  needed conv workspaces at the peak halved too (smaller im2col chunks:
-                                  its numbers round differently from the unlimited plan's); unmarked, the
+                                  needed conv workspaces at the peak halved too (smaller im2col chunks,
+                                  or cuDNN algorithms within less workspace: its numbers round differently
+                                  from the unlimited plan's); unmarked, the
                                   limited trainer computes the unlimited one's numbers exactly
   torch GPU                       torch.cuda.max_memory_allocated for the same step, where a GPU is present
 Then, unless --no-dsa, each instance of ../shared/dsa-benchmarks (bench/dsa/dsa_bench, built by CMake as

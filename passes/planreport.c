@@ -238,8 +238,8 @@ void vcc_plan_report(FILE *f, const VccGraph *g, const char *model, const VccGra
                 arena, arena / MIB, g->arena_unlimited_bytes - arena, (g->arena_unlimited_bytes - arena) / MIB);
         if (g->remat_ws_shrunk)
             fprintf(f, "  and %d halving%s of conv workspaces at the peak once nothing there was left to recompute: "
-                       "%" PRId64 " bytes (%.1f MiB) less at their steps (those convolutions sum in smaller im2col "
-                       "chunks, so their numbers round differently from the unlimited plan's)\n",
+                       "%" PRId64 " bytes (%.1f MiB) less at their steps (" VCC_REMAT_WS_HOW ", so their numbers "
+                       "round differently from the unlimited plan's)\n",
                     g->remat_ws_shrunk, g->remat_ws_shrunk == 1 ? "" : "s", g->remat_ws_shrunk_bytes,
                     g->remat_ws_shrunk_bytes / MIB);
         fprintf(f, "  recomputed nodes, in schedule order (step, op, node):\n");

@@ -1043,7 +1043,8 @@ VccStatus vcc_remat(VccCtx *ctx, VccGraph *g) {
     if (smallest < same)
         snprintf(ws_text, sizeof ws_text,
                  "; with conv workspaces at the peak shrunk too (%d halving%s: smaller im2col "
-                 "chunks%s, so those convolutions round differently from the unlimited plan's) it is %" PRId64
+                 "chunks%s in the C trainer, cuDNN algorithms within less workspace in the CUDA trainer, so "
+                 "those convolutions round differently from the unlimited plan's) it is %" PRId64
                  " bytes (%s; %d value%s recomputed, +%.2f%% FLOPs)",
                  ws_smallest, ws_smallest == 1 ? "" : "s",
                  ctx->cpu_conv_dnnl ? " or oneDNN executions on fewer samples" : "", smallest, size_text(u1, sizeof u1, smallest), n_smallest, n_smallest == 1 ? "" : "s",
