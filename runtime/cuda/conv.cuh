@@ -74,6 +74,30 @@ static inline cudnnMathType_t vcc__conv_base_math(const VccCudnnConv *b)
     return b->dtype == CUDNN_DATA_BFLOAT16 ? CUDNN_DEFAULT_MATH : VCC_CONV_BASE_MATH;
 }
 
+/* vcc__conv_cudnn_dims: d's shapes as cuDNN takes them (both the legacy descriptors and the graph API): the
+ * X, W and Y dims (N, C, spatial...; W as K, C/G, kernel...), and per spatial axis the padding, stride and
+ * dilation; a 1-D convolution becomes 2-D with a trailing extent-1 axis. Returns the spatial rank given to
+ * cuDNN (2 or 3); the arrays hold rank + 2 dims and rank axes. */
+static inline int vcc__conv_cudnn_dims(const VccConvDesc *d, int64_t xd[5], int64_t wd[5], int64_t yd[5],
+                                       int64_t pad[3], int64_t str[3], int64_t dil[3])
+{
+    int i, nd = d->nsp == 1 ? 2 : d->nsp;
+    xd[0] = yd[0] = d->N;
+    xd[1] = d->C;
+    yd[1] = wd[0] = d->K;
+    wd[1] = d->C / d->G;
+    for (i = 0; i < nd; i++) {
+        int sp = i < d->nsp;
+        xd[2 + i] = sp ? d->in[i] : 1;
+        yd[2 + i] = sp ? d->out[i] : 1;
+        wd[2 + i] = sp ? d->kernel[i] : 1;
+        pad[i] = sp ? d->pad_begin[i] : 0;
+        str[i] = sp ? d->stride[i] : 1;
+        dil[i] = sp ? d->dilation[i] : 1;
+    }
+    return nd;
+}
+
 /* vcc__conv_backend: the cuDNN descriptors of d for tensors of cuDNN type dt, created on first use (d must
  * fit cuDNN). Every direction of one descriptor runs on one type (exit with a message otherwise). */
 static inline VccCudnnConv *vcc__conv_backend(VccRt *rt, VccConvDesc *d, cudnnDataType_t dt)
@@ -81,7 +105,7 @@ static inline VccCudnnConv *vcc__conv_backend(VccRt *rt, VccConvDesc *d, cudnnDa
     VccCudnnConv *b;
     int nd, i, xdim[5], xstr[5], ydim[5], ystr[5], wdim[5], odim[5];
     int pad[3], str[3], dil[3];
-    int64_t xs = 1, ys = 1, span;
+    int64_t xs = 1, ys = 1, span, xd[5], wd[5], yd[5], pd[3], sd[3], dd[3];
 
     if (d->backend) {
         b = (VccCudnnConv *)d->backend;
@@ -102,21 +126,17 @@ static inline VccCudnnConv *vcc__conv_backend(VccRt *rt, VccConvDesc *d, cudnnDa
             vcc__conv_fail(d, "output size disagrees with the ONNX Conv formula");
     }
 
-    /* cuDNN rank: spatial dims, a 1-D conv gets a trailing extent-1 axis */
-    nd = d->nsp == 1 ? 2 : d->nsp;
-    xdim[0] = ydim[0] = vcc__int(d->N, "conv N");
-    xdim[1] = vcc__int(d->C, "conv C");
-    ydim[1] = vcc__int(d->K, "conv K");
-    wdim[0] = ydim[1];
-    wdim[1] = vcc__int(d->C / d->G, "conv C/G");
+    /* cuDNN's int dims, each checked to fit */
+    nd = vcc__conv_cudnn_dims(d, xd, wd, yd, pd, sd, dd);
+    for (i = 0; i < nd + 2; i++) {
+        xdim[i] = vcc__int(xd[i], "conv input dim");
+        ydim[i] = vcc__int(yd[i], "conv output dim");
+        wdim[i] = vcc__int(wd[i], "conv weight dim");
+    }
     for (i = 0; i < nd; i++) {
-        int sp = i < d->nsp;
-        xdim[2 + i] = sp ? vcc__int(d->in[i], "conv input extent") : 1;
-        ydim[2 + i] = sp ? vcc__int(d->out[i], "conv output extent") : 1;
-        wdim[2 + i] = sp ? vcc__int(d->kernel[i], "conv kernel extent") : 1;
-        pad[i] = sp ? vcc__int(d->pad_begin[i], "conv padding") : 0;
-        str[i] = sp ? vcc__int(d->stride[i], "conv stride") : 1;
-        dil[i] = sp ? vcc__int(d->dilation[i], "conv dilation") : 1;
+        pad[i] = vcc__int(pd[i], "conv padding");
+        str[i] = vcc__int(sd[i], "conv stride");
+        dil[i] = vcc__int(dd[i], "conv dilation");
     }
     /* packed row-major strides; cuDNN strides are int, so the whole tensor must fit */
     for (i = nd + 1; i >= 0; i--) {
@@ -583,22 +603,8 @@ static inline void vcc__conv_graph_pick(VccRt *rt, const VccConvDesc *d, VccCudn
     b->gplan[dir] = NULL;
     b->gstate[dir] = -1;
     memset(cfgs, 0, sizeof cfgs);
-    /* the legacy descriptors' shapes: a 1-D convolution as 2-D with a trailing extent-1 axis */
-    nd = d->nsp == 1 ? 2 : d->nsp;
-    xd[0] = yd[0] = d->N;
-    xd[1] = d->C;
-    yd[1] = wd[0] = d->K;
-    wd[1] = d->C / d->G;
-    for (i = 0; i < nd; i++) {
-        int sp = i < d->nsp;
-        xd[2 + i] = sp ? d->in[i] : 1;
-        yd[2 + i] = sp ? d->out[i] : 1;
-        wd[2 + i] = sp ? d->kernel[i] : 1;
-        pad[i] = sp ? d->pad_begin[i] : 0;
-        str[i] = sp ? d->stride[i] : 1;
-        dil[i] = sp ? d->dilation[i] : 1;
-    }
-    nsp = nd;
+    /* the legacy descriptors' shapes */
+    nsp = nd = vcc__conv_cudnn_dims(d, xd, wd, yd, pad, str, dil);
     b->galign[dir] = vcc__graph_align(ptrs);
     tx = vcc__graph_tensor(b->dtype, (int)nd + 2, xd, VCC_GRAPH_X, b->galign[dir]);
     tw = vcc__graph_tensor(b->dtype, (int)nd + 2, wd, VCC_GRAPH_W, b->galign[dir]);
