@@ -11,7 +11,7 @@
  * parsed message or in the external data file).
  *
  * Loading runs in stages; a stage with errors ends the load after reporting all of its problems:
- *   1. read + unpack + header (ir_version, graph, opset)
+ *   1. read + nesting check + unpack + header (ir_version, graph, opset)
  *   2. initializers, graph inputs, Constant nodes' values and every node output name (definitions)
  *   3. nodes: op lookup (unsupported ones collected into one line), input resolution, attributes
  *   4. graph outputs
@@ -32,6 +32,9 @@
 #include <unistd.h>
 
 #include "onnx.pb-c.h"
+
+/* Subgraphs (If, Loop, Scan bodies) nested at most this deep below the main graph. */
+#define VCC_ONNX_MAX_GRAPH_DEPTH 32
 
 /* TensorProto.DataType values vcc reads. */
 enum { DT_FLOAT = 1, DT_INT64 = 7, DT_BOOL = 9, DT_DOUBLE = 11 };
@@ -183,6 +186,69 @@ static bool pread_all(int fd, void *buf, size_t n, off_t off) {
 }
 
 /* The whole model file into a malloc'd buffer. */
+/* ======================================================================== nesting before unpacking */
+
+/* protobuf-c unpacks nested messages by recursion, with no depth limit: a file a few tens of KB long
+ * can nest graphs thousands deep (If -> then_branch -> If -> ...) and overflow the stack. The only path
+ * by which messages of vcc's onnx.proto contain themselves is ModelProto.graph (7) -> GraphProto.node
+ * (1) -> NodeProto.attribute (5) -> AttributeProto.g (6) -> GraphProto; every other field of a message
+ * kind below (unknown fields included) is skipped without descent. */
+enum { WIRE_MODEL, WIRE_GRAPH, WIRE_NODE, WIRE_ATTR, WIRE_OTHER };
+
+/* The message kind of field `field` of a message of kind `kind` on that path, else WIRE_OTHER. */
+static int wire_child(int kind, uint64_t field) {
+    switch (kind) {
+    case WIRE_MODEL: return field == 7 ? WIRE_GRAPH : WIRE_OTHER;
+    case WIRE_GRAPH: return field == 1 ? WIRE_NODE : WIRE_OTHER;
+    case WIRE_NODE: return field == 5 ? WIRE_ATTR : WIRE_OTHER;
+    case WIRE_ATTR: return field == 6 ? WIRE_GRAPH : WIRE_OTHER;
+    default: return WIRE_OTHER;
+    }
+}
+
+/* A base-128 varint at *p (protobuf encoding), not past end; false when it is cut off or too long. */
+static bool wire_varint(const unsigned char **p, const unsigned char *end, uint64_t *v) {
+    *v = 0;
+    for (int shift = 0; shift < 64 && *p < end; shift += 7) {
+        unsigned char b = *(*p)++;
+        *v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) return true;
+    }
+    return false;
+}
+
+/* Whether the message of kind `kind` in [p, end) holds graphs nested (GraphProto within GraphProto,
+ * through a node's attribute) more than `left` deep. Malformed wire data ends the scan with false: the
+ * unpacking that follows reports it. Recursion at most VCC_ONNX_MAX_GRAPH_DEPTH + 1 graphs deep. */
+static bool wire_too_deep(const unsigned char *p, const unsigned char *end, int kind, int left) {
+    if (kind == WIRE_GRAPH && left-- == 0) return true;
+    while (p < end) {
+        uint64_t key, n;
+        if (!wire_varint(&p, end, &key)) return false;
+        switch (key & 7) {
+        case 0: /* varint */
+            if (!wire_varint(&p, end, &n)) return false;
+            break;
+        case 1: /* 64-bit */
+            if (end - p < 8) return false;
+            p += 8;
+            break;
+        case 5: /* 32-bit */
+            if (end - p < 4) return false;
+            p += 4;
+            break;
+        case 2: /* length-delimited: a submessage, a string, bytes or a packed array */
+            if (!wire_varint(&p, end, &n) || n > (uint64_t)(end - p)) return false;
+            if (wire_child(kind, key >> 3) != WIRE_OTHER && wire_too_deep(p, p + n, wire_child(kind, key >> 3), left))
+                return true;
+            p += n;
+            break;
+        default: return false; /* groups (3, 4) and invalid types: protobuf-c's to refuse */
+        }
+    }
+    return false;
+}
+
 static VccStatus read_model_file(Loader *L, unsigned char **buf, size_t *len) {
     *buf = NULL;
     *len = 0;
@@ -1034,8 +1100,9 @@ static bool outer_value(Loader *L, const char *name) {
 static int load_subgraph(Loader *L, const Onnx__GraphProto *gp) {
     int depth = 0;
     for (const Loader *p = L; p->parent; p = p->parent) depth++;
-    if (depth >= 32) {
-        fail(L, VCC_ERR_UNSUPPORTED, "subgraphs nested more than 32 deep");
+    if (depth > VCC_ONNX_MAX_GRAPH_DEPTH) {
+        fail(L, VCC_ERR_UNSUPPORTED, "subgraphs nested more than %d deep (If, Loop or Scan bodies within each other)",
+             VCC_ONNX_MAX_GRAPH_DEPTH);
         return 0;
     }
     Loader S = {.ctx = L->ctx, .path = L->path, .dir = L->dir, .status = VCC_OK, .parent = L, .g = vcc_graph_new()};
@@ -1352,6 +1419,13 @@ VccStatus vcc_onnx_load(VccCtx *ctx, const char *path, VccGraph **out) {
     unsigned char *buf;
     size_t len;
     if (read_model_file(&L, &buf, &len) != VCC_OK) {
+        ctx->file = saved_file;
+        return L.status;
+    }
+    if (wire_too_deep(buf, buf + len, WIRE_MODEL, VCC_ONNX_MAX_GRAPH_DEPTH + 1)) {
+        free(buf);
+        fail(&L, VCC_ERR_UNSUPPORTED, "subgraphs nested more than %d deep (If, Loop or Scan bodies within each other)",
+             VCC_ONNX_MAX_GRAPH_DEPTH);
         ctx->file = saved_file;
         return L.status;
     }

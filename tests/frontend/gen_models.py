@@ -20,7 +20,7 @@ import sys
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import AttributeProto, TensorProto, helper, numpy_helper
 
 OPSET = 17
 N, C, T, H, W, F, K = 2, 3, 4, 8, 8, 4, 5  # F: conv output channels
@@ -131,6 +131,31 @@ def model(nodes, inits, inputs, outputs=None, ir_version=8, opset=OPSET):
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], producer_name="vcc-tests")
     m.ir_version = ir_version
     return m
+
+
+def nested_if(depth):
+    """A model whose graph ends in an If (condition: the initializer c) whose then_branch holds another
+    If, and so on depth times; every else_branch is Identity(x). Returns the serialized ModelProto."""
+    def attr(name, graph_bytes):
+        return AttributeProto(name=name, type=AttributeProto.GRAPH).SerializeToString() + field(6, graph_bytes)
+
+    def branch(node_bytes, out_name):
+        g = helper.make_graph([], "branch", [], [helper.make_tensor_value_info(out_name, TensorProto.FLOAT, [3])])
+        return g.SerializeToString() + field(1, node_bytes)
+
+    inner = helper.make_node("Identity", ["x"], ["y%d" % depth], name="/inner").SerializeToString()
+    for level in range(depth - 1, -1, -1):
+        out_name = "y%d" % level
+        other = helper.make_node("Identity", ["x"], [out_name + "e"], name="/else%d" % level).SerializeToString()
+        node = helper.make_node("If", ["c"], [out_name], name="/If%d" % level).SerializeToString()
+        inner = node + field(5, attr("then_branch", branch(inner, "y%d" % (level + 1)))) + \
+            field(5, attr("else_branch", branch(other, out_name + "e")))
+    m = model([], [numpy_helper.from_array(np.array(True), "c")],
+              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+              [helper.make_tensor_value_info("y0", TensorProto.FLOAT, [3])])
+    graph = m.graph.SerializeToString() + field(1, inner)
+    m.ClearField("graph")
+    return m.SerializeToString() + field(7, graph)
 
 
 def main():
@@ -371,6 +396,13 @@ def main():
 
     nodes = [helper.make_node("Relu", ["x"], ["y"], name="/relu/Relu", tags=["a", "b"])]
     save(os.path.join(out, "bad_attr.onnx"), model(nodes, [], xin, yout), check=False)
+
+    # If nodes nested in each other's then_branch, written field by field (python's protobuf refuses to
+    # nest this deep): 32 levels below the main graph load; 33 are refused, and so are 5000, which
+    # overflowed the stack inside protobuf-c's recursive unpacking before vcc checked the nesting
+    for depth in (32, 33, 5000):
+        with open(os.path.join(out, "nested_if_%d.onnx" % depth), "wb") as f:
+            f.write(nested_if(depth))
 
     nodes = [helper.make_node("Relu", ["x"], ["y"], name="/relu/Relu")]
     save(os.path.join(out, "undefined_output.onnx"),

@@ -371,6 +371,15 @@ static void test_bad(void) {
     expect_error("undefined_input.onnx", VCC_ERR_PARSE, "node '/Add' (Add): input 'nowhere' is not defined");
     expect_error("undefined_output.onnx", VCC_ERR_PARSE, "graph output 'z' is not defined");
     expect_error("bad_attr.onnx", VCC_ERR_UNSUPPORTED, "Relu attribute 'tags':", "'/relu/Relu' (type STRINGS");
+    /* subgraphs nested 32 deep load; deeper ones are refused before protobuf-c's recursive unpacking
+     * (5000 deep overflowed its stack) */
+    {
+        Load l;
+        load_ok(&l, "nested_if_32.onnx", NULL, 0);
+        unload(&l);
+    }
+    expect_error("nested_if_33.onnx", VCC_ERR_UNSUPPORTED, "subgraphs nested more than 32 deep");
+    expect_error("nested_if_5000.onnx", VCC_ERR_UNSUPPORTED, "subgraphs nested more than 32 deep");
     expect_error("float16_input.onnx", VCC_ERR_UNSUPPORTED, "FLOAT16: input 'x'");
     expect_error("constant_forms.onnx", VCC_ERR_UNSUPPORTED, "2 problems", "Constant attribute 'sparse_value':",
                  "'/sparse' (sparse tensors are not supported)", "Constant attribute 'value_string':",
