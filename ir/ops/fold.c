@@ -636,7 +636,9 @@ static int fold_range(Fold *f) {
     int st = new_out(f, 0, s->dt, &os);
     for (int64_t i = 0; !st && i < count; i++) {
         if (is_float(s->dt)) put_f(&f->out[0], i, get_f(s, 0) + (double)i * get_f(d, 0));
-        else put_i(&f->out[0], i, get_i(s, 0) + i * get_i(d, 0));
+        else /* start + i * delta lies between start and limit, but i * delta alone may not fit: two's
+              * complement arithmetic, exact for a result that fits */
+            put_i(&f->out[0], i, (int64_t)((uint64_t)get_i(s, 0) + (uint64_t)i * (uint64_t)get_i(d, 0)));
     }
     return st;
 }

@@ -13,6 +13,8 @@ after changing a case. Under OUTDIR:
     collide_momentum.onnx    an initializer named "conv.weight.momentum" beside the parameter conv.weight
     collide_grad_seed.onnx   an initializer named "loss.grad_seed" (the loss's gradient seed)
     reshape_overflow.onnx    Reshape to [2**62, 4]: 2**64 elements, more than int64 counts
+    range_int64_extremes.onnx  int64 Range from -2**63 to 2**63 - 1 by 2**63 - 1: the elements fit in int64,
+                             i * delta does not (signed overflow while folding, found by UBSan)
     empty_graph.onnx         one input, no nodes, no outputs
     redefine_outputs_3000.onnx  3,000 nodes that all write the same output name
     names_control_node.onnx  an unsupported node whose name and op type carry a newline and escape sequences
@@ -106,6 +108,13 @@ def onnx_cases(out):
               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
               [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
     write(os.path.join(d, "reshape_overflow.onnx"), m.SerializeToString())
+
+    # Range over the whole int64 span, folded at compile time
+    ends = [numpy_helper.from_array(np.array(v, dtype=np.int64), k)
+            for k, v in (("start", -2 ** 63), ("limit", 2 ** 63 - 1), ("delta", 2 ** 63 - 1))]
+    m = model([helper.make_node("Range", ["start", "limit", "delta"], ["y"], name="/Range")], ends, [],
+              [helper.make_tensor_value_info("y", TensorProto.INT64, None)])
+    write(os.path.join(d, "range_int64_extremes.onnx"), m.SerializeToString())
 
     m = model([], [], [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])], [])
     write(os.path.join(d, "empty_graph.onnx"), m.SerializeToString())

@@ -256,6 +256,19 @@ def ranges():
     return nodes, ["rf", "ri32", "rempty", "rf64"]
 
 
+def range_extremes():
+    """int64 Range over the whole int64 span: limit - start and i * delta do not fit in int64, the elements
+    do (onnxruntime 1.20 gives no element and numpy 1.24 two for the first, not the three of ONNX's
+    ceil((limit - start) / delta); Python's range is exact)."""
+    lo, hi = -2**63, 2**63 - 1
+    nodes = [c("s", np.array(lo, I64)), c("l", np.array(hi, I64)), c("d", np.array(hi, I64)),
+             n("Range", ["s", "l", "d"], "up"),
+             c("s2", np.array(hi, I64)), c("l2", np.array(lo, I64)), c("d2", np.array(lo + 1, I64)),
+             n("Range", ["s2", "l2", "d2"], "down")]
+    want = [np.array(list(range(lo, hi, hi)), I64), np.array(list(range(hi, lo, lo + 1)), I64)]
+    return nodes, ["up", "down"], want
+
+
 def constant_of_shape():
     v = lambda a: numpy_helper.from_array(np.array([a]), "value")
     nodes = [c("sh", np.array([2, 3], I64)), c("sh0", np.array([2, 0], I64)), c("e", np.zeros([0], I64)),
@@ -369,6 +382,8 @@ nd, outs, ins = dead_code()
 CASES.append(Case("dead_code", nd, outs, inputs=ins, keep=["Identity"]))
 nd, outs, want = legacy_broadcast()
 CASES.append(Case("legacy_broadcast_opset6", nd, outs, opset=6, want=want))
+nd, outs, want = range_extremes()
+CASES.append(Case("range_int64_extremes", nd, outs, want=want))
 CASES.append(Case("constant_only", [c("k", np.array([[1, 2, 3]], I32))], ["k"]))
 # a ConstantOfShape over the compile-time size limit (2^20 elements): a float32 fill at run time, added to
 # an input so the program computes with it
