@@ -312,6 +312,21 @@ static void conv_workspaces(const VccGraph *g, int64_t limit, int64_t *largest) 
                 (long long)limit, (long long)*largest, g->nodes[worst].name);
 }
 
+/* Rename the finished temporary file *tmp (when not NULL) over path and free it (*tmp = NULL). Returns 0,
+ * or 1 with the error on stderr; with weights (the weights file already renamed beside this program),
+ * also that the folder now holds new weights beside the old program. */
+static int rename_output(char **tmp, const char *path, const char *weights) {
+    if (!*tmp) return 0;
+    char err[1024];
+    int bad = vcc_io_rename(*tmp, path, err, sizeof err);
+    free(*tmp);
+    *tmp = NULL;
+    if (bad) fprintf(stderr, "vcc: %s\n", err);
+    if (bad && weights)
+        fprintf(stderr, "vcc: %s already holds the new weights; compile again before running the program\n", weights);
+    return bad;
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "dsa")) return vcc_dsa_main(argc - 1, argv + 1);
     const char *model = NULL, *out = NULL, *plan_json = NULL, *plan_trace = NULL, *plan_svg = NULL, *dump = NULL;
@@ -603,7 +618,7 @@ int main(int argc, char **argv) {
     ctx.from_dump = vir;
     VccGraph *g = NULL;
     int rc = 1;
-    char *tmp = NULL, *wpath = NULL, *wtmp = NULL, cmd[20000], cmd_here[20000];
+    char *tmp = NULL, *wpath = NULL, *wtmp = NULL, *plan_tmp[3] = {NULL, NULL, NULL}, cmd[20000], cmd_here[20000];
     FILE *f = NULL;
     if (fit_text) {
         rc = vcc_fit(&ctx, model, fit_limit, vary, stdout);
@@ -615,9 +630,15 @@ int main(int argc, char **argv) {
     int64_t ws_largest;
     conv_workspaces(g, ws_limit, &ws_largest);
     const PlanFile plan_file = {g, &ctx};
-    if (plan_json && vcc_write_text_output("vcc", plan_json, write_json, &plan_file)) goto done;
-    if (plan_trace && vcc_write_text_output("vcc", plan_trace, write_trace, &plan_file)) goto done;
-    if (plan_svg && vcc_write_text_output("vcc", plan_svg, write_svg, &plan_file)) goto done;
+    /* Every output is complete, in a temporary file beside it (or written to its stream or device), and
+     * the standard output written, before any output replaces what was there: a failure up to the
+     * renames leaves no output behind. */
+    const char *plan_path[3] = {plan_json, plan_trace, plan_svg};
+    const VccTextWriter plan_write[3] = {write_json, write_trace, write_svg};
+    for (int i = 0; i < 3; i++)
+        if (plan_path[i] && vcc_text_output_prepare("vcc", plan_path[i], plan_write[i], &plan_file, &plan_tmp[i]))
+            goto done;
+    char err[1024];
     if (out) {
         /* weights beside the program: train.c -> train.safetensors */
         wpath = vcc_strfmt("%.*s.safetensors", (int)(strrchr(out, '.') - out), out);
@@ -630,35 +651,18 @@ int main(int argc, char **argv) {
             fprintf(stderr, "vcc: %s: output path too long\n", out);
             goto done;
         }
-        char err[1024];
         if (!(f = vcc_io_create_tmp(out, &tmp, err, sizeof err))) {
             fprintf(stderr, "vcc: %s\n", err);
             goto done;
         }
-        /* both files written and closed before either replaces what was there: the weights, then the
-         * program, so a failure leaves the old pair as it was */
-        if (vcc_emit_trainer(&ctx, g, target, cmd, wbase, f) != VCC_OK ||
-            (!vir && vcc_write_weights(&ctx, g, wpath, &wtmp) != VCC_OK)) {
+        bool written = vcc_emit_trainer(&ctx, g, target, cmd, wbase, f) == VCC_OK &&
+                       (vir || vcc_write_weights(&ctx, g, wpath, &wtmp) == VCC_OK);
+        if (!written) {
             fclose(f);
-            remove(tmp);
             goto done;
         }
         if (vcc_io_finish(f, tmp, out, err, sizeof err)) {
             fprintf(stderr, "vcc: %s\n", err);
-            if (wtmp) remove(wtmp);
-            goto done;
-        }
-        if (wtmp && vcc_io_rename(wtmp, wpath, err, sizeof err)) {
-            fprintf(stderr, "vcc: %s\n", err);
-            remove(tmp);
-            goto done;
-        }
-        if (vcc_io_rename(tmp, out, err, sizeof err)) {
-            if (!vir)
-                fprintf(stderr, "vcc: %s\nvcc: %s already holds the new weights; compile again before running the "
-                                "program\n", err, wpath);
-            else
-                fprintf(stderr, "vcc: %s\n", err);
             goto done;
         }
         printf("%s\n", cmd_here);
@@ -687,12 +691,22 @@ int main(int argc, char **argv) {
                 (long long)g->arena_bytes, g->remat_values, g->remat_values == 1 ? "" : "s",
                 g->step_flops > 0 ? 100.0 * g->remat_flops / g->step_flops : 0.0,
                 g->remat_ws_shrunk ? " and " VCC_REMAT_WS_NOTE : "");
-    rc = 0;
     if (fflush(stdout) != 0 || ferror(stdout)) { /* a full disk must not pass for a complete dump */
         fprintf(stderr, "vcc: cannot write to standard output: %s\n", strerror(errno));
-        rc = 1;
+        goto done;
     }
+    /* the renames: the weights, then the program (a failure between them is said), then the plan files */
+    if (rename_output(&wtmp, wpath, NULL)) goto done;
+    if (rename_output(&tmp, out, vir ? NULL : wpath)) goto done;
+    for (int i = 0; i < 3; i++)
+        if (rename_output(&plan_tmp[i], plan_path[i], NULL)) goto done;
+    rc = 0;
 done:
+    /* outputs not renamed into place: their temporary files go */
+    for (int i = 0; i < 3; i++)
+        if (plan_tmp[i]) remove(plan_tmp[i]), free(plan_tmp[i]);
+    if (tmp) remove(tmp);
+    if (wtmp) remove(wtmp);
     vcc_diag_finish(&ctx);
     vcc_problems_clear(&ctx);
     vcc_graph_free(g);

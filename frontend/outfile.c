@@ -20,9 +20,10 @@ static int write_stream(const char *prog, const char *path, FILE *f, int owned, 
     return bad;
 }
 
-int vcc_write_text_output(const char *prog, const char *path, VccTextWriter write, const void *arg) {
+int vcc_text_output_prepare(const char *prog, const char *path, VccTextWriter write, const void *arg, char **tmp) {
     char err[1024];
     struct stat sb;
+    *tmp = NULL;
     FILE *f = vcc_io_std_stream(path);
     if (f) return write_stream(prog, path, f, 0, write, arg);
     if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode)) { /* a device, FIFO or socket */
@@ -32,14 +33,27 @@ int vcc_write_text_output(const char *prog, const char *path, VccTextWriter writ
         }
         return write_stream(prog, path, f, 1, write, arg);
     }
-    char *tmp = NULL;
-    if (!(f = vcc_io_create_tmp(path, &tmp, err, sizeof err))) {
+    if (!(f = vcc_io_create_tmp(path, tmp, err, sizeof err))) {
         fprintf(stderr, "%s: %s\n", prog, err);
         return 1;
     }
     write(f, arg);
-    int rc = vcc_io_commit(f, tmp, path, err, sizeof err);
-    if (rc) fprintf(stderr, "%s: %s\n", prog, err);
+    if (vcc_io_finish(f, *tmp, path, err, sizeof err)) {
+        fprintf(stderr, "%s: %s\n", prog, err);
+        free(*tmp);
+        *tmp = NULL;
+        return 1;
+    }
+    return 0;
+}
+
+int vcc_write_text_output(const char *prog, const char *path, VccTextWriter write, const void *arg) {
+    char err[1024], *tmp;
+    int rc = vcc_text_output_prepare(prog, path, write, arg, &tmp);
+    if (!rc && tmp && vcc_io_rename(tmp, path, err, sizeof err)) {
+        fprintf(stderr, "%s: %s\n", prog, err);
+        rc = 1;
+    }
     free(tmp);
     return rc;
 }

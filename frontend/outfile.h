@@ -17,4 +17,11 @@ typedef void (*VccTextWriter)(FILE *f, const void *arg);
  * Returns 0, or 1 with "<prog>: <path>: <problem>" printed on stderr. */
 int vcc_write_text_output(const char *prog, const char *path, VccTextWriter write, const void *arg);
 
+/* The first half of vcc_write_text_output, for a command with several outputs that replaces none of them
+ * until all are complete: a stream or device is written at once (*tmp = NULL); a file is written to a
+ * new temporary file beside path, complete and closed, left for the caller to rename over path
+ * (vcc_io_rename) or remove; *tmp is that file's name (the caller frees it). Returns 0, or 1 with
+ * "<prog>: <path>: <problem>" printed on stderr (no temporary file left). */
+int vcc_text_output_prepare(const char *prog, const char *path, VccTextWriter write, const void *arg, char **tmp);
+
 #endif /* VCC_FRONTEND_OUTFILE_H */

@@ -21,6 +21,8 @@ MODEL is a small training model (tests/e2e/tiny_models.py's res3d).
     .cu output with an op that has no bfloat16 CUDA kernel (Pow's gradient) is refused in one line naming
     that node and the model's node it was made for, and writes nothing.
   - -o t.cu.c beside a file t.cu is refused: the printed build command would write its program over it.
+  - A failed run leaves no output behind (check_failed_run_leaves_nothing): -o into a missing folder
+    with --plan-json, --plan-svg and --plan-trace, and a standard output that cannot be written.
   - --fit on a model that still fits at the largest batch the search tries (2^20) says "or more"; a
     --vary name the model lacks is reported as that --vary (not as a --shape the user never gave), and
     a --vary or --shape name the model lacks is the only error (not also the symbolic batch it leaves
@@ -227,6 +229,28 @@ def check_fit_cap(vcc, work):
           "--shape of a name the model lacks is named alone, not the symbolic dim it leaves unbound", p.stderr)
 
 
+def check_failed_run_leaves_nothing(vcc, model, work):
+    """A run that fails after some of its outputs could be written leaves none of them: the program's
+    folder missing (the plan files were written and renamed before the program once), and the standard
+    output full (the program and weights were renamed before the build command failed to print)."""
+    d = os.path.join(work, "nothing_left")
+    os.makedirs(d, exist_ok=True)
+    shape = ["--shape", "input=2x3x4x12x12"]
+    p = run([vcc, model, "-o", os.path.join(d, "missing", "t.c"), "--plan-json", "p.json", "--plan-svg", "p.svg",
+             "--plan-trace", "p.trace"] + shape, d)
+    left = sorted(os.listdir(d))
+    check(p.returncode == 1 and left == [], "-o into a missing folder with --plan-json/-svg/-trace: exit 1, nothing "
+          "written", "exit %d, left %s; %s" % (p.returncode, left, p.stderr))
+    if os.path.exists("/dev/full"):
+        with open("/dev/full", "w") as full:
+            p = subprocess.run([vcc, model, "-o", "q.c", "--plan-json", "p.json"] + shape, cwd=d, stdout=full,
+                               stderr=subprocess.PIPE, text=True)
+        left = sorted(os.listdir(d))
+        check(p.returncode == 1 and left == [] and "standard output" in p.stderr,
+              "-o q.c --plan-json p.json > /dev/full: exit 1, nothing written",
+              "exit %d, left %s; %s" % (p.returncode, left, p.stderr))
+
+
 def check_vir_trains(vcc, tiny, work):
     """The flow the README gives for a dump: `vcc m.vir -o v.c`, run with the weights file vcc wrote beside
     the ONNX model's trainer, trains as that trainer does (the same loss lines). tiny is tests/e2e's conv2d
@@ -378,6 +402,7 @@ def main():
     p = run([vcc, model, "--workspace-limit", "4K", "--workspace-limit", "8K"], work)
     check(p.returncode == 2 and "given twice" in p.stderr, "usage error: --workspace-limit twice", p.stderr)
     check_fit_cap(vcc, work)
+    check_failed_run_leaves_nothing(vcc, model, work)
     check_precision(vcc, model, work)
     check_bf16_plan(vcc, model, work)
     check_bf16_cuda_refusal(vcc, work)
