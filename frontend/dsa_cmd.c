@@ -142,6 +142,7 @@ int vcc_dsa_main(int argc, char **argv) {
         return 2;
     }
     int status = 3;
+    char *tmp = NULL; /* the -o file, written and not yet renamed */
     uint64_t *off = malloc((n ? n : 1) * sizeof *off), *trial = malloc((n ? n : 1) * sizeof *trial);
     uint64_t arena = 0, fit_arena = 0;
     errno = 0;
@@ -194,14 +195,34 @@ int vcc_dsa_main(int argc, char **argv) {
         status = 1;
         goto done;
     }
+    /* the plan file complete in a temporary file, then the report flushed, then the rename: a failure
+     * up to the rename (a full standard output included) writes nothing */
     const Solution sol = {items, n, ids, off};
-    if (out && vcc_write_text_output("vcc dsa", out, print_solution, &sol)) {
+    if (out && vcc_text_output_prepare("vcc dsa", out, print_solution, &sol, &tmp)) {
         status = 2;
         goto done;
     }
     if (out) printf("  wrote      %s\n", out);
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "vcc dsa: cannot write to standard output: %s\n", strerror(errno));
+        status = 2;
+        goto done;
+    }
+    if (tmp) {
+        char rerr[1024];
+        int bad = vcc_io_rename(tmp, out, rerr, sizeof rerr);
+        free(tmp);
+        tmp = NULL;
+        if (bad) {
+            fprintf(stderr, "vcc dsa: %s\n", rerr);
+            status = 2;
+            goto done;
+        }
+    }
     status = 0;
 done:
+    if (tmp) remove(tmp);
+    free(tmp);
     free(off);
     free(trial);
     free(items);

@@ -13,7 +13,8 @@ usage: test_dsa_cli.py --vcc PATH --work DIR
   column, an empty file, sizes whose sum overflows 64 bits, a missing file, bad options): exit 2, a message naming the file (and the
   line for row errors), no output file, no temporary file left behind.
 - Outputs: -o never over the input (also spelled with "./"); into a FIFO and into the standard output
-  (through a link to /proc/self/fd/1, redirected to a file) directly, the FIFO and the link kept.
+  (through a link to /proc/self/fd/1, redirected to a file) directly, the FIFO and the link kept; a
+  standard output that cannot be written (/dev/full) is an error (exit 2) and -o writes nothing.
 """
 import argparse
 import os
@@ -106,6 +107,13 @@ def check_outputs(vcc, w):
     expect(p.returncode == 0 and solution in got and "arena" in got,
            f"-o the standard output redirected to a file: exit {p.returncode}, captured {got!r}: {p.stderr}")
     expect(os.path.islink(link), "-o the standard output: the link to /proc/self/fd/1 was replaced")
+    if os.path.exists("/dev/full"):  # a report that cannot be written: exit 2 and no plan file
+        with open("/dev/full", "w") as full:
+            p = subprocess.run([vcc, "dsa", w("in.csv"), "-o", w("full_out.csv")], stdout=full,
+                               stderr=subprocess.PIPE, text=True, timeout=300)
+        left = [f for f in os.listdir(os.path.dirname(w("in.csv"))) if f.startswith("full_out")]
+        expect(p.returncode == 2 and "standard output" in p.stderr and not left,
+               f"standard output on /dev/full: exit {p.returncode}, left {left}: {p.stderr}")
 
 
 def main():
