@@ -24,24 +24,51 @@ static void c_string(FILE *f, const char *s) {
     fputc('"', f);
 }
 
-/* One CSR list "name_at" / "name" over the nodes: pick(g, k, idx, out) appends node k's entries. */
-typedef int (*NodeList)(const VccGraph *g, int k, const int *idx, int *out);
+/* The tensors of the table (idx) that are no view and have a live interval, by the step it ends at:
+ * tensor[at[k] .. at[k+1]) end at step k, in tensor order (so a graph of n nodes and t tensors costs
+ * O(n + t), not O(n * t)). */
+typedef struct {
+    int *at, *tensor;
+} Ends;
 
-static void emit_list(FILE *f, const VccGraph *g, const int *idx, const char *name, NodeList pick) {
+static void ends_make(const VccGraph *g, const int *idx, Ends *e) {
+    int n = g->nnodes;
+    e->at = vcc_calloc((size_t)n + 2, sizeof(int));
+    e->tensor = vcc_malloc(sizeof(int) * (size_t)(g->ntensors ? g->ntensors : 1));
+    for (int pass = 0; pass < 2; pass++) { /* count per step, then fill in tensor order */
+        int *fill = pass ? vcc_calloc((size_t)n + 1, sizeof(int)) : NULL;
+        for (int t = 0; t < g->ntensors; t++) {
+            const VccTensor *x = &g->tensors[t];
+            if (idx[t] < 0 || x->alias_of >= 0 || x->start < 0 || x->end < 0 || x->end >= n) continue;
+            if (pass) e->tensor[e->at[x->end] + fill[x->end]++] = idx[t];
+            else e->at[x->end + 1]++;
+        }
+        if (!pass)
+            for (int k = 0; k < n; k++) e->at[k + 1] += e->at[k];
+        free(fill);
+    }
+}
+
+/* One CSR list "name_at" / "name" over the nodes: pick(g, k, idx, ends, out) appends node k's entries. */
+typedef int (*NodeList)(const VccGraph *g, int k, const int *idx, const Ends *ends, int *out);
+
+static void emit_list(FILE *f, const VccGraph *g, const int *idx, const Ends *ends, const char *name,
+                      NodeList pick) {
     int *buf = vcc_malloc(sizeof(int) * (size_t)(g->ntensors + 1));
     int total = 0;
     fprintf(f, "static const int vcc_poison_%s_at[%d] = {0", name, g->nnodes + 1);
-    for (int k = 0; k < g->nnodes; k++) fprintf(f, ", %d", total += pick(g, k, idx, buf));
+    for (int k = 0; k < g->nnodes; k++) fprintf(f, ", %d", total += pick(g, k, idx, ends, buf));
     fprintf(f, "};\nstatic const int vcc_poison_%s[%d] = {", name, total ? total : 1);
     for (int k = 0, n = 0; k < g->nnodes; k++) {
-        int m = pick(g, k, idx, buf);
+        int m = pick(g, k, idx, ends, buf);
         for (int j = 0; j < m; j++) fprintf(f, "%s%d", n++ ? ", " : "", buf[j]);
     }
     fputs(total ? "};\n" : "0};\n", f);
     free(buf);
 }
 
-static int pick_in(const VccGraph *g, int k, const int *idx, int *out) {
+static int pick_in(const VccGraph *g, int k, const int *idx, const Ends *ends, int *out) {
+    (void)ends;
     int n = 0;
     const VccNode *nd = &g->nodes[k];
     for (int i = 0; i < nd->nin; i++)
@@ -49,7 +76,8 @@ static int pick_in(const VccGraph *g, int k, const int *idx, int *out) {
     return n;
 }
 
-static int pick_out(const VccGraph *g, int k, const int *idx, int *out) {
+static int pick_out(const VccGraph *g, int k, const int *idx, const Ends *ends, int *out) {
+    (void)ends;
     int n = 0;
     const VccNode *nd = &g->nodes[k];
     for (int i = 0; i < nd->nout; i++) {
@@ -59,12 +87,11 @@ static int pick_out(const VccGraph *g, int k, const int *idx, int *out) {
     return n;
 }
 
-static int pick_end(const VccGraph *g, int k, const int *idx, int *out) {
+static int pick_end(const VccGraph *g, int k, const int *idx, const Ends *ends, int *out) {
+    (void)g;
+    (void)idx;
     int n = 0;
-    for (int t = 0; t < g->ntensors; t++) {
-        const VccTensor *x = &g->tensors[t];
-        if (idx[t] >= 0 && x->alias_of < 0 && x->start >= 0 && x->end == k) out[n++] = idx[t];
-    }
+    for (int j = ends->at[k]; j < ends->at[k + 1]; j++) out[n++] = ends->tensor[j];
     return n;
 }
 
@@ -96,9 +123,13 @@ void vcc_emit_poison_plan(FILE *f, const VccGraph *g) {
     }
     if (!g->nnodes) fputs("    \"\",\n", f);
     fputs("};\n", f);
-    emit_list(f, g, idx, "in", pick_in);
-    emit_list(f, g, idx, "out", pick_out);
-    emit_list(f, g, idx, "end", pick_end);
+    Ends ends;
+    ends_make(g, idx, &ends);
+    emit_list(f, g, idx, &ends, "in", pick_in);
+    emit_list(f, g, idx, &ends, "out", pick_out);
+    emit_list(f, g, idx, &ends, "end", pick_end);
+    free(ends.at);
+    free(ends.tensor);
     /* at a step's start: the persistent tensors and what the host wrote (inputs no node produces) */
     int nhost = 0;
     fputs("static const int vcc_poison_host[] = {", f);
