@@ -75,6 +75,8 @@ int vcc_dsa_csv_read(const char *path, VccDsaItem **items_out, size_t *n_out, ch
     if (len == 0) continue;
     if (!have_header) {
       have_header = 1;
+      /* a UTF-8 byte order mark (as spreadsheet programs write CSV) is not part of the first name */
+      if (!strncmp(line, "\xEF\xBB\xBF", 3)) memmove(line, line + 3, strlen(line + 3) + 1);
       ncols = 1;
       for (char *p = line; *p; p++)
         ncols += *p == ',';

@@ -12,6 +12,7 @@ usage: test_dsa_cli.py --vcc PATH --work DIR
 - Bad input (negative size, upper <= lower, a number too large, a missing column, text, no size
   column, an empty file, sizes whose sum overflows 64 bits, a missing file, bad options): exit 2, a message naming the file (and the
   line for row errors), no output file, no temporary file left behind.
+- A header after a UTF-8 byte order mark keeps its id column.
 - Outputs: -o never over the input (also spelled with "./"); into a FIFO and into the standard output
   (through a link to /proc/self/fd/1, redirected to a file) directly, the FIFO and the link kept; a
   standard output that cannot be written (/dev/full) is an error (exit 2) and -o writes nothing.
@@ -156,6 +157,13 @@ def main():
     rc, out, err = run(a.vcc, w("hand.csv"), "--capacity=3", "-o", w("keep.csv"))
     expect(rc == 1 and "fits no" in out, f"hand at 3: exit {rc}: {out}")
     expect(open(w("keep.csv")).read() == "untouched\n", "hand at 3: output file changed")
+
+    # a header after a UTF-8 byte order mark (spreadsheet CSV): its id column is kept
+    write(w("bom.csv"), "\ufeffid,lower,upper,size\nfirst,0,2,2\nsecond,1,3,2\n")
+    rc, out, err = run(a.vcc, w("bom.csv"), "-o", w("bom.out.csv"))
+    header, rows = read_rows(w("bom.out.csv")) if rc == 0 else ([], [])
+    expect(rc == 0 and header[:1] == ["id"] and [r[0] for r in rows] == ["first", "second"],
+           f"byte order mark: exit {rc}, header {header}, rows {rows}: {err}")
 
     # 3. bad input
     bad = {
