@@ -661,8 +661,10 @@ int main(int argc, char **argv) {
             fclose(f);
             goto done;
         }
-        if (vcc_io_finish(f, tmp, out, err, sizeof err)) {
+        if (vcc_io_finish(f, tmp, out, err, sizeof err)) { /* tmp removed */
             fprintf(stderr, "vcc: %s\n", err);
+            free(tmp);
+            tmp = NULL;
             goto done;
         }
         printf("%s\n", cmd_here);

@@ -185,7 +185,6 @@ static bool pread_all(int fd, void *buf, size_t n, off_t off) {
     return true;
 }
 
-/* The whole model file into a malloc'd buffer. */
 /* ======================================================================== nesting before unpacking */
 
 /* protobuf-c unpacks nested messages by recursion, with no depth limit: a file a few tens of KB long
@@ -249,6 +248,7 @@ static bool wire_too_deep(const unsigned char *p, const unsigned char *end, int 
     return false;
 }
 
+/* The whole model file into a malloc'd buffer. */
 static VccStatus read_model_file(Loader *L, unsigned char **buf, size_t *len) {
     *buf = NULL;
     *len = 0;

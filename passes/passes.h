@@ -235,7 +235,7 @@ VccStatus vcc_remat(VccCtx *ctx, VccGraph *g);
 /* What the summaries (vcc's --memory-limit line, --fit, the plan report) say of workspaces vcc_remat
  * halved: how those convolutions then run in each trainer, and that their numbers round differently. */
 #define VCC_REMAT_WS_HOW                                                                                    \
-    "the C trainer sums those convolutions in smaller im2col chunks (under --cpu-conv dnnl, or runs oneDNN " \
+    "the C trainer sums those convolutions in smaller im2col chunks (or, under --cpu-conv dnnl, runs oneDNN " \
     "on fewer samples), the CUDA trainer picks cuDNN algorithms within the smaller workspaces"
 #define VCC_REMAT_WS_NOTE                                                                                    \
     "conv workspaces at the peak halved (" VCC_REMAT_WS_HOW ": the numbers round differently from the "   \
