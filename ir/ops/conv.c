@@ -394,9 +394,9 @@ static int64_t dnnl_wino_ws_bytes(const VccConvParams *p, int64_t limit, bool we
  * convolution's (dnnl_wino_ws_bytes). */
 static int64_t dnnl_op_ws_bytes(VccOp op, const VccConvParams *p, int64_t limit, bool wino) {
     bool filter = op == VCC_OP_CONV_GRAD_FILTER || op == VCC_OP_CONV_TRANSPOSE_GRAD_FILTER;
-    /* Winograd for the backward ops' passes only (runtime/cpu/conv_dnnl.h): Conv and ConvTranspose compute
-     * forward values, ConvTransposeGradData through the forward pass */
-    wino = wino && (filter || op == VCC_OP_CONV_GRAD_DATA);
+    /* Winograd for the weight-gradient passes only (runtime/cpu/conv_dnnl.h): the forward and
+     * backward-data passes feed every later value (ConvTransposeGradData runs the forward pass) */
+    wino = wino && filter;
     int64_t d = dnnl_ws_bytes(p, limit, filter), w = wino ? dnnl_wino_ws_bytes(p, limit, filter) : 0;
     return w > d ? w : d;
 }

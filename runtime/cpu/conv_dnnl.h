@@ -28,19 +28,22 @@
  * convolution of its own, and x and y are viewed through oneDNN memory descriptors with the whole
  * tensors' strides. Each output element sums the same products as in one execution.
  *
- * Winograd: the backward-data and weight-gradient passes of a backward op (ConvGradData, ConvGradFilter,
- * ConvTransposeGradFilter) with a 3x3 kernel of stride 1 and pads 1 over 2-D images and channels in
- * multiples of 16 run as oneDNN's Winograd F(4x4, 3x3) convolution where that fits ws (AVX-512:
+ * Winograd: the weight-gradient passes (ConvGradFilter, ConvTransposeGradFilter) of a convolution with a
+ * 3x3 kernel of stride 1 and pads 1 over 2-D images and channels in multiples of 16 run as oneDNN's
+ * Winograd F(4x4, 3x3) convolution where that fits ws (AVX-512:
  * jit_wino_4x3): a 2-D conv; a 3-D one with one live depth tap (mc3_18's and R(2+1)D's (1, 3, 3)
  * convolutions), the depth positions of one sample as its batch of images (vcc_dnnl_wino_tiles); a 3x3x3
  * one (r3d_18's) as three 2-D ones, one per depth tap, that add up (VccDnnlTaps). It does about half the
  * work of the direct kernel (bench/README.md, "Winograd"); its scratchpad holds the transformed weights
  * and tiles, which ir/ops/conv.c's dnnl_wino_ws_bytes sizes the workspace for. Its sums round
- * differently, a few float32 ulps further from float64 than a direct sum; the forward passes (Conv's, and
- * ConvTranspose's through the backward-data pass, VCC_DNNL_FORWARD_ROLE) stay on the direct kernels, as
- * every later value of the step, loss and gradients included, inherits their rounding: with mc3_18's
- * forward through Winograd too, a layer4 gradient landed 3 times PyTorch float32's own distance from
- * float64 (tests/e2e, e2e_grads_mc3_18_dnnl).
+ * differently, a few float32 ulps further from float64 than a direct sum, so the passes whose values feed
+ * others stay on the direct kernels: the forward passes (Conv's, and ConvTranspose's through the
+ * backward-data pass, VCC_DNNL_FORWARD_ROLE), as every later value of the step inherits their rounding
+ * (with mc3_18's forward through Winograd too, a layer4 gradient landed 3 times PyTorch float32's own
+ * distance from float64: e2e_grads_mc3_18_dnnl), and the backward-data passes, as every gradient upstream
+ * inherits theirs (through Winograd, s3d_small's second step on an AVX-512 Xeon had BN parameter updates
+ * up to 138 times their allowance: e2e_model_steps_s3d_small_dnnl). A weight gradient's rounding stays in
+ * that gradient.
  *
  * Cache: the primitives, their memory objects and the decision live in d->backend (VccDnnlConv),
  * created once per descriptor, workspace size and pass; the engine and stream in rt->conv_state (VccDnnlState), which
@@ -800,7 +803,7 @@ VCC_CPU_FN int vcc_dnnl_conv(VccRt *rt, VccConvDesc *d, int which, const float *
     void *ptr[3];
     unsigned char *base = (unsigned char *)ws;
     int64_t in_s, out_s, step[3], zstep[3] = {0, 0, 0}, s0, z, nz = 1, ne;
-    int i, n = 0, fwd_role, slot;
+    int i, n = 0, fwd_role, slot, wino;
     while (c && c->ws_bytes != wb) c = c->alt;
     if (!c) {
         c = (VccDnnlConv *)calloc(1, sizeof *c);
@@ -812,12 +815,13 @@ VCC_CPU_FN int vcc_dnnl_conv(VccRt *rt, VccConvDesc *d, int which, const float *
         d->backend = c;
     }
     if (which == VCC_DNNL_FWD && bias) which = VCC_DNNL_FWD_BIAS;
-    /* the backward passes of a backward op run Winograd where they can: its sums round differently, and a
-     * forward op's output feeds every value after it, so forward ones stay on the direct kernels */
+    /* the weight-gradient passes run Winograd where they can: its sums round differently, and a forward
+     * or backward-data pass's output feeds every value after it, so those stay on the direct kernels */
     fwd_role = which == VCC_DNNL_FWD || which == VCC_DNNL_FWD_BIAS || (which & VCC_DNNL_FORWARD_ROLE);
     slot = which & VCC_DNNL_FORWARD_ROLE ? VCC_DNNL_SLOTS - 1 : which;
     which &= ~VCC_DNNL_FORWARD_ROLE;
-    if (!fwd_role && vcc_dnnl_taps_ok(d)) { /* a 3x3x3 convolution as three 2-D Winograd ones, where they fit */
+    wino = !fwd_role && which == VCC_DNNL_BWD_WEIGHTS;
+    if (wino && vcc_dnnl_taps_ok(d)) { /* a 3x3x3 convolution as three 2-D Winograd ones, where they fit */
         VccDnnlTaps *t = &c->taps[slot];
         if (t->state == 0) vcc_dnnl_taps_make(s, d, which, t, wb);
         if (t->state > 0) {
@@ -826,7 +830,7 @@ VCC_CPU_FN int vcc_dnnl_conv(VccRt *rt, VccConvDesc *d, int which, const float *
         }
     }
     p = &c->pass[slot];
-    if (p->state == 0) vcc_dnnl_pass_make(s, d, which, p, wb, !fwd_role);
+    if (p->state == 0) vcc_dnnl_pass_make(s, d, which, p, wb, wino);
     if (p->state < 0) return 0;
     /* floats per sample of the pass's operands (0: the weights, the same for every execution) */
     in_s = d->C;

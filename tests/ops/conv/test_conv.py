@@ -47,9 +47,9 @@ forward and backward-data passes run in 2N executions of minibatch 1 and half th
 
 --dnnl-winograd runs WINO_CASES, 3x3 convolutions of stride 1 and pads 1 over 2-D images (3-D ones with one
 live depth tap, and a 2-D one) with channels in multiples of 16, with --cpu-conv dnnl: checked against
-PyTorch as above, and oneDNN's verbose log must show the forward on its direct kernels and each backward
-pass as its Winograd convolution of the expected images per execution where oneDNN runs AVX-512 code, and
-its direct kernels elsewhere (check_wino). With
+PyTorch as above, and oneDNN's verbose log must show the forward and backward-data passes on its direct
+kernels and each weight-gradient pass as its Winograd convolution of the expected images per execution
+where oneDNN runs AVX-512 code, and its direct kernels elsewhere (check_wino). With
 --dnnl-winograd-slabs, WINO_SLAB_CASES, their programs capped at WINO_SLAB images per Winograd execution.
 
 --filter-chunk-cap builds every C program with -DVCC_CONV_FILTER_CHUNK_BYTES=256 (FILTER_CAP), so the
@@ -294,12 +294,12 @@ def wino_images(case):
 
 def check_wino(cases, work, slab=None):
     """--dnnl-winograd(-slabs): each case's trainer, run once more with oneDNN's verbose log at one thread.
-    Where oneDNN runs AVX-512 code (its log's isa line), the forward pass runs on its direct kernels (no
-    Winograd: its output feeds every later value), and every backward-data and weight-gradient
+    Where oneDNN runs AVX-512 code (its log's isa line), the forward and backward-data passes run on its
+    direct kernels (no Winograd: their outputs feed every later value), and every weight-gradient
     execution is its Winograd convolution (jit_wino_4x3) of a 2-D problem (kh3, kw3, no depth) with the
     expected images per execution (a 3-D case: one sample's depth positions, or slab of them; a 3x3x3 one:
-    per sample D for the middle depth tap, D - 1 for each other, its backward-data pass as forward
-    executions; a 2-D one: the batch). Elsewhere (AVX2) none is, and oneDNN's direct kernels ran."""
+    per sample D for the middle depth tap, D - 1 for each other; a 2-D one: the batch). Elsewhere (AVX2)
+    none is, and oneDNN's direct kernels ran."""
     bad = []
     for c in cases:
         d = os.path.join(work, c.name)
@@ -314,10 +314,8 @@ def check_wino(cases, work, slab=None):
             mbs = [per, per - 1, per - 1] * c.inputs["X"][0]
         else:
             mbs = [mb] * (total // mb)
-        # the forward pass on oneDNN's direct kernels; tap by tap, the backward-data pass runs as forward
-        # convolutions (turned weights, channels swapped)
-        want_mbs = {"forward_training": mbs if taps else [], "backward_data": [] if taps or tr else mbs,
-                    "backward_weights": mbs}
+        # the forward and backward-data passes on oneDNN's direct kernels, the weight gradient on Winograd
+        want_mbs = {"forward_training": [], "backward_data": [], "backward_weights": mbs}
         for kind in ("forward_training", "backward_data", "backward_weights"):
             got = re.findall(r"(?:onednn|dnnl)_verbose,exec,cpu,convolution,([^,]*),%s,.*?,mb(\d+)(\S*?)," % kind,
                              r.stdout)
