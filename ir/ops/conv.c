@@ -349,41 +349,40 @@ int64_t vcc_conv_dnnl_ws_bytes(const VccConvParams *p, int64_t limit) { return d
 
 /* The room for a Winograd pass over n images of hw positions and tiles tiles each, of p's channels:
  * where what it needs for certain fits limit (the blocked copies of the images' input and output and of
- * the weights, the transformed weights, 6x6 per kernel: one copy; for a weight gradient three, its threads'
+ * the weights, the transformed weights, 6x6 per kernel: three copies, the weight gradient's threads'
  * partial sums; extra floats), the smaller of limit and an estimate from above of oneDNN's need (that
  * and the transformed tiles of the n images, plus 8 MiB for its per-thread buffers); else 0. oneDNN's real
  * scratchpad depends on its blocking, which depends on the CPU's caches and the threads: the runtime
  * measures it and runs the direct convolution where it does not fit. */
-static int64_t wino_room(const VccConvParams *p, int64_t n, int64_t hw, int64_t tiles, bool weights, double extra,
-                         int64_t limit) {
+static int64_t wino_room(const VccConvParams *p, int64_t n, int64_t hw, int64_t tiles, double extra, int64_t limit) {
     double ck = (double)p->C * (double)p->K, cpk = (double)(p->C + p->K);
-    double sure = 36.0 * ck * (weights ? 3 : 1) + (double)n * (double)hw * cpk + 9.0 * ck + extra;
+    double sure = 36.0 * ck * 3 + (double)n * (double)hw * cpk + 9.0 * ck + extra;
     double bytes = 4.0 * sure + 4 * 64, est = bytes + 4.0 * 36.0 * (double)n * (double)tiles * cpk + 8.0 * 1048576;
     if (bytes > (double)limit) return 0;
     return (est < (double)limit ? (int64_t)est : limit) / 4 * 4;
 }
 
-/* oneDNN's workspace for a Winograd pass of geometry p under limit (0: none fits, or p is not
- * Winograd's), wino_room's: for the most images per execution n (a divisor of the depth of a 3-D conv
- * with one live depth tap, of the batch of a 2-D one) with at least VCC_DNNL_WINO_MIN_TILES tiles whose
- * certain need fits; for a 3x3x3 conv run tap by tap (vcc_dnnl_taps_ok), one sample's depth, with the turned
- * weights of the backward-data pass or the accumulator of a weight gradient. The runtime takes the most
- * images that its real need fits. */
-static int64_t dnnl_wino_ws_bytes(const VccConvParams *p, int64_t limit, bool weights) {
+/* oneDNN's workspace for a Winograd weight-gradient pass (the only one that runs Winograd) of geometry p
+ * under limit (0: none fits, or p is not Winograd's), wino_room's: for the most images per execution n (a
+ * divisor of the depth of a 3-D conv with one live depth tap, of the batch of a 2-D one) with at least
+ * VCC_DNNL_WINO_MIN_TILES tiles whose certain need fits; for a 3x3x3 conv run tap by tap
+ * (vcc_dnnl_taps_ok), one sample's depth, with the accumulator of the later samples. The runtime takes the
+ * most images that its real need fits. */
+static int64_t dnnl_wino_ws_bytes(const VccConvParams *p, int64_t limit) {
     const VccConvDesc d = dnnl_desc(p);
     /* every factor below 2^31 (conv_common); the sizes below as doubles */
     int64_t hw = p->in[p->nsp - 2] * p->in[p->nsp - 1], kk = 1;
     for (int i = 0; i < p->nsp; i++) kk *= p->kernel[i];
     double plain_w = (double)p->C * (double)p->K * (double)kk;
     if (vcc_dnnl_taps_ok(&d))
-        return wino_room(p, p->in[0], hw, ((p->out[1] + 3) / 4) * ((p->out[2] + 3) / 4), weights,
-                         weights ? (p->N > 1 ? plain_w : 0) : plain_w, limit);
+        return wino_room(p, p->in[0], hw, ((p->out[1] + 3) / 4) * ((p->out[2] + 3) / 4),
+                         p->N > 1 ? plain_w : 0, limit);
     int64_t tiles = vcc_dnnl_wino_tiles(&d);
     if (tiles <= 0) return 0;
     int64_t imgs = p->nsp == 3 ? p->in[0] : p->N;
     for (int64_t n = imgs; n >= 1 && n * tiles >= VCC_DNNL_WINO_MIN_TILES; n--) {
         if (imgs % n) continue;
-        int64_t bytes = wino_room(p, n, hw, tiles, weights, weights ? plain_w : 0, limit);
+        int64_t bytes = wino_room(p, n, hw, tiles, plain_w, limit);
         if (bytes > 0) return bytes;
     }
     return 0;
@@ -397,7 +396,7 @@ static int64_t dnnl_op_ws_bytes(VccOp op, const VccConvParams *p, int64_t limit,
     /* Winograd for the weight-gradient passes only (runtime/cpu/conv_dnnl.h): the forward and
      * backward-data passes feed every later value (ConvTransposeGradData runs the forward pass) */
     wino = wino && filter;
-    int64_t d = dnnl_ws_bytes(p, limit, filter), w = wino ? dnnl_wino_ws_bytes(p, limit, filter) : 0;
+    int64_t d = dnnl_ws_bytes(p, limit, filter), w = wino ? dnnl_wino_ws_bytes(p, limit) : 0;
     return w > d ? w : d;
 }
 
