@@ -106,16 +106,16 @@ typedef struct {
                                           slab: depth positions per execution, the batch of a 2-D one */
 } VccDnnlPass;
 
-/* One pass of a 3x3x3 convolution as three 2-D Winograd convolutions, one per depth tap
+/* The weight-gradient pass of a 3x3x3 convolution as three 2-D Winograd convolutions, one per depth tap
  * (vcc_dnnl_taps_ok): per tap t (0, 1, 2: the depth offsets -1, 0, +1) its primitive over the images it
- * reaches; the D-image views of one sample's operands (user) and their blocked copies (blk), per tap the
- * memory objects that see a range of those copies; the reorders between them; the weights' (per tap) and
- * the weight gradient's blocked copies; state 0 not tried, 1 usable, -1 not. */
+ * reaches; the D-image views of one sample's x and dy (user) and their blocked copies (blk), per tap the
+ * memory objects that see a range of those copies; the reorders between them; the weight gradient's view
+ * per tap and its blocked copy; state 0 not tried, 1 usable, -1 not. */
 typedef struct {
     int state;
-    dnnl_primitive_t conv[3], rin[2], rout, rw[3];
-    dnnl_memory_t user[3], blk[3], tap[3][3], wuser[3], wblk, bias, scratch;
-    size_t off[3], wflip_off, wblk_off, acc_off, scratch_off, img[3], bytes;
+    dnnl_primitive_t conv[3], rin[2], rw[3];
+    dnnl_memory_t user[2], blk[2], tap[3][2], wuser[3], wblk, scratch;
+    size_t off[2], wblk_off, acc_off, scratch_off, img[2], bytes;
 } VccDnnlTaps;
 
 /* d->backend under this backend: the four passes for one workspace size, the descriptor's passes for
@@ -123,7 +123,7 @@ typedef struct {
  * each decide for their own bytes), and the next one in VccDnnlState's list. */
 typedef struct VccDnnlConv {
     VccDnnlPass pass[VCC_DNNL_SLOTS];
-    VccDnnlTaps taps[VCC_DNNL_SLOTS];
+    VccDnnlTaps taps; /* the weight-gradient pass's, where it runs as three Winograd taps */
     size_t ws_bytes;
     struct VccDnnlConv *alt, *next;
 } VccDnnlConv;
@@ -163,17 +163,16 @@ VCC_CPU_FN void vcc_dnnl_taps_free(VccDnnlTaps *t)
     for (i = 0; i < 3; i++) {
         if (t->conv[i]) dnnl_primitive_destroy(t->conv[i]);
         if (t->rw[i]) dnnl_primitive_destroy(t->rw[i]);
-        if (t->user[i]) dnnl_memory_destroy(t->user[i]);
-        if (t->blk[i]) dnnl_memory_destroy(t->blk[i]);
         if (t->wuser[i]) dnnl_memory_destroy(t->wuser[i]);
-        for (j = 0; j < 3; j++)
+        for (j = 0; j < 2; j++)
             if (t->tap[i][j]) dnnl_memory_destroy(t->tap[i][j]);
     }
-    for (i = 0; i < 2; i++)
+    for (i = 0; i < 2; i++) {
         if (t->rin[i]) dnnl_primitive_destroy(t->rin[i]);
-    if (t->rout) dnnl_primitive_destroy(t->rout);
+        if (t->user[i]) dnnl_memory_destroy(t->user[i]);
+        if (t->blk[i]) dnnl_memory_destroy(t->blk[i]);
+    }
     if (t->wblk) dnnl_memory_destroy(t->wblk);
-    if (t->bias) dnnl_memory_destroy(t->bias);
     if (t->scratch) dnnl_memory_destroy(t->scratch);
     memset(t, 0, sizeof *t);
 }
@@ -187,10 +186,8 @@ VCC_CPU_FN void vcc_dnnl_state_free(void *state)
     int i;
     for (c = s->convs; c; c = next) {
         next = c->next;
-        for (i = 0; i < VCC_DNNL_SLOTS; i++) {
-            vcc_dnnl_pass_free(&c->pass[i]);
-            vcc_dnnl_taps_free(&c->taps[i]);
-        }
+        for (i = 0; i < VCC_DNNL_SLOTS; i++) vcc_dnnl_pass_free(&c->pass[i]);
+        vcc_dnnl_taps_free(&c->taps);
         free(c);
     }
     if (s->stream) dnnl_stream_destroy(s->stream);
@@ -489,7 +486,7 @@ done:
     dnnl_primitive_attr_destroy(attr);
 }
 
-/* vcc_dnnl_pass_make: pass `which` of d into p. First, with wino (a backward op's pass) where d runs as a
+/* vcc_dnnl_pass_make: pass `which` of d into p. First, with wino (a weight-gradient pass) where d runs as a
  * Winograd convolution (vcc_dnnl_wino_tiles), the most images per execution (a 2-D conv's samples, a 3-D conv's depth positions
  * of one sample; a divisor of N or D) that fit ws_bytes and hold at least VCC_DNNL_WINO_MIN_TILES tiles.
  * Else the direct convolution: N samples per execution, else the largest divisor of N
@@ -543,130 +540,103 @@ VCC_CPU_FN dnnl_memory_desc_t vcc_dnnl_taps_md(const dnnl_memory_desc_t *want, i
     return m;
 }
 
-/* vcc_dnnl_taps_make: create the three taps of pass `which` of d into t (t->state 1), for one sample per
- * execution round; t->state -1 when oneDNN refuses one (no Winograd kernel on this CPU), their layouts
- * disagree, or the pass needs more than ws_bytes (t->bytes). ws is laid out as [blocked operand 0 | blocked
- * operand 1 (operand 2 of a forward-like pass) | blocked weights (gradient) | turned weights (backward data)
- * | accumulator (weight gradient, N > 1) | scratchpad]. */
-VCC_CPU_FN void vcc_dnnl_taps_make(VccDnnlState *s, const VccConvDesc *d, int which, VccDnnlTaps *t, size_t ws_bytes)
+/* vcc_dnnl_taps_make: create the three taps of d's weight-gradient pass into t (t->state 1), for one
+ * sample per execution round; t->state -1 when oneDNN refuses one (no Winograd kernel on this CPU), their
+ * layouts disagree, or the pass needs more than ws_bytes (t->bytes). ws is laid out as [blocked x | blocked
+ * dy | blocked weight gradient | accumulator (N > 1) | scratchpad], as ir/ops/conv.c's dnnl_wino_ws_bytes
+ * sizes it. */
+VCC_CPU_FN void vcc_dnnl_taps_make(VccDnnlState *s, const VccConvDesc *d, VccDnnlTaps *t, size_t ws_bytes)
 {
-    const int wgt = which == VCC_DNNL_BWD_WEIGHTS, bwd = which == VCC_DNNL_BWD_DATA;
-    const int64_t D = d->in[0], H = d->in[1], W = d->in[2], ic = bwd ? d->K : d->C, oc = bwd ? d->C : d->K;
-    /* the operands: forward-like (src, -, dst) with ic and oc; weight gradient (x, dy, -) */
-    const int64_t ch[3] = {wgt ? d->C : ic, d->K, oc};
-    dnnl_memory_desc_t user[3], any[3], uw, wa, b;
-    const dnnl_memory_desc_t *want[3][3], *wwant[3];
+    const int64_t D = d->in[0], H = d->in[1], W = d->in[2];
+    const int64_t ch[2] = {d->C, d->K}; /* the operands: x and dy */
+    dnnl_memory_desc_t user[2], any[2], uw, wa;
+    const dnnl_memory_desc_t *want[3][2], *wwant[3];
     dnnl_primitive_desc_t pd[3] = {NULL, NULL, NULL}, hint = NULL;
-    dnnl_primitive_attr_t attr[2] = {NULL, NULL};
-    dnnl_post_ops_t po = NULL;
+    dnnl_primitive_attr_t attr = NULL;
     dnnl_dims_t st = {1, 1}, pad = {1, 1};
     size_t scratch = 0, off = 0, sz;
     int i, k, ok = 0;
-    const int ops[2] = {0, wgt ? 1 : 2}; /* the activations of the pass */
     memset(t, 0, sizeof *t);
     t->state = -1;
     for (k = 0; k < 2; k++) {
-        const int i2 = ops[k];
-        dnnl_dims_t dims = {D, ch[i2], H, W}, str = {H * W, D * H * W, W, 1};
-        if (dnnl_memory_desc_init_by_strides(&user[i2], 4, dims, dnnl_f32, str) != dnnl_success) goto done;
+        dnnl_dims_t dims = {D, ch[k], H, W}, str = {H * W, D * H * W, W, 1};
+        if (dnnl_memory_desc_init_by_strides(&user[k], 4, dims, dnnl_f32, str) != dnnl_success) goto done;
     }
     {
-        /* the user's weights (gradient) of one tap: a window of (oc, ic, 3, 3, 3), or one of the turned
-         * (ic of the forward as oc) plain (C, K, 3, 3) slices of the backward-data pass */
-        dnnl_dims_t wd = {oc, ic, 3, 3}, ws = {ic * 27, 27, 3, 1}, wt = {ic * 9, 9, 3, 1}, bd = {oc};
-        if (dnnl_memory_desc_init_by_strides(&uw, 4, wd, dnnl_f32, bwd ? wt : ws) != dnnl_success ||
-            dnnl_memory_desc_init_by_tag(&wa, 4, wd, dnnl_f32, dnnl_format_tag_any) != dnnl_success ||
-            dnnl_memory_desc_init_by_tag(&b, 1, bd, dnnl_f32, dnnl_x) != dnnl_success)
+        /* the user's weight gradient of one tap: a window of (K, C, 3, 3, 3) */
+        dnnl_dims_t wd = {d->K, d->C, 3, 3}, ws = {d->C * 27, 27, 3, 1};
+        if (dnnl_memory_desc_init_by_strides(&uw, 4, wd, dnnl_f32, ws) != dnnl_success ||
+            dnnl_memory_desc_init_by_tag(&wa, 4, wd, dnnl_f32, dnnl_format_tag_any) != dnnl_success)
             goto done;
     }
-    for (k = 0; k < 2; k++) {
-        if (dnnl_primitive_attr_create(&attr[k]) != dnnl_success ||
-            dnnl_primitive_attr_set_scratchpad_mode(attr[k], dnnl_scratchpad_mode_user) != dnnl_success)
-            goto done;
-    }
-    /* attr[1]: the taps after the first add into the output (a sum post-op); a weight gradient's do not */
-    if (dnnl_post_ops_create(&po) != dnnl_success || dnnl_post_ops_append_sum(po, 1.0f) != dnnl_success ||
-        dnnl_primitive_attr_set_post_ops(attr[1], po) != dnnl_success)
+    if (dnnl_primitive_attr_create(&attr) != dnnl_success ||
+        dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) != dnnl_success)
         goto done;
     for (i = 0; i < 3; i++) { /* tap i over n images: the middle one first, over all D */
         const int64_t n = i == 1 ? D : D - 1;
         dnnl_convolution_desc_t fd, cd;
         const char *impl = NULL;
-        for (k = 0; k < 3; k++) {
-            dnnl_dims_t dims = {n, k == 2 ? oc : k == 1 && wgt ? d->K : ic, H, W};
+        for (k = 0; k < 2; k++) {
+            dnnl_dims_t dims = {n, ch[k], H, W};
             if (dnnl_memory_desc_init_by_tag(&any[k], 4, dims, dnnl_f32, dnnl_format_tag_any) != dnnl_success)
                 goto done;
         }
-        if (wgt) { /* x as src, dy as dst */
-            if (dnnl_convolution_forward_desc_init(&fd, dnnl_forward_training, dnnl_convolution_winograd, &any[0], &wa,
-                                                   NULL, &any[1], st, pad, pad) != dnnl_success ||
-                dnnl_primitive_desc_create(&hint, &fd, attr[0], s->engine, NULL) != dnnl_success ||
-                dnnl_convolution_backward_weights_desc_init(&cd, dnnl_convolution_winograd, &any[0], &wa, NULL,
-                                                            &any[1], st, pad, pad) != dnnl_success ||
-                dnnl_primitive_desc_create(&pd[i], &cd, attr[0], s->engine, hint) != dnnl_success)
-                goto done;
-            dnnl_primitive_desc_destroy(hint);
-            hint = NULL;
-        } else if (dnnl_convolution_forward_desc_init(&fd, dnnl_forward_training, dnnl_convolution_winograd, &any[0],
-                                                      &wa, which == VCC_DNNL_FWD_BIAS && i == 1 ? &b : NULL, &any[2],
-                                                      st, pad, pad) != dnnl_success ||
-                   dnnl_primitive_desc_create(&pd[i], &fd, attr[i == 1 ? 0 : 1], s->engine, NULL) != dnnl_success) {
+        /* x as src, dy as dst */
+        if (dnnl_convolution_forward_desc_init(&fd, dnnl_forward_training, dnnl_convolution_winograd, &any[0], &wa,
+                                               NULL, &any[1], st, pad, pad) != dnnl_success ||
+            dnnl_primitive_desc_create(&hint, &fd, attr, s->engine, NULL) != dnnl_success ||
+            dnnl_convolution_backward_weights_desc_init(&cd, dnnl_convolution_winograd, &any[0], &wa, NULL, &any[1],
+                                                        st, pad, pad) != dnnl_success ||
+            dnnl_primitive_desc_create(&pd[i], &cd, attr, s->engine, hint) != dnnl_success)
             goto done;
-        }
+        dnnl_primitive_desc_destroy(hint);
+        hint = NULL;
         if (dnnl_primitive_desc_query(pd[i], dnnl_query_impl_info_str, 0, &impl) != dnnl_success || !impl ||
             !strstr(impl, "wino"))
             goto done;
         want[i][0] = dnnl_primitive_desc_query_md(pd[i], dnnl_query_src_md, 0);
-        want[i][1] = wgt ? dnnl_primitive_desc_query_md(pd[i], dnnl_query_diff_dst_md, 0) : NULL;
-        want[i][2] = wgt ? NULL : dnnl_primitive_desc_query_md(pd[i], dnnl_query_dst_md, 0);
-        wwant[i] = dnnl_primitive_desc_query_md(pd[i], wgt ? dnnl_query_diff_weights_md : dnnl_query_weights_md, 0);
+        want[i][1] = dnnl_primitive_desc_query_md(pd[i], dnnl_query_diff_dst_md, 0);
+        wwant[i] = dnnl_primitive_desc_query_md(pd[i], dnnl_query_diff_weights_md, 0);
         sz = vcc_dnnl_pd_scratch(pd[i]);
         if (sz > scratch) scratch = sz;
     }
-    /* the blocked D-image copies of the activations, and each tap's view of a range of them */
+    /* the blocked D-image copies of x and dy, and each tap's view of a range of them */
     for (k = 0; k < 2; k++) {
-        const int o = ops[k];
-        dnnl_memory_desc_t full = vcc_dnnl_taps_md(want[1][o], D);
-        if (!dnnl_memory_desc_equal(&full, want[1][o])) goto done;
+        dnnl_memory_desc_t full = vcc_dnnl_taps_md(want[1][k], D);
+        if (!dnnl_memory_desc_equal(&full, want[1][k])) goto done;
         for (i = 0; i < 3; i++) {
-            dnnl_memory_desc_t m = vcc_dnnl_taps_md(want[1][o], i == 1 ? D : D - 1);
-            if (!dnnl_memory_desc_equal(&m, want[i][o]) ||
-                dnnl_memory_create(&t->tap[i][o], want[i][o], s->engine, DNNL_MEMORY_NONE) != dnnl_success)
+            dnnl_memory_desc_t m = vcc_dnnl_taps_md(want[1][k], i == 1 ? D : D - 1);
+            if (!dnnl_memory_desc_equal(&m, want[i][k]) ||
+                dnnl_memory_create(&t->tap[i][k], want[i][k], s->engine, DNNL_MEMORY_NONE) != dnnl_success)
                 goto done;
         }
-        if (dnnl_memory_create(&t->user[o], &user[o], s->engine, DNNL_MEMORY_NONE) != dnnl_success ||
-            dnnl_memory_create(&t->blk[o], want[1][o], s->engine, DNNL_MEMORY_NONE) != dnnl_success)
+        if (dnnl_memory_create(&t->user[k], &user[k], s->engine, DNNL_MEMORY_NONE) != dnnl_success ||
+            dnnl_memory_create(&t->blk[k], want[1][k], s->engine, DNNL_MEMORY_NONE) != dnnl_success ||
+            vcc_dnnl_reorder_make(s, &user[k], want[1][k], attr, &t->rin[k], &scratch))
             goto done;
-        if (vcc_dnnl_reorder_make(s, o < 2 ? &user[o] : want[1][o], o < 2 ? want[1][o] : &user[o], attr[0],
-                                  o < 2 ? &t->rin[k] : &t->rout, &scratch))
-            goto done;
-        t->off[o] = off;
-        t->img[o] = dnnl_memory_desc_get_size(want[1][o]) / (size_t)D;
-        off += vcc_dnnl_round(dnnl_memory_desc_get_size(want[1][o]));
+        t->off[k] = off;
+        t->img[k] = dnnl_memory_desc_get_size(want[1][k]) / (size_t)D;
+        off += vcc_dnnl_round(dnnl_memory_desc_get_size(want[1][k]));
     }
-    /* the weights (gradient) of each tap: its user view, and one blocked copy reused tap after tap */
+    /* the weight gradient of each tap: its user view, and one blocked copy reused tap after tap */
     t->wblk_off = off;
     for (i = 0; i < 3; i++) {
         if (dnnl_memory_create(&t->wuser[i], &uw, s->engine, DNNL_MEMORY_NONE) != dnnl_success) goto done;
         if (dnnl_memory_desc_equal(wwant[i], &uw)) continue;
-        if (!dnnl_memory_desc_equal(wwant[i], wwant[1])) goto done;
-        if (vcc_dnnl_reorder_make(s, wgt ? wwant[i] : &uw, wgt ? &uw : wwant[i], attr[0], &t->rw[i], &scratch))
+        if (!dnnl_memory_desc_equal(wwant[i], wwant[1]) ||
+            vcc_dnnl_reorder_make(s, wwant[i], &uw, attr, &t->rw[i], &scratch))
             goto done;
         if (!t->wblk) {
             if (dnnl_memory_create(&t->wblk, wwant[i], s->engine, DNNL_MEMORY_NONE) != dnnl_success) goto done;
             off += vcc_dnnl_round(dnnl_memory_desc_get_size(wwant[i]));
         }
     }
-    t->wflip_off = off;
-    if (bwd) off += vcc_dnnl_round((size_t)vcc_dnnl_weight_floats(d) * sizeof(float));
     t->acc_off = off;
-    if (wgt && d->N > 1) off += vcc_dnnl_round((size_t)vcc_dnnl_weight_floats(d) * sizeof(float));
+    if (d->N > 1) off += vcc_dnnl_round((size_t)vcc_dnnl_weight_floats(d) * sizeof(float));
     t->scratch_off = off;
     t->bytes = off + scratch;
     if (t->bytes > ws_bytes) goto done;
     if (scratch && vcc_dnnl_scratch_make(s, scratch, &t->scratch)) goto done;
-    if (which == VCC_DNNL_FWD_BIAS && dnnl_memory_create(&t->bias, &b, s->engine, DNNL_MEMORY_NONE) != dnnl_success)
-        goto done;
     for (i = 0; i < 3; i++)
         if (dnnl_primitive_create(&t->conv[i], pd[i]) != dnnl_success) goto done;
     ok = 1;
@@ -680,99 +650,58 @@ done:
     for (i = 0; i < 3; i++)
         if (pd[i]) dnnl_primitive_desc_destroy(pd[i]);
     if (hint) dnnl_primitive_desc_destroy(hint);
-    if (po) dnnl_post_ops_destroy(po);
-    for (k = 0; k < 2; k++)
-        if (attr[k]) dnnl_primitive_attr_destroy(attr[k]);
+    if (attr) dnnl_primitive_attr_destroy(attr);
 }
 
-/* vcc_dnnl_taps_run: pass `which` of d through its taps t (made): operands as vcc_dnnl_conv's, base its
- * workspace. One sample at a time: its activations reordered into their blocked copies, the taps run (the
- * middle one over all D images, then the taps -1 and +1 over D - 1: output images from 1 and from 0),
- * and the output reordered back; a weight gradient's taps write its depth slices, the later samples' into
- * the accumulator, added into dw in sample order. */
-VCC_CPU_FN void vcc_dnnl_taps_run(VccDnnlState *s, const VccConvDesc *d, int which, VccDnnlTaps *t, const float *a,
-                                  const float *b, const float *bias, float *out, unsigned char *base)
+/* vcc_dnnl_taps_run: d's weight gradient through its taps t (made): x (N, C, D, H, W), dy (N, K, D, H, W),
+ * dw (K, C, 3, 3, 3) OVERWRITTEN, base its workspace. One sample at a time: its x and dy reordered into
+ * their blocked copies and the taps run (the middle one over all D images, then the taps -1 and +1 over
+ * D - 1: x from image 0 and dy from 1, x from 1 and dy from 0), each writing its depth slice of the
+ * gradient, the later samples' into the accumulator, added into dw in sample order. */
+VCC_CPU_FN void vcc_dnnl_taps_run(VccDnnlState *s, const VccConvDesc *d, VccDnnlTaps *t, const float *x,
+                                  const float *dy, float *dw, unsigned char *base)
 {
-    const int wgt = which == VCC_DNNL_BWD_WEIGHTS, bwd = which == VCC_DNNL_BWD_DATA;
     const int64_t D = d->in[0], HW = d->in[1] * d->in[2], ne = vcc_dnnl_weight_floats(d);
-    const int64_t in_s = (bwd ? d->K : d->C) * D * HW, out_s = (bwd ? d->C : d->K) * D * HW;
     static const int order[3] = {1, 0, 2};
-    float *acc = (float *)(base + t->acc_off), *wf = (float *)(base + t->wflip_off);
-    dnnl_exec_arg_t args[5];
+    float *acc = (float *)(base + t->acc_off);
+    dnnl_exec_arg_t args[4];
     int64_t s0, e;
     int j, k, n;
-    for (k = 0; k < 3; k++)
-        if (t->blk[k]) VCC_DNNL_CALL(dnnl_memory_set_data_handle(t->blk[k], base + t->off[k]));
+    for (k = 0; k < 2; k++) VCC_DNNL_CALL(dnnl_memory_set_data_handle(t->blk[k], base + t->off[k]));
     if (t->wblk) VCC_DNNL_CALL(dnnl_memory_set_data_handle(t->wblk, base + t->wblk_off));
     if (t->scratch) VCC_DNNL_CALL(dnnl_memory_set_data_handle(t->scratch, base + t->scratch_off));
-    if (t->bias) VCC_DNNL_CALL(dnnl_memory_set_data_handle(t->bias, (void *)bias));
-    if (bwd) { /* slice t's kernels turned by 180 degrees, channels swapped: wf[t][c][k] = w[k][c][t] turned */
-        const int64_t C = d->C, K = d->K;
-        int64_t q;
-        VCC_CPU_PARALLEL_MAP
-        for (q = 0; q < 3 * C * K; q++) {
-            const int64_t tt = q / (C * K), c = q / K % C, kk = q % K;
-            int r;
-            for (r = 0; r < 9; r++) wf[q * 9 + r] = b[((kk * C + c) * 3 + tt) * 9 + 8 - r];
-        }
-    }
     for (s0 = 0; s0 < d->N; s0++) {
-        float *dw = s0 ? acc : out;
-        VCC_DNNL_CALL(dnnl_memory_set_data_handle(t->user[0], (void *)(a + s0 * in_s)));
+        float *g = s0 ? acc : dw;
+        VCC_DNNL_CALL(dnnl_memory_set_data_handle(t->user[0], (void *)(x + s0 * d->C * D * HW)));
         vcc_dnnl_reorder(s, t->rin[0], t->user[0], t->blk[0], t->scratch);
-        if (wgt) {
-            VCC_DNNL_CALL(dnnl_memory_set_data_handle(t->user[1], (void *)(b + s0 * d->K * D * HW)));
-            vcc_dnnl_reorder(s, t->rin[1], t->user[1], t->blk[1], t->scratch);
-        }
+        VCC_DNNL_CALL(dnnl_memory_set_data_handle(t->user[1], (void *)(dy + s0 * d->K * D * HW)));
+        vcc_dnnl_reorder(s, t->rin[1], t->user[1], t->blk[1], t->scratch);
         for (j = 0; j < 3; j++) {
             const int i = order[j];
-            /* the depth offset from an output image to the input image it reads: i - 1 forward, 1 - i backward */
-            const int64_t sh = bwd ? 1 - i : i - 1, in_off = sh > 0 ? sh : 0, out_off = sh < 0 ? -sh : 0;
+            /* tap i: output image o reads input image o + i - 1 */
+            const int64_t in_off = i > 1 ? 1 : 0, out_off = i < 1 ? 1 : 0;
             dnnl_memory_t wm = t->rw[i] ? t->wblk : t->wuser[i];
+            VCC_DNNL_CALL(dnnl_memory_set_data_handle(t->tap[i][0], base + t->off[0] + in_off * t->img[0]));
+            VCC_DNNL_CALL(dnnl_memory_set_data_handle(t->tap[i][1], base + t->off[1] + out_off * t->img[1]));
+            VCC_DNNL_CALL(dnnl_memory_set_data_handle(t->wuser[i], g + i * 9));
             n = 0;
-            if (wgt) { /* tap i's images: x from in_off, dy from out_off */
-                VCC_DNNL_CALL(dnnl_memory_set_data_handle(t->tap[i][0], base + t->off[0] + in_off * t->img[0]));
-                VCC_DNNL_CALL(dnnl_memory_set_data_handle(t->tap[i][1], base + t->off[1] + out_off * t->img[1]));
-                VCC_DNNL_CALL(dnnl_memory_set_data_handle(t->wuser[i], dw + i * 9));
-                args[n].arg = DNNL_ARG_SRC;
-                args[n++].memory = t->tap[i][0];
-                args[n].arg = DNNL_ARG_DIFF_DST;
-                args[n++].memory = t->tap[i][1];
-                args[n].arg = DNNL_ARG_DIFF_WEIGHTS;
-                args[n++].memory = wm;
-            } else {
-                VCC_DNNL_CALL(dnnl_memory_set_data_handle(t->tap[i][0], base + t->off[0] + in_off * t->img[0]));
-                VCC_DNNL_CALL(dnnl_memory_set_data_handle(t->tap[i][2], base + t->off[2] + out_off * t->img[2]));
-                VCC_DNNL_CALL(dnnl_memory_set_data_handle(t->wuser[i], bwd ? (void *)(wf + i * 9 * d->C * d->K)
-                                                                           : (void *)(b + i * 9)));
-                if (t->rw[i]) vcc_dnnl_reorder(s, t->rw[i], t->wuser[i], t->wblk, t->scratch);
-                args[n].arg = DNNL_ARG_SRC;
-                args[n++].memory = t->tap[i][0];
-                args[n].arg = DNNL_ARG_WEIGHTS;
-                args[n++].memory = wm;
-                if (t->bias && i == 1) {
-                    args[n].arg = DNNL_ARG_BIAS;
-                    args[n++].memory = t->bias;
-                }
-                args[n].arg = DNNL_ARG_DST;
-                args[n++].memory = t->tap[i][2];
-            }
+            args[n].arg = DNNL_ARG_SRC;
+            args[n++].memory = t->tap[i][0];
+            args[n].arg = DNNL_ARG_DIFF_DST;
+            args[n++].memory = t->tap[i][1];
+            args[n].arg = DNNL_ARG_DIFF_WEIGHTS;
+            args[n++].memory = wm;
             if (t->scratch) {
                 args[n].arg = DNNL_ARG_SCRATCHPAD;
                 args[n++].memory = t->scratch;
             }
             VCC_DNNL_CALL(dnnl_primitive_execute(t->conv[i], s->stream, n, args));
-            if (wgt && t->rw[i]) vcc_dnnl_reorder(s, t->rw[i], t->wblk, t->wuser[i], t->scratch);
+            if (t->rw[i]) vcc_dnnl_reorder(s, t->rw[i], t->wblk, t->wuser[i], t->scratch);
         }
-        if (wgt) {
-            if (s0 > 0) {
-                VCC_DNNL_CALL(dnnl_stream_wait(s->stream));
-                VCC_CPU_PARALLEL_MAP
-                for (e = 0; e < ne; e++) out[e] += acc[e];
-            }
-        } else {
-            VCC_DNNL_CALL(dnnl_memory_set_data_handle(t->user[2], out + s0 * out_s));
-            vcc_dnnl_reorder(s, t->rout, t->blk[2], t->user[2], t->scratch);
+        if (s0 > 0) {
+            VCC_DNNL_CALL(dnnl_stream_wait(s->stream));
+            VCC_CPU_PARALLEL_MAP
+            for (e = 0; e < ne; e++) dw[e] += acc[e];
         }
     }
     VCC_DNNL_CALL(dnnl_stream_wait(s->stream));
@@ -822,10 +751,10 @@ VCC_CPU_FN int vcc_dnnl_conv(VccRt *rt, VccConvDesc *d, int which, const float *
     which &= ~VCC_DNNL_FORWARD_ROLE;
     wino = !fwd_role && which == VCC_DNNL_BWD_WEIGHTS;
     if (wino && vcc_dnnl_taps_ok(d)) { /* a 3x3x3 convolution as three 2-D Winograd ones, where they fit */
-        VccDnnlTaps *t = &c->taps[slot];
-        if (t->state == 0) vcc_dnnl_taps_make(s, d, which, t, wb);
+        VccDnnlTaps *t = &c->taps;
+        if (t->state == 0) vcc_dnnl_taps_make(s, d, t, wb);
         if (t->state > 0) {
-            vcc_dnnl_taps_run(s, d, which, t, a, b, bias, out, base);
+            vcc_dnnl_taps_run(s, d, t, a, b, out, base);
             return 1;
         }
     }
