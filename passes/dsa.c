@@ -96,6 +96,59 @@ static int key_cmp(const void *pa, const void *pb) {
   return (a->idx > b->idx) - (a->idx < b->idx);
 }
 
+/* Turns the counts of a radix sort's 256 digit values into each value's first slot in the output
+ * (their exclusive prefix sums). */
+static void digit_starts(size_t cnt[256]) {
+  size_t sum = 0;
+  for (int v = 0; v < 256; v++) {
+    size_t c = cnt[v];
+    cnt[v] = sum;
+    sum += c;
+  }
+}
+
+/* Sorts a[0..n) as key_cmp orders it, where a is already in ascending idx order (every caller
+ * builds its keys so): a stable LSD radix sort on the bytes of k[2], k[1], k[0] that differ
+ * between keys; below KEY_RADIX_MIN keys, or without memory for the copy, qsort. The order is
+ * key_cmp's total order, so the result is the same either way. */
+#define KEY_RADIX_MIN 1024
+static void key_sort(Key *a, size_t n) {
+  if (n < KEY_RADIX_MIN) {
+    qsort(a, n, sizeof *a, key_cmp);
+    return;
+  }
+  uint64_t any[3] = {0, 0, 0}, all[3] = {~0ull, ~0ull, ~0ull};
+  for (size_t i = 0; i < n; i++)
+    for (int w = 0; w < 3; w++)
+      any[w] |= a[i].k[w], all[w] &= a[i].k[w];
+  Key *tmp = malloc(n * sizeof *tmp);
+  size_t *cnt = malloc(256 * sizeof *cnt);
+  if (!tmp || !cnt) {
+    free(tmp);
+    free(cnt);
+    qsort(a, n, sizeof *a, key_cmp);
+    return;
+  }
+  Key *src = a, *dst = tmp;
+  for (int w = 2; w >= 0; w--)
+    for (unsigned d = 0; d < 8; d++) {
+      unsigned shift = 8 * d;
+      if ((((any[w] ^ all[w]) >> shift) & 255) == 0) continue; /* every key has this byte */
+      memset(cnt, 0, 256 * sizeof *cnt);
+      for (size_t i = 0; i < n; i++)
+        cnt[(src[i].k[w] >> shift) & 255]++;
+      digit_starts(cnt);
+      for (size_t i = 0; i < n; i++)
+        dst[cnt[(src[i].k[w] >> shift) & 255]++] = src[i];
+      Key *t = src;
+      src = dst;
+      dst = t;
+    }
+  if (src != a) memcpy(a, src, n * sizeof *a);
+  free(tmp);
+  free(cnt);
+}
+
 /* ---------------------------------------------------------------------------------------------
  * 2. the planner context and its time index
  * ------------------------------------------------------------------------------------------- */
@@ -141,7 +194,7 @@ typedef struct {
   size_t leaves;         /* P: a power of two >= number of buckets */
   int64_t *tmax;         /* [2P] max end over placed items below the node; INT64_MIN if none */
   unsigned char *placed; /* [n] by position */
-  int64_t *pend;         /* [n] by position: end step of the placed item */
+  int64_t *pend;         /* [n] by position: end step of the placed item; INT64_MIN if none */
   Span *pspan;           /* [n] by position: byte range of the placed item */
   Span *spans;           /* [n] scratch: byte ranges of the placed conflicting short items */
   Span *spans_tmp;       /* [n] scratch for the radix sort */
@@ -208,7 +261,7 @@ static int ctx_init(Ctx *c, const VccDsaItem *items, size_t n) {
     }
     keys[i] = (Key){{ukey(items[i].start), 0, 0}, i};
   }
-  qsort(keys, n, sizeof *keys, key_cmp);
+  key_sort(keys, n);
   int64_t t0 = items[0].start, t1 = items[0].end;
   for (size_t i = 1; i < n; i++) {
     if (items[i].start < t0) t0 = items[i].start;
@@ -228,6 +281,8 @@ static void index_reset(Ctx *c) {
   for (size_t v = 0; v < 2 * c->leaves; v++)
     c->tmax[v] = INT64_MIN;
   memset(c->placed, 0, c->n);
+  for (size_t k = 0; k < c->n; k++)
+    c->pend[k] = INT64_MIN;
   c->nlb = 0;
 }
 
@@ -348,10 +403,22 @@ static size_t index_query(Ctx *c, int64_t s, int64_t e) {
     c->work++;
     if (vlo > last_bucket || c->tmax[v] < s) continue;
     if (len == 1) {
-      size_t p0 = vlo * BUCKET, p1 = p0 + BUCKET < m ? p0 + BUCKET : m;
-      c->work += p1 - p0;
-      for (size_t p = p0; p < p1; p++)
-        if (c->placed[p] && c->pend[p] >= s) c->spans[k++] = c->pspan[p];
+      /* the bucket's positions below m tested at once into a bit mask, then the hits copied; an
+       * unplaced position's end is INT64_MIN, below every s but the smallest (then: placed[]) */
+      size_t p0 = vlo * BUCKET, cnt = p0 + BUCKET < m ? BUCKET : m - p0;
+      const int64_t *pe = c->pend + p0;
+      uint32_t bits = 0;
+      c->work += cnt;
+      if (s > INT64_MIN)
+        for (size_t j = 0; j < cnt; j++)
+          bits |= (uint32_t)(pe[j] >= s) << j;
+      else
+        for (size_t j = 0; j < cnt; j++)
+          bits |= (uint32_t)c->placed[p0 + j] << j;
+      while (bits) {
+        c->spans[k++] = c->pspan[p0 + (size_t)__builtin_ctz(bits)];
+        bits &= bits - 1;
+      }
       continue;
     }
     size_t half = len / 2;
@@ -379,25 +446,21 @@ static void span_sort(Span *a, Span *tmp, size_t n) {
   uint64_t all = 0;
   for (size_t i = 0; i < n; i++)
     all |= a[i].off;
-  unsigned digits = 0;
-  while (digits < 8 && (all >> (8 * digits)) != 0)
+  /* the digits above the low bits that every offset has clear (aligned offsets) */
+  unsigned low = all ? (unsigned)__builtin_ctzll(all) : 0, digits = 0;
+  while (digits < 8 && low + 8 * digits < 64 && (all >> (low + 8 * digits)) != 0)
     digits++;
   size_t count[8][256];
   memset(count, 0, digits * sizeof count[0]);
   for (size_t i = 0; i < n; i++)
     for (unsigned d = 0; d < digits; d++)
-      count[d][(a[i].off >> (8 * d)) & 255]++;
+      count[d][(a[i].off >> (low + 8 * d)) & 255]++;
   Span *src = a, *dst = tmp;
   for (unsigned d = 0; d < digits; d++) {
-    unsigned shift = 8 * d;
+    unsigned shift = low + 8 * d;
     size_t *cnt = count[d];
     if (cnt[(src[0].off >> shift) & 255] == n) continue; /* all share this digit */
-    size_t sum = 0;
-    for (int v = 0; v < 256; v++) {
-      size_t c = cnt[v];
-      cnt[v] = sum;
-      sum += c;
-    }
+    digit_starts(cnt);
     for (size_t i = 0; i < n; i++)
       dst[cnt[(src[i].off >> shift) & 255]++] = src[i];
     Span *t = src;
@@ -504,7 +567,7 @@ static int conflict_degrees(const Ctx *c, uint64_t *deg) {
   }
   for (size_t k = 0; k < m; k++)
     keys[k] = (Key){{ukey(en[k]), 0, 0}, k};
-  qsort(keys, m, sizeof *keys, key_cmp);
+  key_sort(keys, m);
   for (size_t k = 0; k < m; k++)
     en[k] = (int64_t)(keys[k].k[0] ^ ((uint64_t)1 << 63));
   free(keys);
@@ -574,7 +637,7 @@ static int make_order(const Ctx *c, VccDsaStrategy s, size_t *order) {
     default: k->k[0] = ~fp, k->k[1] = ~len, k->k[2] = ukey(it->start); break;
     }
   }
-  qsort(keys, n, sizeof *keys, key_cmp);
+  key_sort(keys, n);
   for (size_t k = 0; k < n; k++)
     order[k] = keys[k].idx;
   free(keys);
@@ -844,8 +907,8 @@ static uint64_t sweep_max_load(const VccDsaItem *items, const uint64_t *fps, siz
     st[i] = (Key){{ukey(items[i].start), 0, 0}, i};
     en[i] = (Key){{ukey(items[i].end), 0, 0}, i};
   }
-  qsort(st, n, sizeof *st, key_cmp);
-  qsort(en, n, sizeof *en, key_cmp);
+  key_sort(st, n);
+  key_sort(en, n);
   U128 cur = {0, 0}, best = {0, 0};
   size_t j = 0;
   for (size_t k = 0; k < n; k++) {
@@ -913,7 +976,7 @@ int vcc_dsa_check(const VccDsaItem *items, size_t n, const uint64_t *offsets, si
   size_t m = 0;
   for (size_t i = 0; i < n; i++)
     if (items[i].size > 0) st[m++] = (Key){{ukey(items[i].start), 0, 0}, i};
-  qsort(st, m, sizeof *st, key_cmp);
+  key_sort(st, m);
   size_t na = 0, ba = SIZE_MAX, bb = SIZE_MAX;
   for (size_t k = 0; k < m; k++) {
     size_t i = st[k].idx;
