@@ -45,8 +45,8 @@ used (samples (k-1)*N + i mod S). Checked per step:
                 puts above zero). The float32 references take float64's side of every ReLU in backward,
                 so their distance is rounding alone. A step within its allowance with every tie on
                 float64's side passes as it is (a float64 backward per tie is not run: a full-size
-                model's step has dozens of ties). Otherwise, for each tie, the float64 step is redone with that
-                one element on its other side (SGD's update changes by -lr * the gradient's change; AdamW's,
+                model's step has dozens of ties). Otherwise, for each tie, the float64 step is redone
+                with that one element on its other side (SGD's update changes by -lr * the gradient's change; AdamW's,
                 not linear in the gradient, by the float64 AdamW step redone with the changed gradient); the ties whose update changes lower the squared distance
                 of vcc's step from ref64 (per tensor, in units of its allowance) the most are taken, one
                 at a time while one does. Where more than one is taken, the float64 step is redone with
