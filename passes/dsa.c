@@ -481,13 +481,32 @@ enum { FIT_BEST = 0, FIT_FIRST = 1 };
  * highest conflicting item and the current arena top counts as a gap), FIT_FIRST the lowest offset;
  * when no gap fits, it goes right on top of the highest conflicting item. Ties: the lower offset.
  * Returns 0 with off[] and *arena filled; 1 if the arena would exceed `limit` (pass abandoned);
- * -1 with errno EOVERFLOW if an offset + footprint overflows. */
-static int greedy(Ctx *c, const size_t *order, int fit, uint64_t limit, uint64_t *off,
-                  uint64_t *arena) {
+ * -1 with errno EOVERFLOW if an offset + footprint overflows.
+ *
+ * Resuming (the climb's moves change an order from some position on): the first `from` items of
+ * `order` are put where `kept` has them, without their queries, which is where this pass would put
+ * them when kept[] is a finished pass over an order with the same first `from` items, and c->work
+ * advances by kept_work[from], the steps that pass counted for them: the steps counted, and so every
+ * budget and plan, are those of a whole pass. work_at (n + 1 entries, or NULL) receives the steps
+ * counted before each position, work_at[n] the pass's (a finished pass's; an abandoned one leaves the
+ * entries past its stop unset). */
+static int greedy_from(Ctx *c, const size_t *order, size_t from, const uint64_t *kept,
+                       const uint64_t *kept_work, uint64_t *work_at, int fit, uint64_t limit,
+                       uint64_t *off, uint64_t *arena) {
   index_reset(c);
-  uint64_t H = 0;
-  for (size_t k = 0; k < c->n; k++) {
+  uint64_t H = 0, w0 = c->work;
+  for (size_t k = 0; k < from; k++) {
     size_t i = order[k];
+    off[i] = kept[i];
+    if (work_at) work_at[k] = kept_work[k];
+    if (c->fp[i] == 0) continue;
+    if (kept[i] + c->fp[i] > H) H = kept[i] + c->fp[i];
+    index_insert(c, i, kept[i]);
+  }
+  if (from > 0) c->work = w0 + kept_work[from];
+  for (size_t k = from; k < c->n; k++) {
+    size_t i = order[k];
+    if (work_at) work_at[k] = c->work - w0;
     uint64_t fp = c->fp[i], al = c->it[i].align;
     if (fp == 0) {
       off[i] = 0;
@@ -531,8 +550,15 @@ static int greedy(Ctx *c, const size_t *order, int fit, uint64_t limit, uint64_t
     if (H > limit) return 1;
     index_insert(c, i, best);
   }
+  if (work_at) work_at[c->n] = c->work - w0;
   *arena = H;
   return 0;
+}
+
+/* A whole greedy pass (greedy_from from position 0). */
+static int greedy(Ctx *c, const size_t *order, int fit, uint64_t limit, uint64_t *off,
+                  uint64_t *arena) {
+  return greedy_from(c, order, 0, NULL, NULL, NULL, fit, limit, off, arena);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -682,18 +708,23 @@ static int search(Ctx *c, size_t *order, int fit, uint64_t lb, uint64_t budget, 
   size_t n = c->n;
   if (*arena <= lb || n < 2) return 0;
   uint64_t *trial = malloc(n * sizeof *trial), *cur_off = malloc(n * sizeof *cur_off);
+  /* the steps the current order's pass counted before each position, and a trial's */
+  uint64_t *cur_work = malloc((n + 1) * sizeof *cur_work);
+  uint64_t *trial_work = malloc((n + 1) * sizeof *trial_work);
   size_t *crit = malloc(n * sizeof *crit), *pos = malloc(n * sizeof *pos);
-  if (!trial || !crit || !pos || !cur_off) {
+  if (!trial || !crit || !pos || !cur_off || !cur_work || !trial_work) {
     free(trial);
     free(crit);
     free(pos);
     free(cur_off);
+    free(cur_work);
+    free(trial_work);
     errno = ENOMEM;
     return -1;
   }
   uint64_t rng = 0x9E3779B97F4A7C15ull ^ (uint64_t)n ^ ((uint64_t)fit << 32);
   uint64_t best = *arena, cur;
-  if (greedy(c, order, fit, UINT64_MAX, cur_off, &cur)) cur = UINT64_MAX;
+  if (greedy_from(c, order, 0, NULL, NULL, cur_work, fit, UINT64_MAX, cur_off, &cur)) cur = UINT64_MAX;
   uint64_t budget_end = c->work + budget;
   for (unsigned tries = 0; tries < max_tries && c->work < budget_end && best > lb; tries++) {
     size_t ncrit = 0;
@@ -723,11 +754,15 @@ static int search(Ctx *c, size_t *order, int fit, uint64_t lb, uint64_t budget, 
       order[a] = order[b];
       order[b] = t;
     }
-    uint64_t h;
-    int r = greedy(c, order, fit, cur, trial, &h); /* -1 (overflow) is a rejection */
-    if (r == 0) {                                  /* h <= cur: accept, plateau moves included */
+    /* the order is the current one before position min(a, b): the pass resumes there (a current
+     * pass that overflowed left nothing to resume from) */
+    uint64_t h, *w;
+    size_t from = cur == UINT64_MAX ? 0 : a < b ? a : b;
+    int r = greedy_from(c, order, from, cur_off, cur_work, trial_work, fit, cur, trial, &h);
+    if (r == 0) { /* h <= cur: accept, plateau moves included; -1 (overflow) is a rejection */
       cur = h;
       memcpy(cur_off, trial, n * sizeof *off);
+      w = cur_work, cur_work = trial_work, trial_work = w;
       if (h < best) best = h, memcpy(off, trial, n * sizeof *off);
       continue;
     }
@@ -746,6 +781,8 @@ static int search(Ctx *c, size_t *order, int fit, uint64_t lb, uint64_t budget, 
   free(crit);
   free(pos);
   free(cur_off);
+  free(cur_work);
+  free(trial_work);
   return 0;
 }
 
@@ -1087,7 +1124,9 @@ typedef struct {
   size_t S;              /* sections */
   uint64_t *sec_top;     /* [S] highest top placed in the section */
   uint64_t *sec_rem;     /* [S] footprint of the unplaced items covering the section */
-  uint64_t *sec_min;     /* [S] scratch: lowest base of the section's unplaced items */
+  uint64_t *sec_min;     /* [2P, P a power of two >= S] scratch: a segment tree over a node's sections
+                            whose leaves end up holding each section's lowest base of its unplaced
+                            items (fit_node) */
   uint64_t *floor_;      /* [n] highest top of the placed conflicting items */
   uint64_t *off;         /* [n] offsets */
   uint64_t *placed;      /* [n] 1 once placed */
@@ -1184,11 +1223,17 @@ static int fit_node(Fit *f, size_t L0, size_t len) {
    *    them stack above it), and base + unplaced footprint must fit under the capacity. */
   size_t base = f->cand_len;
   uint64_t minh = UINT64_MAX; /* lowest top an unplaced item can reach */
-  size_t slo = f->sa[f->lst[L0]], shi = slo;
+  size_t slo = f->sa[f->lst[L0]], shi = slo, P = 1;
   for (size_t t = 0; t < len; t++)
     if (f->sb[f->lst[L0 + t]] > shi) shi = f->sb[f->lst[L0 + t]];
-  for (size_t s = slo; s < shi; s++)
-    f->sec_min[s] = UINT64_MAX;
+  /* sec_min: each item's base lowers its sections [sa, sb) - slo on O(log) nodes of a tree whose
+   * leaves are the node's sections; pushed down below, the leaf of section s is its lowest base (an
+   * item spans hundreds of sections in a training trace: lowering each one was the search's time) */
+  while (P < shi - slo)
+    P *= 2;
+  uint64_t *tr = f->sec_min;
+  for (size_t v = 1; v < 2 * P; v++)
+    tr[v] = UINT64_MAX;
   for (size_t t = 0; t < len; t++) {
     size_t i = f->lst[L0 + t];
     uint64_t fl, o;
@@ -1200,8 +1245,16 @@ static int fit_node(Fit *f, size_t L0, size_t len) {
       o = fl;
     }
     if (f->cap - o < f->fp[i]) return VCC_DSA_FIT_NONE;
-    for (size_t s = f->sa[i]; s < f->sb[i]; s++)
-      if (f->sec_min[s] > o) f->sec_min[s] = o;
+    for (size_t l = f->sa[i] - slo + P, r = f->sb[i] - slo + P; l < r; l /= 2, r /= 2) {
+      if (l & 1) {
+        if (tr[l] > o) tr[l] = o;
+        l++;
+      }
+      if (r & 1) {
+        r--;
+        if (tr[r] > o) tr[r] = o;
+      }
+    }
     if (fl + f->fp[i] < minh) minh = fl + f->fp[i];
     if (fl < f->x || (fl == f->x && f->rank[i] < f->xrank) ||
         (f->twin[i] != SIZE_MAX && !f->placed[f->twin[i]]) || fit_on_larger_mate(f, i, o))
@@ -1218,8 +1271,13 @@ static int fit_node(Fit *f, size_t L0, size_t len) {
     }
     f->cand[f->cand_len++] = (Key){{o, f->rank[i], 0}, i};
   }
+  for (size_t v = 1; v < P; v++) {
+    if (tr[2 * v] > tr[v]) tr[2 * v] = tr[v];
+    if (tr[2 * v + 1] > tr[v]) tr[2 * v + 1] = tr[v];
+  }
   for (size_t s = slo; s < shi; s++) {
-    if (f->sec_min[s] != UINT64_MAX && f->cap - f->sec_min[s] < f->sec_rem[s]) {
+    uint64_t m = tr[P + s - slo];
+    if (m != UINT64_MAX && f->cap - m < f->sec_rem[s]) {
       f->cand_len = base;
       return VCC_DSA_FIT_NONE;
     }
@@ -1433,7 +1491,10 @@ int vcc_dsa_fit(const VccDsaItem *items, size_t n, uint64_t capacity, uint64_t n
   }
   f.sec_top = calloc(f.S ? f.S : 1, sizeof *f.sec_top);
   f.sec_rem = calloc(f.S + 1, sizeof *f.sec_rem);
-  f.sec_min = malloc((f.S ? f.S : 1) * sizeof *f.sec_min);
+  size_t P = 1;
+  while (P < f.S)
+    P *= 2;
+  f.sec_min = malloc(2 * P * sizeof *f.sec_min);
   if (!f.sec_top || !f.sec_rem || !f.sec_min) goto oom;
   for (size_t i = 0; i < m; i++) { /* difference array, then prefix sums (<= lb: no overflow) */
     f.sec_rem[f.sa[i]] += f.fp[i];
