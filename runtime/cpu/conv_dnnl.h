@@ -732,7 +732,7 @@ VCC_CPU_FN int vcc_dnnl_conv(VccRt *rt, VccConvDesc *d, int which, const float *
     void *ptr[3];
     unsigned char *base = (unsigned char *)ws;
     int64_t in_s, out_s, step[3], zstep[3] = {0, 0, 0}, s0, z, nz = 1, ne;
-    int i, n = 0, fwd_role, slot, wino;
+    int i, n = 0, slot, wino;
     while (c && c->ws_bytes != wb) c = c->alt;
     if (!c) {
         c = (VccDnnlConv *)calloc(1, sizeof *c);
@@ -746,10 +746,9 @@ VCC_CPU_FN int vcc_dnnl_conv(VccRt *rt, VccConvDesc *d, int which, const float *
     if (which == VCC_DNNL_FWD && bias) which = VCC_DNNL_FWD_BIAS;
     /* the weight-gradient passes run Winograd where they can: its sums round differently, and a forward
      * or backward-data pass's output feeds every value after it, so those stay on the direct kernels */
-    fwd_role = which == VCC_DNNL_FWD || which == VCC_DNNL_FWD_BIAS || (which & VCC_DNNL_FORWARD_ROLE);
+    wino = which == VCC_DNNL_BWD_WEIGHTS; /* VCC_DNNL_FORWARD_ROLE marks a backward-data pass only */
     slot = which & VCC_DNNL_FORWARD_ROLE ? VCC_DNNL_SLOTS - 1 : which;
     which &= ~VCC_DNNL_FORWARD_ROLE;
-    wino = !fwd_role && which == VCC_DNNL_BWD_WEIGHTS;
     if (wino && vcc_dnnl_taps_ok(d)) { /* a 3x3x3 convolution as three 2-D Winograd ones, where they fit */
         VccDnnlTaps *t = &c->taps;
         if (t->state == 0) vcc_dnnl_taps_make(s, d, t, wb);
